@@ -1,0 +1,40 @@
+# The dependencies, each used for what it is made for (docs/dependencies.md):
+# the CUDA toolkit's headers only; abseil and jemalloc built by
+# scripts/deps.sh into GPUSLACK_DEPS_DIR; spdlog and fmt header-only.
+find_package(Threads REQUIRED)
+find_package(CUDAToolkit 12 REQUIRED)  # headers: CUDA::toolkit, CUDA::nvtx3
+
+set(GPUSLACK_ABSEIL_VERSION 20220623.1)
+set(GPUSLACK_JEMALLOC_VERSION 5.3.0)
+set(GPUSLACK_DEPS_RECIPE 1)
+set(_absl_prefix "${GPUSLACK_DEPS_DIR}/abseil-${GPUSLACK_ABSEIL_VERSION}-r${GPUSLACK_DEPS_RECIPE}/install")
+set(_je_prefix "${GPUSLACK_DEPS_DIR}/jemalloc-${GPUSLACK_JEMALLOC_VERSION}-r${GPUSLACK_DEPS_RECIPE}")
+if(NOT EXISTS "${_absl_prefix}" OR NOT EXISTS "${_je_prefix}/lib/libgpuslack_jemalloc.a")
+  message(FATAL_ERROR "gpuslack: abseil/jemalloc not found under ${GPUSLACK_DEPS_DIR}; "
+                      "run scripts/deps.sh first (README, Quick start)")
+endif()
+
+# abseil: position-independent, hidden, inline namespace gpuslack_lts_20220623.
+find_package(absl CONFIG REQUIRED PATHS "${_absl_prefix}" NO_DEFAULT_PATH)
+
+# jemalloc: prefixed gpuslack_je_, private, no initial-exec TLS.
+add_library(gpuslack_jemalloc STATIC IMPORTED GLOBAL)
+set_target_properties(gpuslack_jemalloc PROPERTIES
+  IMPORTED_LOCATION "${_je_prefix}/lib/libgpuslack_jemalloc.a"
+  INTERFACE_INCLUDE_DIRECTORIES "${_je_prefix}/include"
+  INTERFACE_LINK_LIBRARIES "Threads::Threads")
+
+# spdlog + fmt header-only. Debian's spdlog forces external fmt and its
+# header-only target links the shared libfmt (with FMT_SHARED, which makes
+# fmt's API visible): point it at fmt's header-only target instead.
+find_package(fmt 9 REQUIRED)
+find_package(spdlog 1.10 REQUIRED)
+set_target_properties(spdlog::spdlog_header_only PROPERTIES
+  INTERFACE_LINK_LIBRARIES "Threads::Threads;fmt::fmt-header-only")
+
+if(GPUSLACK_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(GPUSLACK_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Installs what gpuslack needs to build, and builds the two dependencies that
+# Debian does not ship in a usable form, into a cache outside the clone.
+#
+#   - Debian packages: compiler, CMake, Ninja, GoogleTest, Google Benchmark,
+#     spdlog and fmt (header-only use), binutils (the export test), dpkg-dev
+#     (apt-get source). Installed only when missing, so a warm machine never
+#     touches the network.
+#   - abseil-cpp and jemalloc, from their Debian source packages: Debian's
+#     static abseil is not position-independent, and its jemalloc is
+#     unprefixed with initial-exec TLS. Both are rebuilt here to be sealed
+#     inside libgpuslack.so (see docs/dependencies.md).
+#
+# Prints the cache prefix on its last line. Idempotent; safe to re-run.
+set -euo pipefail
+
+ABSEIL_VERSION=20220623.1
+JEMALLOC_VERSION=5.3.0
+# Bump when the way a dependency is built changes, so caches are rebuilt.
+RECIPE=1
+
+CACHE=${GPUSLACK_DEPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuslack-deps}
+JOBS=$(nproc 2>/dev/null || echo 2)
+log() { printf 'deps: %s\n' "$*" >&2; }
+
+sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- Debian packages -------------------------------------------------------
+PACKAGES=(g++ make cmake ninja-build pkg-config binutils dpkg-dev bzip2 xz-utils
+          libgtest-dev libgmock-dev libbenchmark-dev libspdlog-dev libfmt-dev
+          python3)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+need_sources=0
+[ -f "$CACHE/abseil-$ABSEIL_VERSION-r$RECIPE/.done" ] || need_sources=1
+[ -f "$CACHE/jemalloc-$JEMALLOC_VERSION-r$RECIPE/.done" ] || need_sources=1
+
+apt_updated=0
+apt_update() {
+  [ $apt_updated = 1 ] && return
+  sudo_if_needed apt-get update -q >&2
+  apt_updated=1
+}
+
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]}"
+  apt_update
+  DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi
+
+if [ $need_sources = 1 ]; then
+  # apt-get source needs deb-src entries: derive them from the configured
+  # deb entries (deb822 and one-line formats), never naming a host here.
+  if ! grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    log "adding deb-src entries derived from the configured apt sources"
+    tmp=$(mktemp)
+    for f in /etc/apt/sources.list.d/*.sources; do
+      [ -f "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f"
+      echo
+    done > "$tmp"
+    if [ -f /etc/apt/sources.list ]; then
+      grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' > "$tmp.list" || true
+      sudo_if_needed cp "$tmp.list" /etc/apt/sources.list.d/gpuslack-deb-src.list
+    fi
+    sudo_if_needed cp "$tmp" /etc/apt/sources.list.d/gpuslack-deb-src.sources
+    rm -f "$tmp" "$tmp.list"
+    apt_updated=0
+  fi
+  apt_update
+fi
+
+mkdir -p "$CACHE"
+
+# Fetches and unpacks (with Debian's patches) source package $1, which must
+# be upstream version $2, into $3.
+fetch_source() {
+  local pkg=$1 version=$2 dest=$3 work
+  work=$(mktemp -d "$CACHE/src.XXXXXX")
+  (cd "$work" && apt-get source -q "$pkg" >&2)
+  local dir
+  dir=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+  [ -n "$dir" ] || { log "apt-get source $pkg unpacked nothing"; exit 1; }
+  [ "$(basename "$dir")" = "$pkg-$version" ] \
+    || { log "apt-get source $pkg gave $(basename "$dir"), expected $pkg-$version"; exit 1; }
+  rm -rf "$dest"
+  mv "$dir" "$dest"
+  rm -rf "$work"
+}
+
+# --- abseil: PIC, hidden visibility, private inline namespace -------------
+ABSL_DIR=$CACHE/abseil-$ABSEIL_VERSION-r$RECIPE
+if [ ! -f "$ABSL_DIR/.done" ]; then
+  log "building abseil $ABSEIL_VERSION into $ABSL_DIR"
+  rm -rf "$ABSL_DIR"; mkdir -p "$ABSL_DIR"
+  fetch_source abseil "$ABSEIL_VERSION" "$ABSL_DIR/src"
+  # The renamed namespace is what lets this abseil live beside another
+  # abseil (TensorFlow's, a Python extension's) in the same process.
+  sed -i 's/^#define ABSL_OPTION_INLINE_NAMESPACE_NAME .*/#define ABSL_OPTION_INLINE_NAMESPACE_NAME gpuslack_lts_20220623/' \
+    "$ABSL_DIR/src/absl/base/options.h"
+  cmake -S "$ABSL_DIR/src" -B "$ABSL_DIR/build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$ABSL_DIR/install" \
+    -DCMAKE_CXX_STANDARD=17 -DABSL_PROPAGATE_CXX_STD=ON \
+    -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DCMAKE_CXX_VISIBILITY_PRESET=hidden -DCMAKE_VISIBILITY_INLINES_HIDDEN=ON \
+    -DBUILD_TESTING=OFF -DABSL_BUILD_TESTING=OFF >&2
+  cmake --build "$ABSL_DIR/build" -j "$JOBS" >&2
+  cmake --install "$ABSL_DIR/build" >&2
+  rm -rf "$ABSL_DIR/build" "$ABSL_DIR/src"
+  touch "$ABSL_DIR/.done"
+fi
+
+# --- jemalloc: prefixed, private, no initial-exec TLS ----------------------
+JE_DIR=$CACHE/jemalloc-$JEMALLOC_VERSION-r$RECIPE
+if [ ! -f "$JE_DIR/.done" ]; then
+  log "building jemalloc $JEMALLOC_VERSION into $JE_DIR"
+  rm -rf "$JE_DIR"; mkdir -p "$JE_DIR"
+  fetch_source jemalloc "$JEMALLOC_VERSION" "$JE_DIR/src"
+  (cd "$JE_DIR/src" && ./configure --with-jemalloc-prefix=gpuslack_je_ \
+      --with-private-namespace=gpuslack_je_int_ --without-export \
+      --disable-initial-exec-tls --disable-cxx --disable-prof --disable-libdl \
+      CFLAGS="-O2 -g0 -fPIC" >&2 \
+   && make -j "$JOBS" lib/libjemalloc_pic.a >&2)
+  mkdir -p "$JE_DIR/lib" "$JE_DIR/include/jemalloc"
+  cp "$JE_DIR/src/lib/libjemalloc_pic.a" "$JE_DIR/lib/libgpuslack_jemalloc.a"
+  cp "$JE_DIR/src/include/jemalloc/jemalloc.h" "$JE_DIR/include/jemalloc/"
+  rm -rf "$JE_DIR/src"
+  touch "$JE_DIR/.done"
+fi
+
+echo "$CACHE"

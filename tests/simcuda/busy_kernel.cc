@@ -1,0 +1,47 @@
+// The test-only busy kernel (gpusim.h): GPU work that owns a buffer for a
+// while and notices if anyone else writes it meanwhile. This is how tests
+// catch an allocator that hands out memory a queued kernel still uses.
+#include <atomic>
+#include <cstring>
+
+#include "gpusim.h"
+#include "sim.h"
+
+using namespace gpusim;
+
+namespace {
+std::atomic<long> g_violations{0};
+
+bool intact(const volatile uint32_t* w, size_t n, uint32_t pattern) {
+  for (size_t i = 0; i < n; ++i)
+    if (w[i] != pattern) return false;
+  return true;
+}
+}  // namespace
+
+GPUSIM_EXPORT cudaError_t gpusim_busy_kernel(cudaStream_t h, void* buf, size_t bytes, unsigned duration_us,
+                                             uint32_t pattern, volatile int* status) {
+  CUstream_st* s = resolve(h, false);
+  if (!s) return cudaErrorInvalidResourceHandle;
+  if (bytes % 4 || classify(buf, bytes) != Where::kDevice) return cudaErrorInvalidValue;
+  auto* words = static_cast<volatile uint32_t*>(buf);
+  size_t n = bytes / 4;
+  enqueue(s, [=] {
+    auto t0 = Clock::now();
+    auto end = after(t0, duration_us);
+    for (size_t i = 0; i < n; ++i) words[i] = pattern;
+    bool ok = true;
+    while (ok && Clock::now() < end) {
+      wait_until(std::min(end, after(Clock::now(), 50)));
+      ok = intact(words, n, pattern);
+    }
+    ok = ok && intact(words, n, pattern);
+    if (!ok) g_violations.fetch_add(1);
+    if (status) *status = ok ? 1 : -1;
+  });
+  return cudaSuccess;
+}
+
+GPUSIM_EXPORT long gpusim_busy_kernel_violations(void) { return g_violations.load(); }
+
+GPUSIM_EXPORT size_t gpusim_device_used(int device) { return Memory::get().used(device); }

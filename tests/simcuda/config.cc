@@ -1,0 +1,142 @@
+// The simulated device's configuration, cost model and fault injection.
+//
+// Every number of the cost model is a field of Config (sim.h) with its
+// default there; each can be overridden by GPUSIM_COST_<FIELD> (for example
+// GPUSIM_COST_FREE_US=50). Sources of the defaults: README.md, "Cost model".
+#include <sched.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "sim.h"
+
+namespace gpusim {
+namespace {
+
+size_t parse_bytes(const char* s, size_t fallback) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end == s || v < 0) return fallback;
+  switch (*end) {
+    case 'k': case 'K': v *= 1024.0; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+  }
+  return static_cast<size_t>(v);
+}
+
+void read_double(const char* name, double* field) {
+  if (const char* v = std::getenv(name)) {
+    char* end = nullptr;
+    double d = std::strtod(v, &end);
+    if (end != v && d >= 0) *field = d;
+    else std::fprintf(stderr, "gpusim: ignoring %s=%s (not a number)\n", name, v);
+  }
+}
+
+Config load() {
+  Config c;
+  if (const char* v = std::getenv("GPUSIM_DEVICE_COUNT")) c.device_count = std::atoi(v);
+  if (c.device_count < 0) c.device_count = 0;
+  if (const char* v = std::getenv("GPUSIM_DEVICE_MEMORY")) c.device_bytes = parse_bytes(v, c.device_bytes);
+  if (const char* v = std::getenv("GPUSIM_NO_DRIVER")) c.no_driver = std::atoi(v) != 0;
+  if (const char* v = std::getenv("GPUSIM_MALLOC_SYNC")) c.malloc_syncs = std::atoi(v) != 0;
+#define GPUSIM_COST(field) read_double("GPUSIM_COST_" #field, &c.field)
+  GPUSIM_COST(pinned_h2d_gbps); GPUSIM_COST(pinned_d2h_gbps); GPUSIM_COST(pageable_gbps);
+  GPUSIM_COST(d2d_gbps); GPUSIM_COST(memset_gbps); GPUSIM_COST(copy_latency_us);
+  GPUSIM_COST(nccl_gbps); GPUSIM_COST(nccl_latency_us); GPUSIM_COST(malloc_us);
+  GPUSIM_COST(malloc_per_gib_us); GPUSIM_COST(free_us); GPUSIM_COST(host_alloc_us);
+  GPUSIM_COST(host_pin_gbps); GPUSIM_COST(free_host_us); GPUSIM_COST(malloc_async_us);
+  GPUSIM_COST(event_record_us); GPUSIM_COST(mem_create_us); GPUSIM_COST(mem_create_gbps);
+  GPUSIM_COST(mem_map_us); GPUSIM_COST(set_access_us); GPUSIM_COST(set_access_per_2mib_us);
+#undef GPUSIM_COST
+  return c;
+}
+
+// ---- fault injection ----
+struct Fault {
+  std::string name;
+  long nth;
+  bool and_after;
+  std::atomic<long> calls{0};
+};
+
+std::vector<std::unique_ptr<Fault>>* load_faults() {
+  auto* faults = new std::vector<std::unique_ptr<Fault>>();
+  const char* spec = std::getenv("GPUSIM_FAIL");
+  if (!spec) return faults;
+  std::string s(spec);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? s.size() : comma + 1;
+    size_t colon = item.find(':');
+    if (colon == std::string::npos) {
+      std::fprintf(stderr, "gpusim: ignoring GPUSIM_FAIL item '%s' (want name:N or name:N+)\n", item.c_str());
+      continue;
+    }
+    auto f = std::make_unique<Fault>();
+    f->name = item.substr(0, colon);
+    std::string n = item.substr(colon + 1);
+    f->and_after = !n.empty() && n.back() == '+';
+    f->nth = std::atol(n.c_str());
+    if (f->nth <= 0) {
+      std::fprintf(stderr, "gpusim: ignoring GPUSIM_FAIL item '%s' (N must be >= 1)\n", item.c_str());
+      continue;
+    }
+    faults->push_back(std::move(f));
+  }
+  return faults;
+}
+
+}  // namespace
+
+const Config& config() {
+  static const Config* c = new Config(load());
+  return *c;
+}
+
+bool should_fail(const char* name) {
+  static std::vector<std::unique_ptr<Fault>>* faults = load_faults();
+  for (auto& f : *faults) {
+    if (f->name != name) continue;
+    long n = ++f->calls;
+    return f->and_after ? n >= f->nth : n == f->nth;
+  }
+  return false;
+}
+
+Clock::time_point after(Clock::time_point t, double us) {
+  return t + std::chrono::nanoseconds(static_cast<int64_t>(us * 1000.0));
+}
+
+double transfer_us(size_t bytes, double gbps) {
+  if (gbps <= 0) return 0;
+  return static_cast<double>(bytes) / (gbps * 1e3);  // bytes / (GB/s) in us
+}
+
+void wait_until(Clock::time_point deadline) {
+  // Sleep to within ~60 us of the deadline, then yield-spin: Linux sleeps
+  // overshoot by the timer slack (50 us by default), and a modeled 10 us op
+  // must not cost 60.
+  for (;;) {
+    auto now = Clock::now();
+    if (now >= deadline) return;
+    auto left = deadline - now;
+    if (left > std::chrono::microseconds(80)) {
+      std::this_thread::sleep_for(left - std::chrono::microseconds(60));
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+void charge(double us) {
+  if (us <= 0) return;
+  wait_until(after(Clock::now(), us));
+}
+
+}  // namespace gpusim

@@ -1,0 +1,271 @@
+// The simulated CUDA device: the core shared by the three API libraries.
+//
+// libcudart.so.13, libcuda.so.1 and libnccl.so.2 in this folder are thin
+// translations of the real CUDA 13 / NCCL 2 APIs onto this core, which lives
+// in libgpusim.so so that the three share one device (one memory registry,
+// one set of streams), as the real runtime, driver and NCCL do.
+//
+// What is simulated, and how faithfully, is written in README.md beside this
+// file; the numbers of the cost model live in config.cc, each with its source.
+//
+// Not a header of the product: gpuslack never includes it. Test-only.
+//
+// Thread safety: every function here may be called from any thread. Stream
+// bookkeeping is guarded by one process-wide mutex (Core::mu): the simulated
+// device has a handful of streams and correctness, not scalability, is what
+// the tests need from it.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define GPUSIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gpusim {
+
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- config --
+
+// The cost model and the device's shape, read once from GPUSIM_* variables
+// (see README.md). Bandwidths in GB/s (1e9 bytes/s), times in microseconds.
+struct Config {
+  int device_count = 1;          // GPUSIM_DEVICE_COUNT
+  size_t device_bytes = 8ull << 30;  // GPUSIM_DEVICE_MEMORY (bytes; K/M/G suffix)
+  bool no_driver = false;        // GPUSIM_NO_DRIVER=1: cuInit fails
+  bool malloc_syncs = true;      // GPUSIM_MALLOC_SYNC=0: cudaMalloc does not wait for idle
+
+  double pinned_h2d_gbps = 50;   // DMA, pinned host -> device
+  double pinned_d2h_gbps = 50;   // DMA, device -> pinned host
+  double pageable_gbps = 12;     // host staging copy of a pageable transfer
+  double d2d_gbps = 1500;        // device memory, counted as read + write
+  double memset_gbps = 3000;     // device memory writes
+  double copy_latency_us = 2;    // per copy or memset on the GPU
+  double nccl_gbps = 100;        // bus bandwidth of one NCCL link
+  double nccl_latency_us = 10;   // per collective
+
+  double malloc_us = 10;         // cudaMalloc base cost
+  double malloc_per_gib_us = 100;
+  double free_us = 14;           // cudaFree, device idle
+  double host_alloc_us = 20;     // cudaMallocHost / cudaHostAlloc base
+  double host_pin_gbps = 4;      // pinning rate of cudaHostAlloc/Register
+  double free_host_us = 10;      // cudaFreeHost base (plus device sync)
+  double malloc_async_us = 1.5;  // cudaMallocAsync / cudaFreeAsync
+  double event_record_us = 1;    // cudaEventRecord
+  double mem_create_us = 20;     // cuMemCreate base
+  double mem_create_gbps = 50;   // cuMemCreate zeroing rate
+  double mem_map_us = 3;         // cuMemMap / cuMemUnmap per call
+  double set_access_us = 25;     // cuMemSetAccess base
+  double set_access_per_2mib_us = 2;  // cuMemSetAccess per 2 MiB granule
+};
+const Config& config();
+
+// Host-side cost of an API call: the calling thread loses `us` of wall time
+// (spinning below 20 us, where sleeping is too coarse; sleeping above).
+void charge(double us);
+// GPU-side time: blocks the current (worker) thread until `deadline`.
+void wait_until(Clock::time_point deadline);
+Clock::time_point after(Clock::time_point t, double us);
+double transfer_us(size_t bytes, double gbps);
+
+// ---------------------------------------------------------------- faults --
+
+// GPUSIM_FAIL="cuMemCreate:3,cudaMalloc:1+" makes the 3rd call of cuMemCreate
+// fail, and every call of cudaMalloc from the 1st on. Returns true when the
+// current call of `name` is to fail. Counting is per process.
+bool should_fail(const char* name);
+
+// ---------------------------------------------------------------- memory --
+
+enum class MemKind { kDevice, kDeviceAsync, kPinned, kRegistered, kManaged, kVmmReserve };
+
+struct Region {
+  uintptr_t base = 0;
+  size_t size = 0;
+  MemKind kind = MemKind::kDevice;
+  int device = 0;
+  unsigned flags = 0;
+  size_t charged = 0;  // bytes counted against the device's capacity
+};
+
+// Process-wide registry of every range the simulated device knows.
+class Memory {
+ public:
+  static Memory& get();
+
+  // Anonymous, page-aligned, lazily backed host memory (MAP_NORESERVE).
+  static void* map_anonymous(size_t bytes);
+  static void unmap(void* p, size_t bytes);
+
+  // Device capacity accounting. reserve() fails (returns false) past the
+  // configured capacity.
+  bool reserve(int device, size_t bytes);
+  void unreserve(int device, size_t bytes);
+  size_t used(int device);
+
+  void add(const Region& r);
+  bool remove(uintptr_t base, Region* out);
+  // The region containing [p, p + bytes), if any.
+  bool find(const void* p, size_t bytes, Region* out);
+
+ private:
+  std::mutex mu_;
+  std::map<uintptr_t, Region> regions_;
+  std::vector<size_t> used_;
+};
+
+// Classifies an address as the runtime's cudaPointerGetAttributes would.
+enum class Where { kDevice, kPinned, kPageable };
+Where classify(const void* p, size_t bytes, int* device = nullptr);
+
+// ------------------------------------------------------------- devices ----
+
+int current_device();
+void set_current_device(int d);
+bool valid_device(int d);
+
+}  // namespace gpusim
+
+// --------------------------------------------------------------- streams ---
+
+// The opaque handle types of the CUDA headers, defined here. The runtime's
+// cudaStream_t and the driver's CUstream are the same pointer type.
+struct CUevent_st;
+struct CUgraph_st;
+
+namespace gpusim {
+
+struct Dep {
+  CUstream_st* stream;
+  uint64_t seq;
+};
+
+// One unit of GPU work. `run` executes on the stream's worker thread and
+// blocks it for the modeled GPU time (see wait_until).
+struct Op {
+  std::function<void()> run;
+  std::vector<Dep> deps;
+  uint64_t seq = 0;
+};
+
+}  // namespace gpusim
+
+struct CUstream_st {
+  int device = 0;
+  unsigned flags = 0;   // cudaStreamNonBlocking or cudaStreamDefault
+  int priority = 0;
+  bool legacy = false;      // the device's legacy default stream
+  bool per_thread = false;  // a thread's per-thread default stream
+  bool destroyed = false;
+
+  // Guarded by Core::mu.
+  std::deque<gpusim::Op> queue;
+  uint64_t enqueued = 0;   // seq of the last op enqueued
+  uint64_t completed = 0;  // seq of the last op finished
+  bool running = false;    // the worker is executing queue.front()
+
+  // Stream capture (guarded by Core::mu).
+  CUgraph_st* capture_graph = nullptr;
+  cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+  bool capture_invalidated = false;
+
+  std::thread worker;
+};
+
+struct CUevent_st {
+  unsigned flags = 0;
+  // Guarded by Core::mu. An event never recorded counts as complete.
+  CUstream_st* stream = nullptr;
+  uint64_t seq = 0;
+  // Filled by the marker op when the GPU reaches the record.
+  std::shared_ptr<std::atomic<int64_t>> stamp_ns;
+};
+
+// A graph captured from one stream: its ops, replayed in order on launch.
+struct CUgraph_st {
+  std::vector<std::function<void()>> nodes;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> nodes;
+};
+
+namespace gpusim {
+
+// Stream bookkeeping shared by all streams and events.
+struct Core {
+  std::mutex mu;
+  std::condition_variable cv;  // notified whenever any op completes
+  std::vector<CUstream_st*> streams;  // every stream ever made; never freed
+  std::vector<CUstream_st*> legacy;   // per device
+  // Ops enqueued after an implicit device barrier (cudaMalloc,
+  // cudaMallocHost) wait for everything enqueued before it.
+  std::vector<Dep> barrier;
+};
+Core& core();
+
+CUstream_st* legacy_stream(int device);
+CUstream_st* per_thread_stream();
+CUstream_st* new_stream(int device, unsigned flags, int priority);
+void destroy_stream(CUstream_st* s);
+
+// Resolves a handle as the runtime does: NULL is the legacy default stream,
+// or the per-thread one for the _ptsz/_ptds entry points; cudaStreamLegacy
+// and cudaStreamPerThread are themselves. Returns nullptr for a handle that
+// is not a live stream.
+CUstream_st* resolve(cudaStream_t s, bool per_thread_default);
+
+// Enqueues `run` with the implicit dependencies of the stream's kind (the
+// legacy default stream waits for blocking streams, blocking streams wait for
+// the legacy stream) and of any pending device barrier. While the stream
+// captures, the op is appended to the graph instead. Returns the op's seq (0
+// when captured).
+uint64_t enqueue(CUstream_st* s, std::function<void()> run,
+                 std::vector<Dep> extra_deps = {});
+bool is_capturing(CUstream_st* s);
+// True when a blocking stream of `device` captures: using the legacy default
+// stream then would join the capture implicitly, which CUDA refuses
+// (cudaErrorStreamCaptureImplicit); such captures are invalidated.
+bool legacy_use_conflicts(int device);
+// True when any stream captures in global mode: "unsafe" calls (cudaMalloc,
+// synchronizing calls) are then prohibited process-wide.
+bool any_global_capture();
+// Marks the capture of `s` as invalidated (an unsupported call was made).
+void invalidate_capture(CUstream_st* s);
+
+// Blocks until `s` has finished the op `seq` (and all before it).
+void wait_op(CUstream_st* s, uint64_t seq);
+// Blocks until `s` has finished every op enqueued so far.
+void sync_stream(CUstream_st* s);
+// Enqueues a marker (with the legacy stream's implicit dependencies) and
+// waits for it: what the driver does before a pageable staging copy.
+void drain_stream(CUstream_st* s);
+bool stream_idle(CUstream_st* s);
+void sync_device(int device);
+// Implicit barrier: later work on any stream of `device` waits for all work
+// enqueued before.
+void device_barrier(int device);
+
+void record_event(CUevent_st* e, CUstream_st* s);
+bool event_done(CUevent_st* e);
+void sync_event(CUevent_st* e);
+void wait_event(CUstream_st* s, CUevent_st* e);
+
+cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode);
+cudaError_t end_capture(CUstream_st* s, CUgraph_st** graph);
+void launch_graph(CUgraphExec_st* exec, CUstream_st* s);
+
+}  // namespace gpusim

@@ -594,6 +594,8 @@ GPUSIM_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
 // ---- device memory ----
 GPUSIM_EXPORT cudaError_t cudaMalloc(void** p, size_t size) {
   READY();
+  if (!p) return ret(cudaErrorInvalidValue);
+  *p = nullptr;
   if (cudaError_t e = refuse_in_capture()) return ret(e);
   if (should_fail("cudaMalloc")) return ret(cudaErrorMemoryAllocation);
   // A device allocation is an implicit synchronization point (Programming

@@ -1,0 +1,34 @@
+/* gpuslack: the public C API of libgpuslack.so.
+ *
+ * gpuslack sits under a CUDA process (LD_PRELOAD, or loaded as PyTorch's
+ * allocator) and measures the time the process loses to allocation, copies,
+ * synchronization and collectives. These functions let a program or a
+ * language binding ask it questions; none is needed for it to work.
+ *
+ * Every function may be called from any thread, before or after the first
+ * CUDA call, and never fails the caller: at worst it returns an empty
+ * answer. Strings returned are owned by the library and live until the
+ * process exits.
+ */
+#ifndef GPUSLACK_GPUSLACK_H_
+#define GPUSLACK_GPUSLACK_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUSLACK_API __attribute__((visibility("default")))
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+GPUSLACK_API const char* gpuslack_version(void);
+
+/* One line naming this build and the versions of the dependencies sealed
+ * inside it (abseil, jemalloc, spdlog, fmt, the CUDA headers it was built
+ * against). */
+GPUSLACK_API const char* gpuslack_build_info(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSLACK_GPUSLACK_H_ */

@@ -1,0 +1,42 @@
+// Finding the real CUDA runtime entry points at run time.
+//
+// gpuslack links no CUDA library (DESIGN.md, principle 2): a hook finds the
+// function it wraps here, by name, the first time it is called.
+//
+//   1. dlsym(RTLD_NEXT, name): the next definition after libgpuslack.so in
+//      the global lookup scope. This is the normal case: libcudart linked by
+//      the executable or by a library loaded RTLD_GLOBAL, with libgpuslack.so
+//      preloaded in front of it.
+//   2. Otherwise libcudart was loaded RTLD_LOCAL (ctypes, a plain dlopen by a
+//      framework's extension module), so it is not in the global scope. Walk
+//      the loaded objects (dl_iterate_phdr), take the first whose file name
+//      starts with "libcudart.so", re-open it with RTLD_NOLOAD (a new
+//      reference to the loaded copy, never a new load) and dlsym on that.
+//
+// Thread safety: any thread, any time; no locks, no allocation except
+// inside the dynamic loader. Callers cache the result (the hook table does).
+#pragma once
+
+namespace gpuslack {
+namespace cuda {
+
+enum class FoundBy {
+  kNotFound,
+  kRtldNext,       // step 1
+  kLoadedLibrary,  // step 2
+};
+
+struct RuntimeSymbol {
+  void* address = nullptr;
+  FoundBy found_by = FoundBy::kNotFound;
+  const char* library = nullptr;  // path of the object that defines it, if known
+};
+
+// Looks up the real definition of the CUDA runtime function `name`, never
+// one in libgpuslack.so itself.
+RuntimeSymbol find_runtime_symbol(const char* name);
+
+const char* found_by_name(FoundBy how);
+
+}  // namespace cuda
+}  // namespace gpuslack

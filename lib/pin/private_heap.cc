@@ -1,0 +1,47 @@
+#include "pin/private_heap.h"
+
+#include <cstdint>
+
+// Keep the je_* names: they always mean the private instance, whatever its
+// prefix, and never shadow the process's malloc.
+#define JEMALLOC_NO_DEMANGLE
+#include "jemalloc/jemalloc.h"
+
+// The instance's configuration: through its prefixed malloc_conf symbol,
+// never the MALLOC_CONF environment variable (that one belongs to the host
+// process's allocator). No background thread: a library inside someone
+// else's process does not start threads it was not asked for. Two arenas:
+// bookkeeping is light and contention low.
+extern "C" {
+const char* je_malloc_conf = "background_thread:false,narenas:2,percpu_arena:disabled";
+}
+
+namespace gpuslack {
+namespace pin {
+
+void* private_alloc(std::size_t bytes) { return je_malloc(bytes ? bytes : 1); }
+
+void private_free(void* p) {
+  if (p) je_free(p);
+}
+
+std::size_t private_allocated_bytes() {
+  // Statistics are cached per epoch: advance it to read current figures.
+  uint64_t epoch = 1;
+  std::size_t len = sizeof(epoch);
+  je_mallctl("epoch", &epoch, &len, &epoch, len);
+  std::size_t allocated = 0;
+  len = sizeof(allocated);
+  if (je_mallctl("stats.allocated", &allocated, &len, nullptr, 0) != 0) return 0;
+  return allocated;
+}
+
+const char* jemalloc_version() {
+  const char* v = nullptr;
+  std::size_t len = sizeof(v);
+  if (je_mallctl("version", &v, &len, nullptr, 0) != 0 || v == nullptr) return "unknown";
+  return v;
+}
+
+}  // namespace pin
+}  // namespace gpuslack

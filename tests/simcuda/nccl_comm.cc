@@ -1,0 +1,500 @@
+// libnccl.so.2 of the simulated device: communicators (creation, split,
+// teardown, queries), errors, versions and NCCL-allocated memory.
+//
+// Every communicator is made at a rendezvous (Join): the ranks of an
+// ncclUniqueId, or the ranks of a parent communicator calling ncclCommSplit.
+// Arriving never blocks; the last rank to arrive builds the Clique of each
+// new communicator and publishes it to every member. A blocking init then
+// waits for that; a non-blocking one (config->blocking = 0) returns
+// ncclInProgress and ncclCommGetAsyncError reports it until then.
+#include <algorithm>
+#include <cstring>
+
+#include "nccl_internal.h"
+
+namespace ncclsim {
+
+Clique::Clique(std::vector<int> devs)
+    : nranks(static_cast<int>(devs.size())), devices(std::move(devs)) {
+  coll_next[kDirect].assign(nranks, 0);
+  coll_next[kGraph].assign(nranks, 0);
+  pending.assign(nranks, 0);
+  split_next.assign(nranks, 0);
+}
+
+namespace {
+
+thread_local std::string t_last_error;
+
+constexpr char kIdMagic[8] = {'g', 'p', 'u', 's', 'i', 'm', 'N', 'C'};
+constexpr unsigned kConfigMagic = 0xcafebeef;
+
+// One rank's arrival at a rendezvous.
+struct Member {
+  int color = 0;
+  int key = 0;
+  int device = 0;
+};
+
+struct Join {
+  int expected = 0;
+  int arrived = 0;
+  std::vector<bool> present;
+  std::vector<Member> members;     // by index (rank or parent rank)
+  std::vector<ncclComm*> comms;    // by index; null: no color, or withdrawn
+};
+
+// Rendezvous are keyed by (owner, number): (nullptr, unique id) for
+// ncclCommInitRank*, (parent clique, split number) for ncclCommSplit.
+using JoinKey = std::pair<const void*, uint64_t>;
+
+struct Registry {
+  std::mutex mu;
+  std::condition_variable cv;  // a rendezvous completed
+  std::map<JoinKey, Join> joins;
+  uint64_t next_id = 1;
+};
+
+Registry& registry() {
+  static auto* r = new Registry();  // never destroyed
+  return *r;
+}
+
+// Builds the communicators of a complete rendezvous. Registry::mu held.
+void complete(Join& j) {
+  std::map<int, std::vector<int>> colors;  // color -> member indices
+  for (int i = 0; i < j.expected; ++i)
+    if (j.members[i].color != NCCL_SPLIT_NOCOLOR) colors[j.members[i].color].push_back(i);
+  for (auto& [color, idx] : colors) {
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](int a, int b) { return j.members[a].key < j.members[b].key; });
+    std::vector<int> devs;
+    for (int i : idx) devs.push_back(j.members[i].device);
+    std::vector<int> sorted = devs;
+    std::sort(sorted.begin(), sorted.end());
+    bool duplicate = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+    auto clique = duplicate ? nullptr : std::make_shared<Clique>(devs);
+    for (size_t r = 0; r < idx.size(); ++r) {
+      ncclComm* c = j.comms[idx[r]];
+      if (!c) continue;  // destroyed before it was ready
+      c->joined_in = nullptr;
+      if (duplicate) {
+        // Real NCCL: "Duplicate GPU detected": two ranks of one
+        // communicator on one device.
+        c->init_error = ncclInvalidUsage;
+        c->state.store(ncclComm::kFailed, std::memory_order_release);
+        continue;
+      }
+      c->clique = clique;
+      c->rank = static_cast<int>(r);
+      c->nranks = static_cast<int>(idx.size());
+      c->state.store(ncclComm::kReady, std::memory_order_release);
+    }
+  }
+  for (ncclComm* c : j.comms)
+    if (c) c->joined_in = nullptr;
+  registry().cv.notify_all();
+}
+
+// Registers `comm` (may be null: a split's NCCL_SPLIT_NOCOLOR rank) as
+// member `index` of the rendezvous `key` of `expected` ranks.
+ncclResult_t arrive(JoinKey key, int expected, int index, Member m, ncclComm* comm) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> l(reg.mu);
+  Join& j = reg.joins[key];
+  if (j.expected == 0) {
+    j.expected = expected;
+    j.present.assign(expected, false);
+    j.members.resize(expected);
+    j.comms.assign(expected, nullptr);
+  }
+  if (j.expected != expected)
+    return fail(ncclInvalidArgument, "ncclCommInitRank: nranks differs between ranks of one id");
+  if (j.present[index]) return fail(ncclInvalidArgument, "ncclCommInitRank: rank joined twice");
+  j.present[index] = true;
+  j.members[index] = m;
+  j.comms[index] = comm;
+  if (comm) {
+    comm->joined_in = &j.comms;
+    comm->joined_at = static_cast<size_t>(index);
+  }
+  if (++j.arrived == j.expected) {
+    complete(j);
+    reg.joins.erase(key);
+  }
+  return ncclSuccess;
+}
+
+// Blocking comms wait (or defer the wait to the group's end); non-blocking
+// ones report progress through ncclCommGetAsyncError.
+ncclResult_t finish_init(ncclComm_t* out) {
+  ncclComm* c = *out;
+  if (!c->blocking) return ncclInProgress;
+  if (group_defer_init(c)) return ncclSuccess;
+  ncclResult_t r = wait_init(c);
+  if (r != ncclSuccess) {
+    delete c;
+    *out = nullptr;
+  }
+  return r;
+}
+
+ncclResult_t read_config(const ncclConfig_t* config, bool* blocking) {
+  if (!config) return ncclSuccess;
+  if (config->magic != kConfigMagic)
+    return fail(ncclInvalidArgument, "ncclConfig_t not initialized with NCCL_CONFIG_INITIALIZER");
+  if (config->blocking != NCCL_CONFIG_UNDEF_INT) {
+    if (config->blocking != 0 && config->blocking != 1)
+      return fail(ncclInvalidArgument, "config->blocking must be 0 or 1");
+    *blocking = config->blocking == 1;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
+                       const ncclConfig_t* config) {
+  if (!out) return fail(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
+  *out = nullptr;
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return fail(ncclInvalidArgument, "ncclCommInitRank: invalid rank or nranks");
+  if (std::memcmp(id.internal, kIdMagic, sizeof(kIdMagic)) != 0)
+    return fail(ncclInvalidArgument, "ncclCommInitRank: not an id from ncclGetUniqueId");
+  bool blocking = true;
+  if (ncclResult_t r = read_config(config, &blocking)) return r;
+  int device = gpusim::current_device();
+  if (!gpusim::valid_device(device)) return fail(ncclUnhandledCudaError, "no usable CUDA device");
+  uint64_t n = 0;
+  std::memcpy(&n, id.internal + sizeof(kIdMagic), sizeof(n));
+  auto* c = new ncclComm();
+  c->device = device;
+  c->blocking = blocking;
+  if (ncclResult_t r = arrive({nullptr, n}, nranks, rank, {0, rank, device}, c)) {
+    delete c;
+    return r;
+  }
+  *out = c;
+  return finish_init(out);
+}
+
+}  // namespace
+
+ncclResult_t fail(ncclResult_t r, const std::string& msg) {
+  t_last_error = msg;
+  return r;
+}
+
+ncclResult_t wait_init(ncclComm* comm) {
+  Registry& reg = registry();
+  std::unique_lock<std::mutex> l(reg.mu);
+  reg.cv.wait(l, [&] { return comm->state.load(std::memory_order_acquire) != ncclComm::kInit; });
+  return comm->state.load(std::memory_order_acquire) == ncclComm::kReady ? ncclSuccess
+                                                                         : comm->init_error;
+}
+
+ncclResult_t usable(ncclComm* comm) {
+  if (!comm) return fail(ncclInvalidArgument, "comm is NULL");
+  switch (comm->state.load(std::memory_order_acquire)) {
+    case ncclComm::kInit:
+      return fail(ncclInvalidArgument,
+                  "Attempt to use communicator before the previous operation returned ncclSuccess");
+    case ncclComm::kFailed:
+      return comm->init_error;
+    default:
+      break;
+  }
+  std::lock_guard<std::mutex> l(comm->clique->mu);
+  if (comm->clique->aborted) return fail(ncclRemoteError, "a rank of the communicator aborted it");
+  return comm->clique->error;
+}
+
+}  // namespace ncclsim
+
+using namespace ncclsim;
+
+// ---------------------------------------------------------------- versions --
+
+NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
+  if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
+  (void)comm;  // per thread here; process-wide in the real library
+  return t_last_error.c_str();
+}
+
+// -------------------------------------------------------------- creation --
+
+NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* id) {
+  if (!id) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  uint64_t n;
+  {
+    std::lock_guard<std::mutex> l(registry().mu);
+    n = registry().next_id++;
+  }
+  std::memset(id->internal, 0, sizeof(id->internal));
+  std::memcpy(id->internal, kIdMagic, sizeof(kIdMagic));
+  std::memcpy(id->internal + sizeof(kIdMagic), &n, sizeof(n));
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return init_rank(comm, nranks, commId, rank, nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+         int rank, ncclConfig_t* config) {
+  return init_rank(comm, nranks, commId, rank, config);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  if (!comms || ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: invalid comms or ndev");
+  for (int i = 0; i < ndev; ++i) {
+    comms[i] = nullptr;
+    if (!gpusim::valid_device(devlist ? devlist[i] : i))
+      return fail(ncclInvalidArgument, "ncclCommInitAll: invalid device in devlist");
+  }
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  uint64_t n = 0;
+  std::memcpy(&n, id.internal + sizeof(kIdMagic), sizeof(n));
+  for (int i = 0; i < ndev; ++i) {
+    auto* c = new ncclComm();
+    c->device = devlist ? devlist[i] : i;
+    comms[i] = c;
+    arrive({nullptr, n}, ndev, i, {0, i, c->device}, c);
+  }
+  ncclResult_t result = ncclSuccess;
+  for (int i = 0; i < ndev; ++i)
+    if (ncclResult_t r = wait_init(comms[i])) result = r;
+  if (result != ncclSuccess) {
+    for (int i = 0; i < ndev; ++i) {
+      delete comms[i];
+      comms[i] = nullptr;
+    }
+    return fail(result, "ncclCommInitAll: duplicate device in devlist");
+  }
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+         ncclConfig_t* config) {
+  if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+  *newcomm = nullptr;
+  if (ncclResult_t r = usable(comm)) return r;
+  if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+    return fail(ncclInvalidArgument, "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR");
+  bool blocking = comm->blocking;
+  if (ncclResult_t r = read_config(config, &blocking)) return r;
+  Clique& parent = *comm->clique;
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> l(parent.mu);
+    seq = parent.split_next[comm->rank]++;
+  }
+  ncclComm* c = nullptr;
+  if (color != NCCL_SPLIT_NOCOLOR) {
+    c = new ncclComm();
+    c->device = comm->device;
+    c->blocking = blocking;
+  }
+  JoinKey jk{&parent, seq};
+  if (ncclResult_t r = arrive(jk, comm->nranks, comm->rank, {color, key, comm->device}, c)) {
+    delete c;
+    return r;
+  }
+  if (!c) {
+    // Not part of any new communicator, but still part of the collective
+    // split: a blocking call returns once every rank has arrived.
+    if (blocking) {
+      Registry& reg = registry();
+      std::unique_lock<std::mutex> l(reg.mu);
+      reg.cv.wait(l, [&] { return reg.joins.find(jk) == reg.joins.end(); });
+    }
+    return ncclSuccess;
+  }
+  *newcomm = c;
+  return finish_init(newcomm);
+}
+
+// --------------------------------------------------------------- teardown --
+
+namespace {
+
+// Waits until every op this rank enqueued directly has finished.
+void flush(ncclComm* comm) {
+  if (comm->state.load(std::memory_order_acquire) != ncclComm::kReady) return;
+  Clique& c = *comm->clique;
+  std::unique_lock<std::mutex> l(c.mu);
+  c.cv.wait(l, [&] { return c.pending[comm->rank] == 0; });
+}
+
+// Frees a comm; one still at its rendezvous is withdrawn from it.
+void release(ncclComm* comm) {
+  {
+    std::lock_guard<std::mutex> l(registry().mu);
+    if (comm->joined_in) (*comm->joined_in)[comm->joined_at] = nullptr;
+  }
+  delete comm;
+}
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  if (!comm) return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+  flush(comm);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  flush(comm);
+  release(comm);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  if (comm->state.load(std::memory_order_acquire) == ncclComm::kReady) {
+    // Every op of the communicator, on any rank, stops waiting: those
+    // blocked return at once (outputs unspecified), later ones do nothing,
+    // and the other ranks' ncclCommGetAsyncError reports ncclRemoteError.
+    Clique& c = *comm->clique;
+    std::lock_guard<std::mutex> l(c.mu);
+    c.aborted = true;
+    c.cv.notify_all();
+  }
+  release(comm);
+  return ncclSuccess;
+}
+
+// ---------------------------------------------------------------- queries --
+
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  if (!comm || !asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: NULL argument");
+  switch (comm->state.load(std::memory_order_acquire)) {
+    case ncclComm::kInit: *asyncError = ncclInProgress; return ncclSuccess;
+    case ncclComm::kFailed: *asyncError = comm->init_error; return ncclSuccess;
+    default: break;
+  }
+  std::lock_guard<std::mutex> l(comm->clique->mu);
+  *asyncError = comm->clique->aborted ? ncclRemoteError : comm->clique->error;
+  return ncclSuccess;
+}
+
+namespace {
+ncclResult_t ready_for_query(ncclComm* comm, const void* out, const char* what) {
+  if (!comm || !out) return fail(ncclInvalidArgument, std::string(what) + ": NULL argument");
+  if (comm->state.load(std::memory_order_acquire) != ncclComm::kReady)
+    return fail(ncclInvalidUsage, std::string(what) + ": communicator not initialized");
+  return ncclSuccess;
+}
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  if (ncclResult_t r = ready_for_query(comm, count, "ncclCommCount")) return r;
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  if (ncclResult_t r = ready_for_query(comm, rank, "ncclCommUserRank")) return r;
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  if (!comm || !device) return fail(ncclInvalidArgument, "ncclCommCuDevice: NULL argument");
+  *device = comm->device;
+  return ncclSuccess;
+}
+
+// ----------------------------------------------------------------- memory --
+
+namespace {
+// ncclMemAlloc maps cuMem* memory in units of the allocation granularity.
+constexpr size_t kGranularity = 2u << 20;
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  if (!ptr) return fail(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+  *ptr = nullptr;
+  if (size == 0) return ncclSuccess;
+  int device = gpusim::current_device();
+  if (!gpusim::valid_device(device)) return fail(ncclUnhandledCudaError, "no usable CUDA device");
+  size_t bytes = (size + kGranularity - 1) / kGranularity * kGranularity;
+  gpusim::Memory& mem = gpusim::Memory::get();
+  if (!mem.reserve(device, bytes)) return fail(ncclUnhandledCudaError, "ncclMemAlloc: out of memory");
+  void* p = gpusim::Memory::map_anonymous(bytes);
+  if (!p) {
+    mem.unreserve(device, bytes);
+    return fail(ncclSystemError, "ncclMemAlloc: mmap failed");
+  }
+  // cuMemCreate + cuMemAddressReserve/cuMemMap + cuMemSetAccess.
+  const gpusim::Config& cfg = gpusim::config();
+  gpusim::charge(cfg.mem_create_us + gpusim::transfer_us(bytes, cfg.mem_create_gbps) +
+                 cfg.mem_map_us + cfg.set_access_us +
+                 cfg.set_access_per_2mib_us * static_cast<double>(bytes / kGranularity));
+  gpusim::Region r;
+  r.base = reinterpret_cast<uintptr_t>(p);
+  r.size = bytes;
+  r.kind = gpusim::MemKind::kDevice;
+  r.device = device;
+  r.charged = bytes;
+  mem.add(r);
+  *ptr = p;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
+  if (!ptr) return ncclSuccess;
+  gpusim::Region r;
+  gpusim::Memory& mem = gpusim::Memory::get();
+  if (!mem.find(ptr, 1, &r) || r.base != reinterpret_cast<uintptr_t>(ptr) ||
+      r.kind != gpusim::MemKind::kDevice)
+    return fail(ncclInvalidArgument, "ncclMemFree: not a pointer from ncclMemAlloc");
+  // Queued work may still use it; unmapping under it would crash the
+  // simulation rather than corrupt a GPU.
+  gpusim::sync_device(r.device);
+  if (!mem.remove(r.base, nullptr)) return fail(ncclInvalidArgument, "ncclMemFree: freed twice");
+  gpusim::Memory::unmap(ptr, r.size);
+  if (r.charged) mem.unreserve(r.device, r.charged);
+  return ncclSuccess;
+}
+
+namespace {
+struct Registration {
+  ncclComm* comm;
+  void* buff;
+  size_t size;
+};
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  if (!comm || !handle) return fail(ncclInvalidArgument, "ncclCommRegister: NULL argument");
+  *handle = new Registration{comm, buff, size};
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  if (!comm || !handle) return fail(ncclInvalidArgument, "ncclCommDeregister: NULL argument");
+  auto* reg = static_cast<Registration*>(handle);
+  if (reg->comm != comm) return fail(ncclInvalidArgument, "ncclCommDeregister: handle of another comm");
+  delete reg;
+  return ncclSuccess;
+}

@@ -1,0 +1,142 @@
+// libnccl.so.2 of the simulated device: state shared by nccl_comm.cc
+// (communicators) and nccl_ops.cc (collectives, point-to-point, groups).
+//
+// Model (README.md, "NCCL"): ranks are threads of one process, each on its
+// own simulated device. A communicator's ranks share one Clique; every
+// collective or point-to-point op meets its peers there, on the stream
+// workers, and holds its worker for the modeled transfer time.
+//
+// Test-only; never included by the product.
+#pragma once
+
+#include "sim.h"
+
+// The real library exports every nccl* name; the header's declarations get
+// default visibility so that the definitions here are exported.
+#pragma GCC visibility push(default)
+#include <nccl.h>
+#pragma GCC visibility pop
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+// Like the real libnccl.so.2: the strong definition is pncclX (the profiling
+// interface), and ncclX is a weak alias of it.
+//   NCCL_API(ncclResult_t, ncclGetVersion, int* version) { ... }
+#define NCCL_API(ret, name, ...)                                               \
+  extern "C" ret name(__VA_ARGS__) __attribute__((weak, alias("p" #name)));    \
+  extern "C" ret p##name(__VA_ARGS__)
+
+namespace ncclsim {
+
+using gpusim::Clock;
+
+// Records `msg` as the calling thread's last error (ncclGetLastError) and
+// returns `r`.
+ncclResult_t fail(ncclResult_t r, const std::string& msg);
+
+// ------------------------------------------------------------ the work --
+
+enum class Kind {
+  kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll,
+  kGather, kScatter, kSend, kRecv,
+};
+
+// One call as the user made it: a collective, or one half of a transfer.
+struct Work {
+  Kind kind = Kind::kAllReduce;
+  size_t count = 0;  // the API's count argument
+  ncclDataType_t type = ncclInt8;
+  ncclRedOp_t op = ncclSum;
+  int root = 0;      // root, or the peer of a Send/Recv
+  const void* send = nullptr;
+  void* recv = nullptr;
+  uint64_t seq = 0;  // rendezvous number; assigned when enqueued
+};
+
+// -------------------------------------------------------------- cliques --
+
+// A collective meeting point: one per collective sequence number.
+struct CollSlot {
+  int arrived = 0;
+  int left = 0;
+  bool computing = false;  // the last rank to arrive is computing results
+  bool done = false;
+  Clock::time_point end;   // modeled completion
+  std::vector<Work> args;  // per rank
+};
+
+// One Send matched with one Recv: (space, src, dst, seq).
+struct P2pSlot {
+  bool posted = false;
+  bool consumed = false;
+  const void* src = nullptr;
+  size_t bytes = 0;
+  Clock::time_point posted_at;
+  Clock::time_point end;
+};
+
+// Sequence spaces: ops enqueued directly are numbered when the host calls;
+// ops recorded into a CUDA graph are numbered each time they run.
+enum Space { kDirect = 0, kGraph = 1 };
+
+// The state a communicator's ranks share. Outlives the ncclComm objects
+// while queued ops hold it.
+struct Clique {
+  explicit Clique(std::vector<int> devs);
+
+  const int nranks;
+  const std::vector<int> devices;  // per rank
+
+  std::mutex mu;
+  std::condition_variable cv;
+  // Everything below: guarded by mu.
+  bool aborted = false;             // a rank called ncclCommAbort
+  ncclResult_t error = ncclSuccess; // first asynchronous error
+  std::map<std::pair<int, uint64_t>, CollSlot> colls;
+  std::map<std::tuple<int, int, int, uint64_t>, P2pSlot> p2p;
+  std::vector<uint64_t> coll_next[2];   // per rank and space
+  std::map<std::pair<int, int>, uint64_t> send_next[2], recv_next[2];  // (src, dst)
+  std::vector<int> pending;             // per rank: direct ops not yet finished
+  std::vector<uint64_t> split_next;     // per rank: ncclCommSplit calls so far
+};
+
+}  // namespace ncclsim
+
+// The opaque communicator of nccl.h: one rank's handle.
+struct ncclComm {
+  enum State { kInit = 0, kReady = 1, kFailed = 2 };
+  // Set once by whoever completes the rendezvous, before `state` is
+  // released (store-release; readers load-acquire).
+  std::atomic<int> state{kInit};
+  ncclResult_t init_error = ncclSuccess;
+  std::shared_ptr<ncclsim::Clique> clique;
+  int rank = -1;
+  int nranks = 0;
+  // Known from the start.
+  int device = 0;
+  bool blocking = true;
+  // While state == kInit: where the rendezvous holds this comm (guarded by
+  // the init mutex of nccl_comm.cc), so that destroying it can withdraw it.
+  std::vector<ncclComm*>* joined_in = nullptr;
+  size_t joined_at = 0;
+};
+
+namespace ncclsim {
+
+// The comm is ready for work: ncclSuccess, or the error NCCL returns when
+// using it (in progress: ncclInvalidArgument; failed or aborted peers).
+ncclResult_t usable(ncclComm* comm);
+
+// Waits until a comm's initialization finished; its result.
+ncclResult_t wait_init(ncclComm* comm);
+
+// Groups (nccl_ops.cc): inside ncclGroupStart/End, a blocking init's wait
+// is deferred to the outermost ncclGroupEnd. Returns false outside a group.
+bool group_defer_init(ncclComm* comm);
+
+}  // namespace ncclsim

@@ -5,6 +5,7 @@
 // GPUSIM_COST_FREE_US=50). Sources of the defaults: README.md, "Cost model".
 #include <sched.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,12 +28,15 @@ size_t parse_bytes(const char* s, size_t fallback) {
   return static_cast<size_t>(v);
 }
 
-void read_double(const char* name, double* field) {
-  if (const char* v = std::getenv(name)) {
+// Reads GPUSIM_COST_<FIELD> (the field's name in upper case).
+void read_double(const char* field_name, double* field) {
+  std::string name = "GPUSIM_COST_";
+  for (const char* c = field_name; *c; ++c) name += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  if (const char* v = std::getenv(name.c_str())) {
     char* end = nullptr;
     double d = std::strtod(v, &end);
     if (end != v && d >= 0) *field = d;
-    else std::fprintf(stderr, "gpusim: ignoring %s=%s (not a number)\n", name, v);
+    else std::fprintf(stderr, "gpusim: ignoring %s=%s (not a number)\n", name.c_str(), v);
   }
 }
 
@@ -43,7 +47,7 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_DEVICE_MEMORY")) c.device_bytes = parse_bytes(v, c.device_bytes);
   if (const char* v = std::getenv("GPUSIM_NO_DRIVER")) c.no_driver = std::atoi(v) != 0;
   if (const char* v = std::getenv("GPUSIM_MALLOC_SYNC")) c.malloc_syncs = std::atoi(v) != 0;
-#define GPUSIM_COST(field) read_double("GPUSIM_COST_" #field, &c.field)
+#define GPUSIM_COST(field) read_double(#field, &c.field)
   GPUSIM_COST(pinned_h2d_gbps); GPUSIM_COST(pinned_d2h_gbps); GPUSIM_COST(pageable_gbps);
   GPUSIM_COST(d2d_gbps); GPUSIM_COST(memset_gbps); GPUSIM_COST(copy_latency_us);
   GPUSIM_COST(nccl_gbps); GPUSIM_COST(nccl_latency_us); GPUSIM_COST(malloc_us);

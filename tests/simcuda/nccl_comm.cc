@@ -264,11 +264,9 @@ NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncc
 
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   if (!comms || ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: invalid comms or ndev");
-  for (int i = 0; i < ndev; ++i) {
-    comms[i] = nullptr;
+  for (int i = 0; i < ndev; ++i)
     if (!gpusim::valid_device(devlist ? devlist[i] : i))
       return fail(ncclInvalidArgument, "ncclCommInitAll: invalid device in devlist");
-  }
   ncclUniqueId id;
   ncclGetUniqueId(&id);
   uint64_t n = 0;

@@ -16,6 +16,7 @@
 // Modeled time: config().nccl_latency_us plus the bytes the nccl-tests
 // bus-bandwidth definitions count, at config().nccl_gbps.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 

@@ -6,9 +6,11 @@ find_package(CUDAToolkit 12 REQUIRED)  # headers: CUDA::toolkit, CUDA::nvtx3
 
 set(GPUSLACK_ABSEIL_VERSION 20220623.1)
 set(GPUSLACK_JEMALLOC_VERSION 5.3.0)
-set(GPUSLACK_DEPS_RECIPE 1)
-set(_absl_prefix "${GPUSLACK_DEPS_DIR}/abseil-${GPUSLACK_ABSEIL_VERSION}-r${GPUSLACK_DEPS_RECIPE}/install")
-set(_je_prefix "${GPUSLACK_DEPS_DIR}/jemalloc-${GPUSLACK_JEMALLOC_VERSION}-r${GPUSLACK_DEPS_RECIPE}")
+# Keep equal to *_RECIPE in scripts/deps.sh.
+set(GPUSLACK_ABSEIL_RECIPE 1)
+set(GPUSLACK_JEMALLOC_RECIPE 2)
+set(_absl_prefix "${GPUSLACK_DEPS_DIR}/abseil-${GPUSLACK_ABSEIL_VERSION}-r${GPUSLACK_ABSEIL_RECIPE}/install")
+set(_je_prefix "${GPUSLACK_DEPS_DIR}/jemalloc-${GPUSLACK_JEMALLOC_VERSION}-r${GPUSLACK_JEMALLOC_RECIPE}")
 if(NOT EXISTS "${_absl_prefix}" OR NOT EXISTS "${_je_prefix}/lib/libgpuslack_jemalloc.a")
   message(FATAL_ERROR "gpuslack: abseil/jemalloc not found under ${GPUSLACK_DEPS_DIR}; "
                       "run scripts/deps.sh first (README, Quick start)")

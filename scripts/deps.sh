@@ -16,8 +16,10 @@ set -euo pipefail
 
 ABSEIL_VERSION=20220623.1
 JEMALLOC_VERSION=5.3.0
-# Bump when the way a dependency is built changes, so caches are rebuilt.
-RECIPE=1
+# Bump when the way a dependency is built changes, so its cache is rebuilt
+# (keep equal to GPUSLACK_*_RECIPE in cmake/dependencies.cmake).
+ABSEIL_RECIPE=1
+JEMALLOC_RECIPE=2
 
 CACHE=${GPUSLACK_DEPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuslack-deps}
 JOBS=$(nproc 2>/dev/null || echo 2)
@@ -35,8 +37,8 @@ for p in "${PACKAGES[@]}"; do
 done
 
 need_sources=0
-[ -f "$CACHE/abseil-$ABSEIL_VERSION-r$RECIPE/.done" ] || need_sources=1
-[ -f "$CACHE/jemalloc-$JEMALLOC_VERSION-r$RECIPE/.done" ] || need_sources=1
+[ -f "$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE/.done" ] || need_sources=1
+[ -f "$CACHE/jemalloc-$JEMALLOC_VERSION-r$JEMALLOC_RECIPE/.done" ] || need_sources=1
 
 apt_updated=0
 apt_update() {
@@ -91,7 +93,7 @@ fetch_source() {
 }
 
 # --- abseil: PIC, hidden visibility, private inline namespace -------------
-ABSL_DIR=$CACHE/abseil-$ABSEIL_VERSION-r$RECIPE
+ABSL_DIR=$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE
 if [ ! -f "$ABSL_DIR/.done" ]; then
   log "building abseil $ABSEIL_VERSION into $ABSL_DIR"
   rm -rf "$ABSL_DIR"; mkdir -p "$ABSL_DIR"
@@ -113,11 +115,19 @@ if [ ! -f "$ABSL_DIR/.done" ]; then
 fi
 
 # --- jemalloc: prefixed, private, no initial-exec TLS ----------------------
-JE_DIR=$CACHE/jemalloc-$JEMALLOC_VERSION-r$RECIPE
+JE_DIR=$CACHE/jemalloc-$JEMALLOC_VERSION-r$JEMALLOC_RECIPE
 if [ ! -f "$JE_DIR/.done" ]; then
   log "building jemalloc $JEMALLOC_VERSION into $JE_DIR"
   rm -rf "$JE_DIR"; mkdir -p "$JE_DIR"
   fetch_source jemalloc "$JEMALLOC_VERSION" "$JE_DIR/src"
+  # No constructor: jemalloc initializes itself at load time by default,
+  # and a library preloaded into every process (shells, compilers) must do
+  # nothing until it is used. Its lazy initialization on first allocation is
+  # thread-safe (init_lock).
+  perl -0pi -e 's/JEMALLOC_ATTR\(constructor\)\nstatic void\njemalloc_constructor/JEMALLOC_ATTR(unused)\nstatic void\njemalloc_constructor/' \
+    "$JE_DIR/src/src/jemalloc.c"
+  grep -q 'JEMALLOC_ATTR(unused)' "$JE_DIR/src/src/jemalloc.c" \
+    || { log "could not remove jemalloc's load-time constructor"; exit 1; }
   (cd "$JE_DIR/src" && ./configure --with-jemalloc-prefix=gpuslack_je_ \
       --with-private-namespace=gpuslack_je_int_ --without-export \
       --disable-initial-exec-tls --disable-cxx --disable-prof --disable-libdl \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that a built libgpuslack.so keeps the one-file promise
-# (DESIGN.md, principle 3). Usage: check_seal.sh path/to/libgpuslack.so
+# (DESIGN.md, principle 3) and runs nothing of its own at load (principle 4). Usage: check_seal.sh path/to/libgpuslack.so
 # Prints each violation on one line and exits 1 if there is any.
 set -u
 so=$1
@@ -30,6 +30,33 @@ nm -D "$so" | awk '$2=="u"{print $3}' | while read -r sym; do echo "seal: GNU_UN
 
 # 4. No static TLS: the library must load through dlopen after threads exist.
 readelf -d "$so" | grep -E '\(FLAGS\)' | grep -q STATIC_TLS && bad "DF_STATIC_TLS is set"
+
+# 5. No constructors of our own (DESIGN.md, principle 4: a preloaded library
+#    does nothing until used). Allowed: the toolchain's frame_dummy and the
+#    static libstdc++'s own initializers.
+ctors=$(python3 - "$so" <<'PY'
+import struct, subprocess, sys
+so = sys.argv[1]
+words = b""
+for line in subprocess.check_output(["objdump", "-s", "-j", ".init_array", so], text=True).splitlines():
+    if line.startswith(" "):
+        for field in line.split()[1:5]:
+            if len(field) == 8 and all(c in "0123456789abcdef" for c in field):
+                words += bytes.fromhex(field)
+addrs = [hex(struct.unpack("<Q", words[i:i + 8])[0]) for i in range(0, len(words) - 7, 8)]
+if addrs:
+    out = subprocess.check_output(["addr2line", "-f", "-e", so] + addrs, text=True).splitlines()
+    print("\n".join(out[0::2]))
+PY
+)
+while read -r fn; do
+  case "$fn" in
+    ""|frame_dummy) ;;
+    _GLOBAL__sub_I_charconv*|_GLOBAL__sub_I_eh_alloc.cc|_GLOBAL__sub_I_*locale_inst.cc) ;;
+    _GLOBAL__sub_I_system_error.cc|_GLOBAL__sub_I_cxx11_ios_failure.cc|_GLOBAL__sub_I_ios_init.cc) ;;
+    *) bad "runs a constructor at load: $fn" ;;
+  esac
+done <<< "$ctors"
 
 [ $fail = 0 ] && echo "seal: $so is sealed"
 exit $fail

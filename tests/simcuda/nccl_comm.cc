@@ -8,6 +8,7 @@
 // waits for that; a non-blocking one (config->blocking = 0) returns
 // ncclInProgress and ncclCommGetAsyncError reports it until then.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "nccl_internal.h"
@@ -24,7 +25,8 @@ Clique::Clique(std::vector<int> devs)
 
 namespace {
 
-thread_local std::string t_last_error;
+// A fixed buffer, like the real library's (and trivially destructible).
+thread_local char t_last_error[1024];
 
 constexpr char kIdMagic[8] = {'g', 'p', 'u', 's', 'i', 'm', 'N', 'C'};
 constexpr unsigned kConfigMagic = 0xcafebeef;
@@ -179,7 +181,7 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
 }  // namespace
 
 ncclResult_t fail(ncclResult_t r, const std::string& msg) {
-  t_last_error = msg;
+  std::snprintf(t_last_error, sizeof(t_last_error), "%s", msg.c_str());
   return r;
 }
 
@@ -235,7 +237,7 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
 
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
   (void)comm;  // per thread here; process-wide in the real library
-  return t_last_error.c_str();
+  return t_last_error;
 }
 
 // -------------------------------------------------------------- creation --

@@ -58,6 +58,18 @@ struct Work {
   uint64_t seq = 0;  // rendezvous number; assigned when enqueued
 };
 
+// What a collective computes and how long it takes (nccl_reduce.cc).
+size_t type_size(ncclDataType_t t);  // 0 for an invalid type
+// Computes every rank's output of one collective; args[r] is rank r's call.
+void compute(const std::vector<Work>& args);
+// config().nccl_latency_us + the bytes the nccl-tests bus bandwidth counts
+// for this call over `n` ranks, at config().nccl_gbps.
+double modeled_us(const Work& w, int n);
+// Whether two ranks' calls are the same collective.
+bool same_call(const Work& a, const Work& b);
+// memmove, skipped when dst == src (in place).
+void copy(void* dst, const void* src, size_t bytes);
+
 // -------------------------------------------------------------- cliques --
 
 // A collective meeting point: one per collective sequence number.

@@ -22,17 +22,19 @@ TEST(PrivateHeap, IsJemalloc53AndCountsItsBytes) {
 }
 
 TEST(PrivateHeap, LeavesTheProcessMallocAlone) {
-  // The process's malloc is still the C library's: the private instance
-  // exports nothing and shadows nothing.
-  void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-  ASSERT_NE(nullptr, libc);
-  EXPECT_EQ(dlsym(libc, "malloc"), dlsym(RTLD_DEFAULT, "malloc"));
-  EXPECT_EQ(dlsym(libc, "free"), dlsym(RTLD_DEFAULT, "free"));
+  // This test links the private instance statically. Had it defined malloc
+  // or free, the process's would resolve into this executable; they must
+  // still come from a shared library (the C library, or a sanitizer's).
+  Dl_info self{}, m{}, f{};
+  ASSERT_TRUE(dladdr(reinterpret_cast<void*>(&private_alloc), &self));
+  ASSERT_TRUE(dladdr(dlsym(RTLD_DEFAULT, "malloc"), &m));
+  ASSERT_TRUE(dladdr(dlsym(RTLD_DEFAULT, "free"), &f));
+  EXPECT_NE(self.dli_fbase, m.dli_fbase) << m.dli_fname;
+  EXPECT_NE(self.dli_fbase, f.dli_fbase) << f.dli_fname;
   size_t before = private_allocated_bytes();
   void* q = malloc(1 << 20);
   EXPECT_LT(private_allocated_bytes(), before + (1 << 20));
   free(q);
-  dlclose(libc);
 }
 
 }  // namespace

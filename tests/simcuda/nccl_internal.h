@@ -1,5 +1,6 @@
 // libnccl.so.2 of the simulated device: state shared by nccl_comm.cc
-// (communicators) and nccl_ops.cc (collectives, point-to-point, groups).
+// (communicators), nccl_ops.cc (enqueueing, rendezvous, groups) and
+// nccl_reduce.cc (what collectives compute, modeled time).
 //
 // Model (README.md, "NCCL"): ranks are threads of one process, each on its
 // own simulated device. A communicator's ranks share one Clique; every

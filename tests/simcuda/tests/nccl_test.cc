@@ -568,7 +568,6 @@ TEST(NcclTiming, AllReduceTakesTheModeledTime) {
   // 0.2 GB/s, ~503 ms. Each test runs in its own process, so the variable
   // is read when the device first loads its configuration.
   setenv("GPUSIM_COST_NCCL_GBPS", "0.2", 1);
-  setenv("GPUSIM_COST_nccl_gbps", "0.2", 1);  // the spelling config.cc reads today
   if (gpusim::config().nccl_gbps != 0.2) GTEST_SKIP() << "configuration was loaded before this test";
   const int n = 4;
   const size_t bytes = 64u << 20;

@@ -6,45 +6,35 @@
 // each place where it matters says which rule it implements. The _ptsz/_ptds
 // variants differ only in what a NULL stream means (the per-thread default
 // stream instead of the legacy one).
-#include <sys/mman.h>
-
+//
+// This file: errors, versions, devices, streams, events and graphs.
+// Allocation: cudart_memory.cc. Copies and memsets: cudart_copy.cc.
 #include <cstring>
-#include <vector>
 
-#include "gpusim.h"
-#include "sim.h"
+#include "cudart_internal.h"
 
 using namespace gpusim;
+using namespace gpusim::rt;
 
 namespace {
-
 thread_local cudaError_t t_last_error = cudaSuccess;
+
+}  // namespace
+
+namespace gpusim {
+namespace rt {
 
 cudaError_t ret(cudaError_t e) {
   if (e != cudaSuccess && e != cudaErrorNotReady) t_last_error = e;
   return e;
 }
 
-// The state every call checks first: a usable driver and a device.
 cudaError_t ready() {
   if (config().no_driver) return cudaErrorInsufficientDriver;
   if (config().device_count == 0) return cudaErrorNoDevice;
   return cudaSuccess;
 }
 
-#define READY()                               \
-  do {                                        \
-    if (cudaError_t e_ = ready()) return ret(e_); \
-  } while (0)
-
-#define STREAM(var, handle, ptds)                          \
-  CUstream_st* var = resolve(handle, ptds);                \
-  if (!var) return ret(cudaErrorInvalidResourceHandle)
-
-constexpr size_t kAlign = 512;
-size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
-// Calls that CUDA refuses while a stream captures in global mode.
 cudaError_t refuse_in_capture() {
   if (!any_global_capture()) return cudaSuccess;
   std::lock_guard<std::mutex> l(core().mu);
@@ -53,212 +43,21 @@ cudaError_t refuse_in_capture() {
   return cudaErrorStreamCaptureUnsupported;
 }
 
-// Using the legacy stream while a blocking stream captures.
 cudaError_t check_legacy(CUstream_st* s) {
   if (s->legacy && legacy_use_conflicts(s->device)) return cudaErrorStreamCaptureImplicit;
   return cudaSuccess;
 }
 
-// ---------------------------------------------------------------- copies --
-
-// A (possibly 2D) copy: `height` rows of `width` bytes.
-struct Rows {
-  char* dst;
-  const char* src;
-  size_t dpitch, spitch, width, height;
-  size_t bytes() const { return width * height; }
-  size_t dst_span() const { return height ? dpitch * (height - 1) + width : 0; }
-  size_t src_span() const { return height ? spitch * (height - 1) + width : 0; }
-  void run() const {
-    if (dpitch == width && spitch == width) {
-      std::memmove(dst, src, bytes());
-      return;
-    }
-    for (size_t r = 0; r < height; ++r) std::memmove(dst + r * dpitch, src + r * spitch, width);
-  }
-};
-
-enum class Api { kAsync, kSync };
-
-// A GPU op that performs `rows` and takes `us` of GPU time.
-std::function<void()> timed(Rows rows, double us) {
-  return [rows, us] {
-    auto t0 = Clock::now();
-    rows.run();
-    wait_until(after(t0, us));
-  };
+cudaError_t last_error(bool reset) {
+  cudaError_t e = t_last_error;
+  if (reset) t_last_error = cudaSuccess;
+  return e;
 }
 
-cudaError_t copy(Rows c, CUstream_st* s, Api api) {
-  if (c.bytes() == 0) return cudaSuccess;
-  int sdev = 0, ddev = 0;
-  Where src = classify(c.src, c.src_span(), &sdev);
-  Where dst = classify(c.dst, c.dst_span(), &ddev);
-  // A device pointer must lie inside a live allocation.
-  Region r;
-  if ((src == Where::kPageable && Memory::get().find(c.src, 1, &r)) ||
-      (dst == Where::kPageable && Memory::get().find(c.dst, 1, &r)))
-    return cudaErrorInvalidValue;
-  if (cudaError_t e = check_legacy(s)) return e;
-  const Config& cfg = config();
-  bool host_src = src != Where::kDevice, host_dst = dst != Where::kDevice;
-  bool pageable = src == Where::kPageable || dst == Where::kPageable;
+}  // namespace rt
+}  // namespace gpusim
 
-  if (is_capturing(s) && (pageable || (host_src && host_dst))) {
-    invalidate_capture(s);
-    return cudaErrorStreamCaptureUnsupported;
-  }
-
-  if (host_src && host_dst) {
-    // Host to host: fully synchronous with respect to the host.
-    drain_stream(s);
-    auto t0 = Clock::now();
-    c.run();
-    wait_until(after(t0, transfer_us(c.bytes(), cfg.pageable_gbps)));
-    return cudaSuccess;
-  }
-  if (host_src && src == Where::kPageable) {
-    // Pageable to device: the driver synchronizes the stream, copies the
-    // buffer to pinned staging and returns; the DMA may still be running.
-    drain_stream(s);
-    auto t0 = Clock::now();
-    auto staged = std::make_shared<std::vector<char>>(c.bytes());
-    Rows in{staged->data(), c.src, c.width, c.spitch, c.width, c.height};
-    in.run();
-    wait_until(after(t0, transfer_us(c.bytes(), cfg.pageable_gbps)));
-    Rows dma{c.dst, staged->data(), c.dpitch, c.width, c.width, c.height};
-    double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_h2d_gbps);
-    enqueue(s, [dma, us, staged] {
-      auto t = Clock::now();
-      dma.run();
-      wait_until(after(t, us));
-    });
-    return cudaSuccess;
-  }
-  if (host_dst) {
-    // Device to host: pageable returns only once complete (DMA to staging,
-    // then the host copy); pinned is asynchronous for the Async API and
-    // synchronous for cudaMemcpy.
-    double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_d2h_gbps);
-    if (dst == Where::kPageable) us += transfer_us(c.bytes(), cfg.pageable_gbps);
-    uint64_t seq = enqueue(s, timed(c, us));
-    if (dst == Where::kPageable || api == Api::kSync) wait_op(s, seq);
-    return cudaSuccess;
-  }
-  if (host_src) {
-    // Pinned to device: asynchronous for the Async API; cudaMemcpy is
-    // synchronous with respect to the host.
-    double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_h2d_gbps);
-    uint64_t seq = enqueue(s, timed(c, us));
-    if (api == Api::kSync) wait_op(s, seq);
-    return cudaSuccess;
-  }
-  // Device to device (same or peer): no host-side synchronization.
-  double us = cfg.copy_latency_us + transfer_us(2 * c.bytes(), cfg.d2d_gbps);
-  enqueue(s, timed(c, us));
-  return cudaSuccess;
-}
-
-cudaError_t memset_rows(char* dst, size_t pitch, int value, size_t width, size_t height, CUstream_st* s) {
-  size_t span = height ? pitch * (height - 1) + width : 0;
-  if (span == 0) return cudaSuccess;
-  Where w = classify(dst, span);
-  if (w == Where::kPageable) return cudaErrorInvalidValue;
-  if (cudaError_t e = check_legacy(s)) return e;
-  double us = config().copy_latency_us + transfer_us(width * height, config().memset_gbps);
-  uint64_t seq = enqueue(s, [=] {
-    auto t0 = Clock::now();
-    for (size_t r = 0; r < height; ++r) std::memset(dst + r * pitch, value, width);
-    wait_until(after(t0, us));
-  });
-  // Memsets are asynchronous, except to pinned host memory.
-  if (w == Where::kPinned && seq) wait_op(s, seq);
-  return cudaSuccess;
-}
-
-// ------------------------------------------------------------ allocation --
-
-cudaError_t device_alloc(void** p, size_t size, MemKind kind, int device, double cost_us) {
-  if (!p) return cudaErrorInvalidValue;
-  *p = nullptr;
-  if (size == 0) return cudaSuccess;
-  size_t charged = round_up(size, kAlign);
-  if (!Memory::get().reserve(device, charged)) return cudaErrorMemoryAllocation;
-  void* mem = Memory::map_anonymous(size);
-  if (!mem) {
-    Memory::get().unreserve(device, charged);
-    return cudaErrorMemoryAllocation;
-  }
-  charge(cost_us);
-  Region r;
-  r.base = reinterpret_cast<uintptr_t>(mem);
-  r.size = size;
-  r.kind = kind;
-  r.device = device;
-  r.charged = charged;
-  Memory::get().add(r);
-  *p = mem;
-  return cudaSuccess;
-}
-
-void release(const Region& r) {
-  Memory::unmap(reinterpret_cast<void*>(r.base), r.size);
-  if (r.charged) Memory::get().unreserve(r.device, r.charged);
-}
-
-cudaError_t host_alloc(void** p, size_t size, unsigned flags) {
-  if (!p) return cudaErrorInvalidValue;
-  *p = nullptr;
-  if (cudaError_t e = refuse_in_capture()) return e;
-  if (should_fail("cudaHostAlloc")) return cudaErrorMemoryAllocation;
-  if (size == 0) return cudaSuccess;
-  void* mem = Memory::map_anonymous(size);
-  if (!mem) return cudaErrorMemoryAllocation;
-  // Page-locking touches every page: that is where the cost comes from.
-  charge(config().host_alloc_us + transfer_us(size, config().host_pin_gbps));
-  device_barrier(current_device());
-  Region r;
-  r.base = reinterpret_cast<uintptr_t>(mem);
-  r.size = size;
-  r.kind = MemKind::kPinned;
-  r.device = current_device();
-  r.flags = flags;
-  Memory::get().add(r);
-  *p = mem;
-  return cudaSuccess;
-}
-
-cudaError_t malloc_async(void** p, size_t size, CUstream_st* s) {
-  if (is_capturing(s)) {
-    // Graph memory nodes are not simulated.
-    invalidate_capture(s);
-    return cudaErrorStreamCaptureUnsupported;
-  }
-  if (should_fail("cudaMallocAsync")) return cudaErrorMemoryAllocation;
-  return device_alloc(p, size, MemKind::kDeviceAsync, s->device, config().malloc_async_us);
-}
-
-cudaError_t free_async(void* p, CUstream_st* s) {
-  if (!p) return cudaSuccess;
-  if (is_capturing(s)) {
-    invalidate_capture(s);
-    return cudaErrorStreamCaptureUnsupported;
-  }
-  Region r;
-  if (!Memory::get().find(p, 1, &r) || r.base != reinterpret_cast<uintptr_t>(p) ||
-      r.kind != MemKind::kDeviceAsync)
-    return cudaErrorInvalidValue;
-  charge(config().malloc_async_us);
-  // Stream-ordered: the memory goes back when the stream reaches the free.
-  enqueue(s, [r] {
-    if (Memory::get().remove(r.base, nullptr)) release(r);
-  });
-  return cudaSuccess;
-}
-
-cudaMemPool_t default_pool(int device) {
-  return reinterpret_cast<cudaMemPool_t>(static_cast<uintptr_t>(0x1000 + device));
-}
+namespace {
 
 // ------------------------------------------------------------ capture ----
 
@@ -289,24 +88,11 @@ cudaError_t is_capturing_status(CUstream_st* s, cudaStreamCaptureStatus* status)
   return cudaSuccess;
 }
 
-struct HostFnCall {
-  cudaHostFn_t fn;
-  void* data;
-};
-
 }  // namespace
 
-// ======================================================================
-// Exported entry points
-// ======================================================================
-
 // ---- errors and versions ----
-GPUSIM_EXPORT cudaError_t cudaGetLastError(void) {
-  cudaError_t e = t_last_error;
-  t_last_error = cudaSuccess;
-  return e;
-}
-GPUSIM_EXPORT cudaError_t cudaPeekAtLastError(void) { return t_last_error; }
+GPUSIM_EXPORT cudaError_t cudaGetLastError(void) { return last_error(/*reset=*/true); }
+GPUSIM_EXPORT cudaError_t cudaPeekAtLastError(void) { return last_error(/*reset=*/false); }
 GPUSIM_EXPORT const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
 #define NAME(x) case x: return #x;
@@ -423,14 +209,6 @@ GPUSIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h) {
   destroy_stream(s);
   return cudaSuccess;
 }
-
-// Defines name_impl(bool ptds, params...) with the body given, and exports
-// `name` (NULL stream = legacy) and `name<suffix>` (NULL = per-thread).
-#define GPUSIM_BOTH(ret_t, name, params, ptds_suffix, ...)             \
-  static ret_t name##_impl(bool ptds, GPUSIM_UNPAREN params) __VA_ARGS__ \
-  GPUSIM_EXPORT ret_t name params { return name##_impl(false, GPUSIM_ARGS_##name); } \
-  GPUSIM_EXPORT ret_t name##ptds_suffix params { return name##_impl(true, GPUSIM_ARGS_##name); }
-#define GPUSIM_UNPAREN(...) __VA_ARGS__
 
 #define GPUSIM_ARGS_cudaStreamSynchronize h
 GPUSIM_BOTH(cudaError_t, cudaStreamSynchronize, (cudaStream_t h), _ptsz, {
@@ -591,263 +369,3 @@ GPUSIM_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
   return cudaSuccess;
 }
 
-// ---- device memory ----
-GPUSIM_EXPORT cudaError_t cudaMalloc(void** p, size_t size) {
-  READY();
-  if (!p) return ret(cudaErrorInvalidValue);
-  *p = nullptr;
-  if (cudaError_t e = refuse_in_capture()) return ret(e);
-  if (should_fail("cudaMalloc")) return ret(cudaErrorMemoryAllocation);
-  // A device allocation is an implicit synchronization point (Programming
-  // Guide, "Implicit Synchronization"); in practice it waits for the device.
-  if (config().malloc_syncs) sync_device(current_device());
-  double gib = static_cast<double>(size) / (1ull << 30);
-  return ret(device_alloc(p, size, MemKind::kDevice, current_device(),
-                          config().malloc_us + gib * config().malloc_per_gib_us));
-}
-GPUSIM_EXPORT cudaError_t cudaFree(void* p) {
-  READY();
-  if (!p) return cudaSuccess;
-  if (cudaError_t e = refuse_in_capture()) return ret(e);
-  Region r;
-  if (!Memory::get().find(p, 1, &r) || r.base != reinterpret_cast<uintptr_t>(p) ||
-      (r.kind != MemKind::kDevice && r.kind != MemKind::kManaged))
-    return ret(cudaErrorInvalidValue);
-  // cudaFree waits for the whole device: queued work may still use `p`.
-  sync_device(r.device);
-  charge(config().free_us);
-  Memory::get().remove(r.base, nullptr);
-  release(r);
-  return cudaSuccess;
-}
-GPUSIM_EXPORT cudaError_t cudaMallocManaged(void** p, size_t size, unsigned flags) {
-  READY();
-  (void)flags;
-  if (cudaError_t e = refuse_in_capture()) return ret(e);
-  return ret(device_alloc(p, size, MemKind::kManaged, current_device(), config().malloc_us));
-}
-GPUSIM_EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
-  if (!pitch) return ret(cudaErrorInvalidValue);
-  *pitch = round_up(width ? width : 1, kAlign);
-  return cudaMalloc(p, *pitch * height);
-}
-GPUSIM_EXPORT cudaError_t cudaMalloc3D(cudaPitchedPtr* pp, cudaExtent ext) {
-  if (!pp) return ret(cudaErrorInvalidValue);
-  size_t pitch = 0;
-  void* p = nullptr;
-  cudaError_t e = cudaMallocPitch(&p, &pitch, ext.width, ext.height * ext.depth);
-  if (e != cudaSuccess) return e;
-  pp->ptr = p;
-  pp->pitch = pitch;
-  pp->xsize = ext.width;
-  pp->ysize = ext.height;
-  return cudaSuccess;
-}
-#define GPUSIM_ARGS_cudaMallocAsync p, size, h
-GPUSIM_BOTH(cudaError_t, cudaMallocAsync, (void** p, size_t size, cudaStream_t h), _ptsz, {
-  READY();
-  STREAM(s, h, ptds);
-  return ret(malloc_async(p, size, s));
-})
-#define GPUSIM_ARGS_cudaMallocFromPoolAsync p, size, pool, h
-GPUSIM_BOTH(cudaError_t, cudaMallocFromPoolAsync, (void** p, size_t size, cudaMemPool_t pool, cudaStream_t h),
-            _ptsz, {
-  READY();
-  STREAM(s, h, ptds);
-  if (pool != default_pool(s->device)) return ret(cudaErrorInvalidValue);
-  return ret(malloc_async(p, size, s));
-})
-#define GPUSIM_ARGS_cudaFreeAsync p, h
-GPUSIM_BOTH(cudaError_t, cudaFreeAsync, (void* p, cudaStream_t h), _ptsz, {
-  READY();
-  STREAM(s, h, ptds);
-  return ret(free_async(p, s));
-})
-GPUSIM_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int d) {
-  READY();
-  if (!pool) return ret(cudaErrorInvalidValue);
-  if (!valid_device(d)) return ret(cudaErrorInvalidDevice);
-  *pool = default_pool(d);
-  return cudaSuccess;
-}
-GPUSIM_EXPORT cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
-  READY();
-  size_t cap = config().device_bytes, used = Memory::get().used(current_device());
-  if (free_bytes) *free_bytes = used < cap ? cap - used : 0;
-  if (total) *total = cap;
-  return cudaSuccess;
-}
-
-// ---- host memory ----
-GPUSIM_EXPORT cudaError_t cudaHostAlloc(void** p, size_t size, unsigned flags) {
-  READY();
-  return ret(host_alloc(p, size, flags));
-}
-GPUSIM_EXPORT cudaError_t cudaMallocHost(void** p, size_t size) {
-  READY();
-  return ret(host_alloc(p, size, cudaHostAllocDefault));
-}
-GPUSIM_EXPORT cudaError_t cudaFreeHost(void* p) {
-  READY();
-  if (!p) return cudaSuccess;
-  if (cudaError_t e = refuse_in_capture()) return ret(e);
-  Region r;
-  if (!Memory::get().find(p, 1, &r) || r.base != reinterpret_cast<uintptr_t>(p) || r.kind != MemKind::kPinned)
-    return ret(cudaErrorInvalidValue);
-  // Like cudaFree, cudaFreeHost waits for the device.
-  sync_device(r.device);
-  charge(config().free_host_us);
-  Memory::get().remove(r.base, nullptr);
-  release(r);
-  return cudaSuccess;
-}
-GPUSIM_EXPORT cudaError_t cudaHostRegister(void* p, size_t size, unsigned flags) {
-  READY();
-  if (!p || size == 0) return ret(cudaErrorInvalidValue);
-  Region existing;
-  if (Memory::get().find(p, 1, &existing)) return ret(cudaErrorHostMemoryAlreadyRegistered);
-  charge(config().host_alloc_us + transfer_us(size, config().host_pin_gbps));
-  Region r;
-  r.base = reinterpret_cast<uintptr_t>(p);
-  r.size = size;
-  r.kind = MemKind::kRegistered;
-  r.device = current_device();
-  r.flags = flags;
-  Memory::get().add(r);
-  return cudaSuccess;
-}
-GPUSIM_EXPORT cudaError_t cudaHostUnregister(void* p) {
-  READY();
-  Region r;
-  if (!p || !Memory::get().find(p, 1, &r) || r.kind != MemKind::kRegistered ||
-      r.base != reinterpret_cast<uintptr_t>(p))
-    return ret(cudaErrorHostMemoryNotRegistered);
-  sync_device(r.device);
-  Memory::get().remove(r.base, nullptr);
-  return cudaSuccess;
-}
-GPUSIM_EXPORT cudaError_t cudaHostGetDevicePointer(void** dev, void* host, unsigned flags) {
-  READY();
-  (void)flags;
-  if (!dev || classify(host, 1) != Where::kPinned) return ret(cudaErrorInvalidValue);
-  *dev = host;  // unified addressing: the same address
-  return cudaSuccess;
-}
-GPUSIM_EXPORT cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
-  READY();
-  if (!a) return ret(cudaErrorInvalidValue);
-  std::memset(a, 0, sizeof(*a));
-  Region r;
-  if (!Memory::get().find(p, 1, &r)) {
-    a->type = cudaMemoryTypeUnregistered;
-    a->device = cudaInvalidDeviceId;
-    return cudaSuccess;
-  }
-  a->device = r.device;
-  switch (r.kind) {
-    case MemKind::kDevice:
-    case MemKind::kDeviceAsync:
-    case MemKind::kVmmReserve:
-      a->type = cudaMemoryTypeDevice;
-      a->devicePointer = const_cast<void*>(p);
-      break;
-    case MemKind::kManaged:
-      a->type = cudaMemoryTypeManaged;
-      a->devicePointer = a->hostPointer = const_cast<void*>(p);
-      break;
-    case MemKind::kPinned:
-    case MemKind::kRegistered:
-      a->type = cudaMemoryTypeHost;
-      a->devicePointer = a->hostPointer = const_cast<void*>(p);
-      break;
-  }
-  return cudaSuccess;
-}
-
-// ---- copies ----
-#define GPUSIM_ARGS_cudaMemcpy dst, src, n, kind
-GPUSIM_BOTH(cudaError_t, cudaMemcpy, (void* dst, const void* src, size_t n, cudaMemcpyKind kind), _ptds, {
-  READY();
-  (void)kind;
-  STREAM(s, nullptr, ptds);
-  return ret(copy({static_cast<char*>(dst), static_cast<const char*>(src), n, n, n, 1}, s, Api::kSync));
-})
-#define GPUSIM_ARGS_cudaMemcpyAsync dst, src, n, kind, h
-GPUSIM_BOTH(cudaError_t, cudaMemcpyAsync,
-            (void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t h), _ptsz, {
-  READY();
-  (void)kind;
-  STREAM(s, h, ptds);
-  return ret(copy({static_cast<char*>(dst), static_cast<const char*>(src), n, n, n, 1}, s, Api::kAsync));
-})
-#define GPUSIM_ARGS_cudaMemcpy2D dst, dpitch, src, spitch, w, h, kind
-GPUSIM_BOTH(cudaError_t, cudaMemcpy2D,
-            (void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h, cudaMemcpyKind kind),
-            _ptds, {
-  READY();
-  (void)kind;
-  if (w > dpitch || w > spitch) return ret(cudaErrorInvalidPitchValue);
-  STREAM(s, nullptr, ptds);
-  return ret(copy({static_cast<char*>(dst), static_cast<const char*>(src), dpitch, spitch, w, h}, s, Api::kSync));
-})
-#define GPUSIM_ARGS_cudaMemcpy2DAsync dst, dpitch, src, spitch, w, h, kind, hs
-GPUSIM_BOTH(cudaError_t, cudaMemcpy2DAsync,
-            (void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h, cudaMemcpyKind kind,
-             cudaStream_t hs), _ptsz, {
-  READY();
-  (void)kind;
-  if (w > dpitch || w > spitch) return ret(cudaErrorInvalidPitchValue);
-  STREAM(s, hs, ptds);
-  return ret(copy({static_cast<char*>(dst), static_cast<const char*>(src), dpitch, spitch, w, h}, s, Api::kAsync));
-})
-GPUSIM_EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dd, const void* src, int sd, size_t n, cudaStream_t h) {
-  READY();
-  if (!valid_device(dd) || !valid_device(sd)) return ret(cudaErrorInvalidDevice);
-  STREAM(s, h, false);
-  return ret(copy({static_cast<char*>(dst), static_cast<const char*>(src), n, n, n, 1}, s, Api::kAsync));
-}
-GPUSIM_EXPORT cudaError_t cudaMemcpyPeer(void* dst, int dd, const void* src, int sd, size_t n) {
-  return cudaMemcpyPeerAsync(dst, dd, src, sd, n, nullptr);
-}
-#define GPUSIM_ARGS_cudaMemcpyBatchAsync dsts, srcs, sizes, count, attrs, idxs, nattrs, h
-GPUSIM_BOTH(cudaError_t, cudaMemcpyBatchAsync,
-            (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
-             cudaMemcpyAttributes* attrs, size_t* idxs, size_t nattrs, cudaStream_t h), _ptsz, {
-  READY();
-  (void)attrs; (void)idxs; (void)nattrs;
-  if (!dsts || !srcs || !sizes || count == 0) return ret(cudaErrorInvalidValue);
-  STREAM(s, h, ptds);
-  for (size_t i = 0; i < count; ++i) {
-    cudaError_t e = copy({static_cast<char*>(dsts[i]), static_cast<const char*>(srcs[i]), sizes[i], sizes[i],
-                          sizes[i], 1}, s, Api::kAsync);
-    if (e != cudaSuccess) return ret(e);
-  }
-  return cudaSuccess;
-})
-#define GPUSIM_ARGS_cudaMemset p, v, n
-GPUSIM_BOTH(cudaError_t, cudaMemset, (void* p, int v, size_t n), _ptds, {
-  READY();
-  STREAM(s, nullptr, ptds);
-  return ret(memset_rows(static_cast<char*>(p), n, v, n, 1, s));
-})
-#define GPUSIM_ARGS_cudaMemsetAsync p, v, n, h
-GPUSIM_BOTH(cudaError_t, cudaMemsetAsync, (void* p, int v, size_t n, cudaStream_t h), _ptsz, {
-  READY();
-  STREAM(s, h, ptds);
-  return ret(memset_rows(static_cast<char*>(p), n, v, n, 1, s));
-})
-#define GPUSIM_ARGS_cudaMemset2D p, pitch, v, w, hgt
-GPUSIM_BOTH(cudaError_t, cudaMemset2D, (void* p, size_t pitch, int v, size_t w, size_t hgt), _ptds, {
-  READY();
-  if (w > pitch) return ret(cudaErrorInvalidPitchValue);
-  STREAM(s, nullptr, ptds);
-  return ret(memset_rows(static_cast<char*>(p), pitch, v, w, hgt, s));
-})
-#define GPUSIM_ARGS_cudaMemset2DAsync p, pitch, v, w, hgt, h
-GPUSIM_BOTH(cudaError_t, cudaMemset2DAsync, (void* p, size_t pitch, int v, size_t w, size_t hgt, cudaStream_t h),
-            _ptsz, {
-  READY();
-  if (w > pitch) return ret(cudaErrorInvalidPitchValue);
-  STREAM(s, h, ptds);
-  return ret(memset_rows(static_cast<char*>(p), pitch, v, w, hgt, s));
-})

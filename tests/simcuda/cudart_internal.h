@@ -1,0 +1,49 @@
+// Internals shared by the simulated runtime's files: cudart.cc (errors,
+// devices, streams, events, graphs), cudart_memory.cc (allocation, host
+// memory, pointer attributes) and cudart_copy.cc (copies and memsets).
+// Not part of any API; included only by those three.
+#pragma once
+
+#include "sim.h"
+
+namespace gpusim {
+namespace rt {
+
+// Records `e` as the calling thread's last error (unless it is success or
+// cudaErrorNotReady) and returns it: every exported call returns through it.
+cudaError_t ret(cudaError_t e);
+cudaError_t last_error(bool reset);
+// The state every call checks first: a usable driver and a device.
+cudaError_t ready();
+// Calls that CUDA refuses while a stream captures in global mode: returns
+// cudaErrorStreamCaptureUnsupported (and invalidates those captures) then.
+cudaError_t refuse_in_capture();
+// Using the legacy stream while a blocking stream captures.
+cudaError_t check_legacy(CUstream_st* s);
+
+constexpr size_t kAlign = 512;
+inline size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace rt
+}  // namespace gpusim
+
+// Returns the driver/device error from an exported call when there is one.
+#define READY()                                                             \
+  do {                                                                      \
+    if (cudaError_t e_ = ::gpusim::rt::ready()) return ::gpusim::rt::ret(e_); \
+  } while (0)
+
+// Declares `var`, the stream `handle` resolves to, or returns
+// cudaErrorInvalidResourceHandle.
+#define STREAM(var, handle, ptds)                          \
+  CUstream_st* var = resolve(handle, ptds);                \
+  if (!var) return ::gpusim::rt::ret(cudaErrorInvalidResourceHandle)
+
+// Defines name_impl(bool ptds, params...) with the body given, and exports
+// `name` (NULL stream = legacy) and `name<suffix>` (NULL = per-thread).
+#define GPUSIM_BOTH(ret_t, name, params, ptds_suffix, ...)             \
+  static ret_t name##_impl(bool ptds, GPUSIM_UNPAREN params) __VA_ARGS__ \
+  GPUSIM_EXPORT ret_t name params { return name##_impl(false, GPUSIM_ARGS_##name); } \
+  GPUSIM_EXPORT ret_t name##ptds_suffix params { return name##_impl(true, GPUSIM_ARGS_##name); }
+#define GPUSIM_UNPAREN(...) __VA_ARGS__
+

@@ -24,13 +24,7 @@ cudaError_t device_alloc(void** p, size_t size, MemKind kind, int device, double
     return cudaErrorMemoryAllocation;
   }
   charge(cost_us);
-  Region r;
-  r.base = reinterpret_cast<uintptr_t>(mem);
-  r.size = size;
-  r.kind = kind;
-  r.device = device;
-  r.charged = charged;
-  Memory::get().add(r);
+  Memory::get().add(Region(mem, size, kind, device, 0, charged));
   *p = mem;
   return cudaSuccess;
 }
@@ -51,13 +45,7 @@ cudaError_t host_alloc(void** p, size_t size, unsigned flags) {
   // Page-locking touches every page: that is where the cost comes from.
   charge(config().host_alloc_us + transfer_us(size, config().host_pin_gbps));
   device_barrier(current_device());
-  Region r;
-  r.base = reinterpret_cast<uintptr_t>(mem);
-  r.size = size;
-  r.kind = MemKind::kPinned;
-  r.device = current_device();
-  r.flags = flags;
-  Memory::get().add(r);
+  Memory::get().add(Region(mem, size, MemKind::kPinned, current_device(), flags));
   *p = mem;
   return cudaSuccess;
 }
@@ -79,9 +67,7 @@ cudaError_t free_async(void* p, CUstream_st* s) {
     return cudaErrorStreamCaptureUnsupported;
   }
   Region r;
-  if (!Memory::get().find(p, 1, &r) || r.base != reinterpret_cast<uintptr_t>(p) ||
-      r.kind != MemKind::kDeviceAsync)
-    return cudaErrorInvalidValue;
+  if (!Memory::get().find_start(p, MemKind::kDeviceAsync, MemKind::kDeviceAsync, &r)) return cudaErrorInvalidValue;
   charge(config().malloc_async_us);
   // Stream-ordered: the memory goes back when the stream reaches the free.
   enqueue(s, [r] {
@@ -115,9 +101,7 @@ GPUSIM_EXPORT cudaError_t cudaFree(void* p) {
   if (!p) return cudaSuccess;
   if (cudaError_t e = refuse_in_capture()) return ret(e);
   Region r;
-  if (!Memory::get().find(p, 1, &r) || r.base != reinterpret_cast<uintptr_t>(p) ||
-      (r.kind != MemKind::kDevice && r.kind != MemKind::kManaged))
-    return ret(cudaErrorInvalidValue);
+  if (!Memory::get().find_start(p, MemKind::kDevice, MemKind::kManaged, &r)) return ret(cudaErrorInvalidValue);
   // cudaFree waits for the whole device: queued work may still use `p`.
   sync_device(r.device);
   charge(config().free_us);
@@ -197,8 +181,7 @@ GPUSIM_EXPORT cudaError_t cudaFreeHost(void* p) {
   if (!p) return cudaSuccess;
   if (cudaError_t e = refuse_in_capture()) return ret(e);
   Region r;
-  if (!Memory::get().find(p, 1, &r) || r.base != reinterpret_cast<uintptr_t>(p) || r.kind != MemKind::kPinned)
-    return ret(cudaErrorInvalidValue);
+  if (!Memory::get().find_start(p, MemKind::kPinned, MemKind::kPinned, &r)) return ret(cudaErrorInvalidValue);
   // Like cudaFree, cudaFreeHost waits for the device.
   sync_device(r.device);
   charge(config().free_host_us);
@@ -212,20 +195,13 @@ GPUSIM_EXPORT cudaError_t cudaHostRegister(void* p, size_t size, unsigned flags)
   Region existing;
   if (Memory::get().find(p, 1, &existing)) return ret(cudaErrorHostMemoryAlreadyRegistered);
   charge(config().host_alloc_us + transfer_us(size, config().host_pin_gbps));
-  Region r;
-  r.base = reinterpret_cast<uintptr_t>(p);
-  r.size = size;
-  r.kind = MemKind::kRegistered;
-  r.device = current_device();
-  r.flags = flags;
-  Memory::get().add(r);
+  Memory::get().add(Region(p, size, MemKind::kRegistered, current_device(), flags));
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaHostUnregister(void* p) {
   READY();
   Region r;
-  if (!p || !Memory::get().find(p, 1, &r) || r.kind != MemKind::kRegistered ||
-      r.base != reinterpret_cast<uintptr_t>(p))
+  if (!Memory::get().find_start(p, MemKind::kRegistered, MemKind::kRegistered, &r))
     return ret(cudaErrorHostMemoryNotRegistered);
   sync_device(r.device);
   Memory::get().remove(r.base, nullptr);

@@ -66,6 +66,13 @@ bool Memory::find(const void* p, size_t bytes, Region* out) {
   return true;
 }
 
+bool Memory::find_start(const void* p, MemKind a, MemKind b, Region* out) {
+  Region r;
+  if (!find(p, 1, &r) || r.base != reinterpret_cast<uintptr_t>(p) || (r.kind != a && r.kind != b)) return false;
+  *out = r;
+  return true;
+}
+
 Where classify(const void* p, size_t bytes, int* device) {
   Region r;
   if (!Memory::get().find(p, bytes ? bytes : 1, &r)) return Where::kPageable;

@@ -100,6 +100,11 @@ struct Region {
   int device = 0;
   unsigned flags = 0;
   size_t charged = 0;  // bytes counted against the device's capacity
+
+  Region() = default;
+  Region(const void* p, size_t bytes, MemKind k, int dev, unsigned fl = 0, size_t charged_bytes = 0)
+      : base(reinterpret_cast<uintptr_t>(p)), size(bytes), kind(k), device(dev), flags(fl),
+        charged(charged_bytes) {}
 };
 
 // Process-wide registry of every range the simulated device knows.
@@ -121,6 +126,9 @@ class Memory {
   bool remove(uintptr_t base, Region* out);
   // The region containing [p, p + bytes), if any.
   bool find(const void* p, size_t bytes, Region* out);
+  // The region that starts exactly at `p` and is of kind `a` or `b`: what a
+  // free must be given.
+  bool find_start(const void* p, MemKind a, MemKind b, Region* out);
 
  private:
   std::mutex mu_;

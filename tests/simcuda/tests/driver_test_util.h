@@ -75,4 +75,10 @@ inline double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// A test of an initialized driver (driver_test.cc, driver_vmm_test.cc).
+class DriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(CUDA_SUCCESS, cuInit(0)); }
+};
+
 }  // namespace drivertest

@@ -4,58 +4,150 @@
 //
 // Not to be included outside interpose/.
 //
-// A row: X(symbol, return type, (parameters), (arguments), category)
-//   - symbol: the exported name, exactly as the real library exports it
-//     (including the _ptsz/_ptds per-thread-default-stream variants);
-//   - parameters/arguments: the real signature from the CUDA headers;
-//   - category: what time blocked in the call counts as (Category below).
+// A row: X(symbol, return type, (parameters), (arguments), category, bytes, info)
+//   - symbol: the exported name, exactly as the real library exports it,
+//     including the _ptsz/_ptds per-thread-default-stream variants that the
+//     toolkit's libcudart.so.13 exports (nm -D);
+//   - parameters/arguments: the real signature, from the CUDA 13 headers;
+//   - category: what time blocked in the call counts as (api_call.h);
+//   - bytes: an expression over the parameters, evaluated before the call
+//     (the NVTX payload);
+//   - info: an expression over the parameters giving the CallInfo
+//     (describe.h), evaluated after a successful call, outside the timing.
 //
-// Adding a symbol is adding a row. Later tables (NCCL, the driver API and
-// the dlsym/cuGetProcAddress entry points) follow the same shape.
+// Adding a symbol is adding a row. Later tables (NCCL, the driver API, the
+// dlsym/cuGetProcAddress entry points) have the same shape and are expanded
+// by the same generator.
+//
+// ABI note: the rows follow the CUDA 13 runtime. cudaMemcpyBatchAsync has a
+// different parameter list in CUDA 12.8/12.9 (an extra failIdx before the
+// stream); a CUDA 12 application calling it under gpuslack is not supported.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-namespace gpuslack {
-namespace interpose {
-
-enum class Category {
-  kAllocation,  // device or pinned alloc/free, with their implicit syncs
-  kCopy,        // copies and memsets
-  kSync,        // explicit synchronization: "waiting for the GPU"
-  kStream,      // stream lifetime (not blocking; tracked for the allocator)
-  kQuery,       // cheap queries
-};
-
-}  // namespace interpose
-}  // namespace gpuslack
+#include "describe.h"
 
 // The _ptsz/_ptds variants are declared by the headers only when a program
-// is compiled for the per-thread default stream; declare them here.
+// is compiled for the per-thread default stream.
 extern "C" {
+cudaError_t cudaMallocAsync_ptsz(void**, size_t, cudaStream_t);
+cudaError_t cudaFreeAsync_ptsz(void*, cudaStream_t);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void**, size_t, cudaMemPool_t, cudaStream_t);
 cudaError_t cudaMemcpy_ptds(void*, const void*, size_t, enum cudaMemcpyKind);
 cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, enum cudaMemcpyKind, cudaStream_t);
+cudaError_t cudaMemcpy2D_ptds(void*, size_t, const void*, size_t, size_t, size_t, enum cudaMemcpyKind);
+cudaError_t cudaMemcpy2DAsync_ptsz(void*, size_t, const void*, size_t, size_t, size_t, enum cudaMemcpyKind,
+                                   cudaStream_t);
+cudaError_t cudaMemcpyBatchAsync_ptsz(void* const*, const void* const*, const size_t*, size_t,
+                                      struct cudaMemcpyAttributes*, size_t*, size_t, cudaStream_t);
+cudaError_t cudaMemset_ptds(void*, int, size_t);
+cudaError_t cudaMemsetAsync_ptsz(void*, int, size_t, cudaStream_t);
+cudaError_t cudaMemset2D_ptds(void*, size_t, int, size_t, size_t);
+cudaError_t cudaMemset2DAsync_ptsz(void*, size_t, int, size_t, size_t, cudaStream_t);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
 }
 
-#define GPUSLACK_RUNTIME_HOOKS(X)                                                              \
-  X(cudaMalloc, cudaError_t, (void** p, size_t size), (p, size), Category::kAllocation)       \
-  X(cudaFree, cudaError_t, (void* p), (p), Category::kAllocation)                             \
-  X(cudaMallocHost, cudaError_t, (void** p, size_t size), (p, size), Category::kAllocation)   \
-  X(cudaHostAlloc, cudaError_t, (void** p, size_t size, unsigned int flags), (p, size, flags), \
-    Category::kAllocation)                                                                     \
-  X(cudaFreeHost, cudaError_t, (void* p), (p), Category::kAllocation)                         \
-  X(cudaMemcpy, cudaError_t, (void* dst, const void* src, size_t n, enum cudaMemcpyKind kind),  \
-    (dst, src, n, kind), Category::kCopy)                                                      \
-  X(cudaMemcpy_ptds, cudaError_t,                                                              \
-    (void* dst, const void* src, size_t n, enum cudaMemcpyKind kind), (dst, src, n, kind),     \
-    Category::kCopy)                                                                           \
-  X(cudaMemcpyAsync, cudaError_t,                                                              \
-    (void* dst, const void* src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s),          \
-    (dst, src, n, kind, s), Category::kCopy)                                                   \
-  X(cudaMemcpyAsync_ptsz, cudaError_t,                                                         \
-    (void* dst, const void* src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s),          \
-    (dst, src, n, kind, s), Category::kCopy)                                                   \
-  X(cudaDeviceSynchronize, cudaError_t, (void), (), Category::kSync)                          \
-  X(cudaStreamSynchronize, cudaError_t, (cudaStream_t s), (s), Category::kSync)               \
-  X(cudaStreamSynchronize_ptsz, cudaError_t, (cudaStream_t s), (s), Category::kSync)
+#define GPUSLACK_ALLOC Category::kAllocation
+#define GPUSLACK_COPY Category::kCopy
+#define GPUSLACK_SYNC Category::kSync
+#define GPUSLACK_OTHER Category::kOther
+
+// Parameter lists that several rows share.
+#define GPUSLACK_P_MEMCPY (void* dst, const void* src, size_t n, enum cudaMemcpyKind kind)
+#define GPUSLACK_P_MEMCPY_ASYNC (void* dst, const void* src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
+#define GPUSLACK_P_MEMCPY2D \
+  (void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h, enum cudaMemcpyKind kind)
+#define GPUSLACK_P_MEMCPY2D_ASYNC                                                                     \
+  (void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h, enum cudaMemcpyKind kind, \
+   cudaStream_t s)
+#define GPUSLACK_P_BATCH                                                                      \
+  (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,             \
+   struct cudaMemcpyAttributes* attrs, size_t* attr_idxs, size_t n_attrs, cudaStream_t s)
+#define GPUSLACK_A_BATCH (dsts, srcs, sizes, count, attrs, attr_idxs, n_attrs, s)
+
+#define GPUSLACK_RUNTIME_HOOKS(X)                                                                          \
+  /* ---- allocation ---- */                                                                             \
+  X(cudaMalloc, cudaError_t, (void** p, size_t size), (p, size), GPUSLACK_ALLOC, size, alloc_info(size))   \
+  X(cudaFree, cudaError_t, (void* p), (p), GPUSLACK_ALLOC, 0, free_info(p))                               \
+  X(cudaMallocAsync, cudaError_t, (void** p, size_t size, cudaStream_t s), (p, size, s), GPUSLACK_ALLOC,  \
+    size, alloc_info(size))                                                                              \
+  X(cudaMallocAsync_ptsz, cudaError_t, (void** p, size_t size, cudaStream_t s), (p, size, s),            \
+    GPUSLACK_ALLOC, size, alloc_info(size))                                                              \
+  X(cudaFreeAsync, cudaError_t, (void* p, cudaStream_t s), (p, s), GPUSLACK_ALLOC, 0, free_info(p))       \
+  X(cudaFreeAsync_ptsz, cudaError_t, (void* p, cudaStream_t s), (p, s), GPUSLACK_ALLOC, 0, free_info(p))  \
+  X(cudaMallocFromPoolAsync, cudaError_t, (void** p, size_t size, cudaMemPool_t pool, cudaStream_t s),    \
+    (p, size, pool, s), GPUSLACK_ALLOC, size, alloc_info(size))                                          \
+  X(cudaMallocFromPoolAsync_ptsz, cudaError_t,                                                           \
+    (void** p, size_t size, cudaMemPool_t pool, cudaStream_t s), (p, size, pool, s), GPUSLACK_ALLOC,     \
+    size, alloc_info(size))                                                                              \
+  X(cudaMallocHost, cudaError_t, (void** p, size_t size), (p, size), GPUSLACK_ALLOC, size,                \
+    alloc_info(size))                                                                                    \
+  X(cudaHostAlloc, cudaError_t, (void** p, size_t size, unsigned int flags), (p, size, flags),           \
+    GPUSLACK_ALLOC, size, alloc_info(size))                                                              \
+  X(cudaFreeHost, cudaError_t, (void* p), (p), GPUSLACK_ALLOC, 0, free_info(p))                           \
+  X(cudaHostRegister, cudaError_t, (void* p, size_t size, unsigned int flags), (p, size, flags),         \
+    GPUSLACK_ALLOC, size, alloc_info(size))                                                              \
+  X(cudaHostUnregister, cudaError_t, (void* p), (p), GPUSLACK_ALLOC, 0, free_info(p))                     \
+  X(cudaMallocManaged, cudaError_t, (void** p, size_t size, unsigned int flags), (p, size, flags),       \
+    GPUSLACK_ALLOC, size, alloc_info(size))                                                              \
+  X(cudaMallocPitch, cudaError_t, (void** p, size_t* pitch, size_t w, size_t h), (p, pitch, w, h),       \
+    GPUSLACK_ALLOC, w* h, alloc_info(w * h))                                                             \
+  X(cudaMalloc3D, cudaError_t, (struct cudaPitchedPtr * p, struct cudaExtent e), (p, e), GPUSLACK_ALLOC, \
+    e.width* e.height* e.depth, alloc_info(e.width * e.height * e.depth))                                \
+  /* ---- copies and memsets ---- */                                                                     \
+  X(cudaMemcpy, cudaError_t, GPUSLACK_P_MEMCPY, (dst, src, n, kind), GPUSLACK_COPY, n,                   \
+    copy_info(dst, src, n, kind))                                                                        \
+  X(cudaMemcpy_ptds, cudaError_t, GPUSLACK_P_MEMCPY, (dst, src, n, kind), GPUSLACK_COPY, n,              \
+    copy_info(dst, src, n, kind))                                                                        \
+  X(cudaMemcpyAsync, cudaError_t, GPUSLACK_P_MEMCPY_ASYNC, (dst, src, n, kind, s), GPUSLACK_COPY, n,     \
+    copy_info(dst, src, n, kind))                                                                        \
+  X(cudaMemcpyAsync_ptsz, cudaError_t, GPUSLACK_P_MEMCPY_ASYNC, (dst, src, n, kind, s), GPUSLACK_COPY,   \
+    n, copy_info(dst, src, n, kind))                                                                     \
+  X(cudaMemcpy2D, cudaError_t, GPUSLACK_P_MEMCPY2D, (dst, dpitch, src, spitch, w, h, kind),              \
+    GPUSLACK_COPY, w* h, copy_info(dst, src, w * h, kind))                                               \
+  X(cudaMemcpy2D_ptds, cudaError_t, GPUSLACK_P_MEMCPY2D, (dst, dpitch, src, spitch, w, h, kind),         \
+    GPUSLACK_COPY, w* h, copy_info(dst, src, w * h, kind))                                               \
+  X(cudaMemcpy2DAsync, cudaError_t, GPUSLACK_P_MEMCPY2D_ASYNC, (dst, dpitch, src, spitch, w, h, kind, s), \
+    GPUSLACK_COPY, w* h, copy_info(dst, src, w * h, kind))                                               \
+  X(cudaMemcpy2DAsync_ptsz, cudaError_t, GPUSLACK_P_MEMCPY2D_ASYNC,                                      \
+    (dst, dpitch, src, spitch, w, h, kind, s), GPUSLACK_COPY, w* h, copy_info(dst, src, w * h, kind))    \
+  X(cudaMemcpyPeer, cudaError_t, (void* dst, int dst_dev, const void* src, int src_dev, size_t n),       \
+    (dst, dst_dev, src, src_dev, n), GPUSLACK_COPY, n, peer_info(n))                                     \
+  X(cudaMemcpyPeerAsync, cudaError_t,                                                                    \
+    (void* dst, int dst_dev, const void* src, int src_dev, size_t n, cudaStream_t s),                    \
+    (dst, dst_dev, src, src_dev, n, s), GPUSLACK_COPY, n, peer_info(n))                                  \
+  X(cudaMemcpyBatchAsync, cudaError_t, GPUSLACK_P_BATCH, GPUSLACK_A_BATCH, GPUSLACK_COPY,                \
+    batch_bytes(sizes, count), batch_info(dsts, srcs, sizes, count))                                     \
+  X(cudaMemcpyBatchAsync_ptsz, cudaError_t, GPUSLACK_P_BATCH, GPUSLACK_A_BATCH, GPUSLACK_COPY,           \
+    batch_bytes(sizes, count), batch_info(dsts, srcs, sizes, count))                                     \
+  X(cudaMemset, cudaError_t, (void* p, int v, size_t n), (p, v, n), GPUSLACK_COPY, n, memset_info(n))     \
+  X(cudaMemset_ptds, cudaError_t, (void* p, int v, size_t n), (p, v, n), GPUSLACK_COPY, n,               \
+    memset_info(n))                                                                                      \
+  X(cudaMemsetAsync, cudaError_t, (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s),              \
+    GPUSLACK_COPY, n, memset_info(n))                                                                    \
+  X(cudaMemsetAsync_ptsz, cudaError_t, (void* p, int v, size_t n, cudaStream_t s), (p, v, n, s),         \
+    GPUSLACK_COPY, n, memset_info(n))                                                                    \
+  X(cudaMemset2D, cudaError_t, (void* p, size_t pitch, int v, size_t w, size_t h), (p, pitch, v, w, h),  \
+    GPUSLACK_COPY, w* h, memset_info(w * h))                                                             \
+  X(cudaMemset2D_ptds, cudaError_t, (void* p, size_t pitch, int v, size_t w, size_t h),                  \
+    (p, pitch, v, w, h), GPUSLACK_COPY, w* h, memset_info(w * h))                                        \
+  X(cudaMemset2DAsync, cudaError_t, (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s),  \
+    (p, pitch, v, w, h, s), GPUSLACK_COPY, w* h, memset_info(w * h))                                     \
+  X(cudaMemset2DAsync_ptsz, cudaError_t,                                                                 \
+    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s), (p, pitch, v, w, h, s),          \
+    GPUSLACK_COPY, w* h, memset_info(w * h))                                                             \
+  /* ---- explicit synchronization ---- */                                                               \
+  X(cudaDeviceSynchronize, cudaError_t, (void), (), GPUSLACK_SYNC, 0, CallInfo{})                         \
+  X(cudaStreamSynchronize, cudaError_t, (cudaStream_t s), (s), GPUSLACK_SYNC, 0, CallInfo{})              \
+  X(cudaStreamSynchronize_ptsz, cudaError_t, (cudaStream_t s), (s), GPUSLACK_SYNC, 0, CallInfo{})         \
+  X(cudaEventSynchronize, cudaError_t, (cudaEvent_t e), (e), GPUSLACK_SYNC, 0, CallInfo{})                \
+  /* ---- stream lifetime, queries ---- */                                                               \
+  X(cudaStreamCreate, cudaError_t, (cudaStream_t * s), (s), GPUSLACK_OTHER, 0, CallInfo{})                \
+  X(cudaStreamCreateWithFlags, cudaError_t, (cudaStream_t * s, unsigned int flags), (s, flags),          \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaStreamCreateWithPriority, cudaError_t, (cudaStream_t * s, unsigned int flags, int priority),     \
+    (s, flags, priority), GPUSLACK_OTHER, 0, CallInfo{})                                                 \
+  X(cudaStreamDestroy, cudaError_t, (cudaStream_t s), (s), GPUSLACK_OTHER, 0, CallInfo{})                 \
+  X(cudaMemGetInfo, cudaError_t, (size_t * free_bytes, size_t * total), (free_bytes, total),             \
+    GPUSLACK_OTHER, 0, CallInfo{})

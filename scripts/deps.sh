@@ -30,7 +30,7 @@ sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # --- Debian packages -------------------------------------------------------
 PACKAGES=(g++ make cmake ninja-build pkg-config binutils dpkg-dev bzip2 xz-utils
           libgtest-dev libgmock-dev libbenchmark-dev libspdlog-dev libfmt-dev
-          python3)
+          python3 python3-jsonschema)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -18,36 +18,48 @@ bool parse_value(absl::string_view text, std::string* out) {
   return true;
 }
 
-// Parsers and names per knob type; a type no knob uses yet is unused.
-[[maybe_unused]] bool parse_value(absl::string_view text, bool* out) {
+bool parse_value(absl::string_view text, bool* out) {
   std::string t = absl::AsciiStrToLower(text);
   if (t == "1" || t == "true" || t == "yes" || t == "on") return *out = true, true;
   if (t == "0" || t == "false" || t == "no" || t == "off") return *out = false, true;
   return false;
 }
 
+bool parse_value(absl::string_view text, double* out) {
+  return absl::SimpleAtod(text, out) && *out >= 0;
+}
+
+bool parse_value(absl::string_view text, int* out) { return absl::SimpleAtoi(text, out) && *out >= 0; }
+
 template <typename T>
 const char* type_name();
 template <> const char* type_name<std::string>() { return "string"; }
-template <> [[maybe_unused]] const char* type_name<bool>() { return "bool"; }
+template <> const char* type_name<bool>() { return "bool"; }
+template <> const char* type_name<double>() { return "non-negative number"; }
+template <> const char* type_name<int>() { return "non-negative integer"; }
 
 std::string show(const std::string& v) { return absl::StrFormat("\"%s\"", v); }
-[[maybe_unused]] std::string show(bool v) { return v ? "true" : "false"; }
+std::string show(bool v) { return v ? "true" : "false"; }
+std::string show(double v) { return absl::StrFormat("%g", v); }
+std::string show(int v) { return absl::StrFormat("%d", v); }
 
 }  // namespace
 
-Options parse_options(const char* conf, std::vector<std::string>* errors) {
+Options parse_options(const char* conf, const char* output, std::vector<std::string>* errors) {
   Options o;
+  if (output != nullptr && *output != '\0') o.output_dir = output;
   if (conf == nullptr) return o;
   for (absl::string_view item : absl::StrSplit(conf, ',', absl::SkipWhitespace())) {
     item = absl::StripAsciiWhitespace(item);
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    absl::string_view key = absl::StripAsciiWhitespace(kv.first);
-    absl::string_view value = absl::StripAsciiWhitespace(kv.second);
-    if (item.find('=') == absl::string_view::npos) {
-      errors->push_back(absl::StrFormat("GPUSLACK_CONF: '%s' is not key=value; ignored", item));
+    // key:value (PYTORCH_CUDA_ALLOC_CONF's syntax) or key=value: the key
+    // ends at the first of the two.
+    size_t sep = item.find_first_of(":=");
+    if (sep == absl::string_view::npos) {
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: '%s' is not key:value; ignored", item));
       continue;
     }
+    absl::string_view key = absl::StripAsciiWhitespace(item.substr(0, sep));
+    absl::string_view value = absl::StripAsciiWhitespace(item.substr(sep + 1));
     bool known = false;
 #define GPUSLACK_OPTION_PARSE(k, type, def, doc)                                            \
   if (key == #k) {                                                                          \
@@ -56,7 +68,7 @@ Options parse_options(const char* conf, std::vector<std::string>* errors) {
     if (parse_value(value, &v)) {                                                           \
       o.k = v;                                                                              \
     } else {                                                                                \
-      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s=%s is not a %s; using %s", #k, \
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k, \
                                         value, type_name<type>(), show(type(def))));        \
     }                                                                                       \
   }
@@ -64,9 +76,14 @@ Options parse_options(const char* conf, std::vector<std::string>* errors) {
 #undef GPUSLACK_OPTION_PARSE
     if (!known) errors->push_back(absl::StrFormat("GPUSLACK_CONF: unknown key '%s'; ignored", key));
   }
+  if (o.text_summary != "stderr" && o.text_summary != "file" && o.text_summary != "off") {
+    errors->push_back(absl::StrFormat(
+        "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"", o.text_summary));
+    o.text_summary = "stderr";
+  }
   if (!log::log_level_valid(o.log_level)) {
     errors->push_back(absl::StrFormat(
-        "GPUSLACK_CONF: log_level=%s is not one of off, error, warn, info, debug; using \"warn\"",
+        "GPUSLACK_CONF: log_level:%s is not one of off, error, warn, info, debug; using \"warn\"",
         o.log_level));
     o.log_level = "warn";
   }
@@ -76,7 +93,8 @@ Options parse_options(const char* conf, std::vector<std::string>* errors) {
 const Options& options() {
   static const Options* o = [] {
     std::vector<std::string> errors;
-    auto* parsed = new Options(parse_options(std::getenv("GPUSLACK_CONF"), &errors));
+    auto* parsed =
+        new Options(parse_options(std::getenv("GPUSLACK_CONF"), std::getenv("GPUSLACK_OUTPUT"), &errors));
     // Logged after parsing, so the log itself uses the parsed level.
     for (const std::string& e : errors) log::error_raw(*parsed, e);
     return parsed;

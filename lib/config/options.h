@@ -1,7 +1,9 @@
 // gpuslack's knobs: one table, read once from GPUSLACK_CONF.
 //
-// GPUSLACK_CONF is a comma-separated list of key=value pairs, for example
-//   GPUSLACK_CONF=log_level=debug,log_file=/tmp/gpuslack.log
+// GPUSLACK_CONF is a comma-separated list of key:value pairs, the syntax of
+// PYTORCH_CUDA_ALLOC_CONF (key=value is accepted too), for example
+//   GPUSLACK_CONF=log_level:debug,summary_interval_s:60
+// GPUSLACK_OUTPUT, when set, overrides output_dir.
 // Every knob is a row of GPUSLACK_OPTIONS below: its key, type, default and
 // one line of documentation (the README's table is generated from the same
 // rows by `gpuslack_options_doc`). A key that is unknown, or a value that
@@ -22,7 +24,20 @@ namespace gpuslack {
   X(log_level, std::string, "warn",                                            \
     "least severe message written: off, error, warn, info, debug")             \
   X(log_file, std::string, "",                                                 \
-    "append log lines to this file instead of stderr")
+    "append log lines to this file instead of stderr")                         \
+  X(output_dir, std::string, "gpuslack-out",                                   \
+    "directory for the summary files (GPUSLACK_OUTPUT overrides)")             \
+  X(text_summary, std::string, "stderr",                                       \
+    "the text summary at exit: stderr, file (beside the JSON) or off")         \
+  X(json_summary, bool, true, "write the JSON summary to output_dir")          \
+  X(summary_interval_s, double, 0.0,                                           \
+    "also write the summary every this many seconds (0: only at exit)")       \
+  X(signals, bool, true,                                                       \
+    "write the summary on SIGTERM/SIGINT, then let the signal act as before")  \
+  X(call_site_threshold_us, double, 100.0,                                     \
+    "calls blocked longer than this record their call site")                   \
+  X(top_call_sites, int, 5, "call sites listed per category in the summary")   \
+  X(nvtx, bool, true, "emit NVTX ranges in the \"gpuslack\" domain")
 
 struct Options {
 #define GPUSLACK_OPTION_FIELD(key, type, def, doc) type key = def;
@@ -33,10 +48,10 @@ struct Options {
 // The options of this process, parsed from GPUSLACK_CONF on first call.
 const Options& options();
 
-// Parses a GPUSLACK_CONF string. Each problem found is appended to
+// Parses a GPUSLACK_CONF string and the GPUSLACK_OUTPUT value (may be null). Each problem found is appended to
 // `errors` as one line (key and reason); the affected knob keeps its
 // default.
-Options parse_options(const char* conf, std::vector<std::string>* errors);
+Options parse_options(const char* conf, const char* output, std::vector<std::string>* errors);
 
 // One line per knob: "key (type, default): doc".
 std::vector<std::string> options_doc();

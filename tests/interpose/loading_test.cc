@@ -14,7 +14,7 @@
 namespace {
 
 const std::pair<std::string, std::string> kPreload{"LD_PRELOAD", GPUSLACK_SO};
-const std::pair<std::string, std::string> kDebug{"GPUSLACK_CONF", "log_level=debug"};
+const std::pair<std::string, std::string> kDebug{"GPUSLACK_CONF", "log_level:debug"};
 
 TEST(Loading, PreloadIntoAnApplicationLinkedAgainstLibcudart) {
   ChildResult r = run_child({CUDA_APP}, {kPreload, kDebug});
@@ -63,14 +63,14 @@ TEST(Loading, AProcessThatNeverCallsCudaSeesNothing) {
   ASSERT_NE(nullptr, mkdtemp(dir.data()));
   auto before = list_dir(dir);
   // Even with a bad configuration: it is read on first use, which never comes.
-  ChildResult r = run_child({NO_CUDA_APP}, {kPreload, {"GPUSLACK_CONF", "bogus,log_level=debug"}}, dir);
+  ChildResult r = run_child({NO_CUDA_APP}, {kPreload, {"GPUSLACK_CONF", "bogus,log_level:debug"}}, dir);
   EXPECT_EQ(0, r.exit_code);
   EXPECT_EQ("no cuda here\n", r.output);
   EXPECT_EQ(before.size(), list_dir(dir).size());
 }
 
 TEST(Loading, BadConfigurationGetsOneLineAndTheApplicationRuns) {
-  ChildResult r = run_child({CUDA_APP}, {kPreload, {"GPUSLACK_CONF", "log_level=debug,frobnicate=1"}});
+  ChildResult r = run_child({CUDA_APP}, {kPreload, {"GPUSLACK_CONF", "log_level:debug,frobnicate:1"}});
   EXPECT_EQ(0, r.exit_code) << r.output;
   EXPECT_NE(std::string::npos, r.output.find("gpuslack: GPUSLACK_CONF: unknown key 'frobnicate'; ignored\n"))
       << r.output;

@@ -15,7 +15,7 @@ namespace {
 TEST(Log, UnwritableLogFileFallsBackToStderrWithOneLine) {
   EXPECT_EXIT(
       {
-        setenv("GPUSLACK_CONF", "log_file=/dev/null/x.log,log_level=info", 1);
+        setenv("GPUSLACK_CONF", "log_file:/dev/null/x.log,log_level:info", 1);
         log::info("still here");
         std::exit(0);
       },
@@ -27,7 +27,7 @@ TEST(Log, UnwritableLogFileFallsBackToStderrWithOneLine) {
 TEST(Log, WritesToTheLogFile) {
   std::string path = testing::TempDir() + "gpuslack_log_test.log";
   std::remove(path.c_str());
-  std::string conf = "log_file=" + path + ",log_level=debug";
+  std::string conf = "log_file:" + path + ",log_level:debug";
   EXPECT_EXIT(
       {
         setenv("GPUSLACK_CONF", conf.c_str(), 1);
@@ -44,13 +44,13 @@ TEST(Log, WritesToTheLogFile) {
 TEST(Log, BadConfIsReportedOnceAndLevelDefaultsToWarn) {
   EXPECT_EXIT(
       {
-        setenv("GPUSLACK_CONF", "log_level=chatty", 1);
+        setenv("GPUSLACK_CONF", "log_level:chatty", 1);
         log::info("hidden at warn");
         log::warn("shown");
         std::exit(0);
       },
       testing::ExitedWithCode(0),
-      "gpuslack: GPUSLACK_CONF: log_level=chatty is not one of .*; using \"warn\"\n"
+      "gpuslack: GPUSLACK_CONF: log_level:chatty is not one of .*; using \"warn\"\n"
       "gpuslack: shown\n$");
 }
 

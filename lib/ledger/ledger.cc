@@ -1,0 +1,213 @@
+// The ledger's shards: one per thread that makes a hooked call.
+//
+// A shard is made on a thread's first call (from the private heap: the
+// process's malloc may be what the application is busy with), pushed on a
+// lock-free list and never freed, so figures of exited threads stay and the
+// report can walk every shard while threads run. Every counter has one
+// writer (its thread): it is updated with a relaxed load and store, which on
+// x86-64 are plain moves, and read at report time with relaxed loads.
+#include "ledger/ledger.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include <unordered_map>
+
+#include "absl/synchronization/mutex.h"
+#include "pin/private_heap.h"
+
+namespace gpuslack {
+namespace ledger {
+namespace {
+
+using Counter = std::atomic<uint64_t>;
+
+inline void add(Counter& c, uint64_t v) { c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); }
+inline void raise_to(Counter& c, uint64_t v) {
+  if (v > c.load(std::memory_order_relaxed)) c.store(v, std::memory_order_relaxed);
+}
+inline uint64_t read(const Counter& c) { return c.load(std::memory_order_relaxed); }
+
+struct CallCell {
+  Counter count{0}, ticks{0}, max_ticks{0}, bytes{0};
+  Counter histogram[Histogram::kBuckets] = {};
+};
+
+struct CopyCell {
+  Counter count{0}, bytes{0}, ticks{0};
+};
+
+struct SiteKey {
+  uint16_t call;
+  uint8_t n;
+  void* frames[kMaxFrames];
+
+  bool operator==(const SiteKey& o) const {
+    return call == o.call && n == o.n && std::equal(frames, frames + n, o.frames);
+  }
+};
+
+struct SiteKeyHash {
+  size_t operator()(const SiteKey& k) const {
+    uint64_t h = k.call * 0x9E3779B97F4A7C15ull ^ k.n;
+    for (int i = 0; i < k.n; ++i) h = (h ^ reinterpret_cast<uintptr_t>(k.frames[i])) * 0x100000001B3ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+struct SiteFigures {
+  uint64_t count = 0;
+  uint64_t ticks = 0;
+  uint64_t max_ticks = 0;
+};
+
+struct Shard {
+  Shard* next = nullptr;
+  int tid = 0;
+  char name[16] = {};
+  Counter category_ticks[kCategoryCount] = {};
+  CallCell calls[kMaxCalls];
+  CopyCell copies[kCopyKindCount][kHostMemoryCount];
+  // The slow path only: calls that blocked past the call-site threshold.
+  // (std::unordered_map, not absl::flat_hash_map: abseil's hash pulls in
+  // <iostream> through absl::Cord, whose static initializer would run at
+  // load time: see Note [Lazy and silent] in session/session.h.)
+  absl::Mutex sites_mu;
+  std::unordered_map<SiteKey, SiteFigures, SiteKeyHash> sites ABSL_GUARDED_BY(sites_mu);
+};
+
+std::atomic<Shard*> g_shards{nullptr};
+std::atomic<const ApiCall*> g_calls[kMaxCalls];
+
+// Out of line: a thread's first call.
+__attribute__((noinline, cold)) Shard* make_shard() {
+  void* mem = pin::private_alloc(sizeof(Shard));
+  if (!mem) return nullptr;
+  auto* s = new (mem) Shard();
+  s->tid = static_cast<int>(syscall(SYS_gettid));
+  pthread_getname_np(pthread_self(), s->name, sizeof(s->name));
+  Shard* head = g_shards.load(std::memory_order_relaxed);
+  do {
+    s->next = head;
+  } while (!g_shards.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
+  return s;
+}
+
+thread_local Shard* t_shard = nullptr;
+
+inline Shard* my_shard() {
+  Shard* s = t_shard;
+  if (__builtin_expect(s == nullptr, 0)) s = t_shard = make_shard();
+  return s;
+}
+
+}  // namespace
+
+void register_call(const ApiCall* call) {
+  if (call && call->id < kMaxCalls) g_calls[call->id].store(call, std::memory_order_release);
+}
+
+void record(const ApiCall& call, uint64_t ticks, const CallInfo& info) {
+  Shard* s = my_shard();
+  if (__builtin_expect(s == nullptr || call.id >= kMaxCalls, 0)) return;
+  CallCell& c = s->calls[call.id];
+  add(c.count, 1);
+  add(c.ticks, ticks);
+  raise_to(c.max_ticks, ticks);
+  add(c.bytes, info.bytes);
+  add(c.histogram[Histogram::bucket_of(ticks)], 1);
+  add(s->category_ticks[static_cast<int>(call.category)], ticks);
+  if (info.copy != CopyKind::kNone) {
+    CopyCell& cc = s->copies[static_cast<int>(info.copy)][static_cast<int>(info.host)];
+    add(cc.count, 1);
+    add(cc.bytes, info.bytes);
+    add(cc.ticks, ticks);
+  }
+}
+
+void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames) {
+  Shard* s = my_shard();
+  if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return;
+  SiteKey key{};
+  key.call = call.id;
+  key.n = static_cast<uint8_t>(std::min(n_frames, kMaxFrames));
+  std::copy(frames, frames + key.n, key.frames);
+  absl::MutexLock lock(&s->sites_mu);
+  SiteFigures& f = s->sites[key];
+  ++f.count;
+  f.ticks += ticks;
+  f.max_ticks = std::max(f.max_ticks, ticks);
+}
+
+void reset() {
+  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
+    for (Counter& c : s->category_ticks) c.store(0, std::memory_order_relaxed);
+    for (CallCell& c : s->calls) {
+      c.count.store(0, std::memory_order_relaxed);
+      c.ticks.store(0, std::memory_order_relaxed);
+      c.max_ticks.store(0, std::memory_order_relaxed);
+      c.bytes.store(0, std::memory_order_relaxed);
+      for (Counter& h : c.histogram) h.store(0, std::memory_order_relaxed);
+    }
+    for (auto& row : s->copies)
+      for (CopyCell& c : row) {
+        c.count.store(0, std::memory_order_relaxed);
+        c.bytes.store(0, std::memory_order_relaxed);
+        c.ticks.store(0, std::memory_order_relaxed);
+      }
+    absl::MutexLock lock(&s->sites_mu);
+    s->sites.clear();
+  }
+}
+
+std::vector<ThreadFigures> snapshot() {
+  std::vector<ThreadFigures> out;
+  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
+    ThreadFigures t;
+    t.tid = s->tid;
+    t.name = s->name;
+    for (int i = 0; i < kCategoryCount; ++i) t.ticks[i] = read(s->category_ticks[i]);
+    for (int id = 0; id < kMaxCalls; ++id) {
+      const CallCell& c = s->calls[id];
+      uint64_t count = read(c.count);
+      const ApiCall* call = g_calls[id].load(std::memory_order_acquire);
+      if (count == 0 || call == nullptr) continue;
+      CallFigures f;
+      f.call = call;
+      f.count = count;
+      f.ticks = read(c.ticks);
+      f.max_ticks = read(c.max_ticks);
+      f.bytes = read(c.bytes);
+      for (int b = 0; b < Histogram::kBuckets; ++b) f.histogram.counts[b] = read(c.histogram[b]);
+      t.calls.push_back(f);
+    }
+    for (int k = 0; k < kCopyKindCount; ++k)
+      for (int h = 0; h < kHostMemoryCount; ++h) {
+        const CopyCell& c = s->copies[k][h];
+        uint64_t count = read(c.count);
+        if (count == 0) continue;
+        t.copies.push_back({static_cast<CopyKind>(k), static_cast<HostMemory>(h), count, read(c.bytes), read(c.ticks)});
+      }
+    {
+      absl::MutexLock lock(&s->sites_mu);
+      for (const auto& [key, f] : s->sites) {
+        const ApiCall* call = g_calls[key.call].load(std::memory_order_acquire);
+        if (call == nullptr) continue;
+        t.call_sites.push_back(
+            {call, std::vector<void*>(key.frames, key.frames + key.n), f.count, f.ticks, f.max_ticks});
+      }
+    }
+    bool any = !t.calls.empty();
+    if (any) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace ledger
+}  // namespace gpuslack

@@ -1,0 +1,297 @@
+// See json.h. A small pretty-printing writer, the string escaper and the
+// document itself. Changing a field's name or meaning here means changing
+// docs/summary.schema.json and bumping kSchemaVersion (summary.h); the ctest
+// report.json_validates_against_schema holds the two together.
+#include "report/json.h"
+
+#include <charconv>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace gpuslack {
+namespace report {
+namespace {
+
+void append_escaped(const std::string& s, std::string* out) {
+  static const char kHex[] = "0123456789abcdef";
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': *out += "\\\""; break;
+        case '\\': *out += "\\\\"; break;
+        case '\b': *out += "\\b"; break;
+        case '\f': *out += "\\f"; break;
+        case '\n': *out += "\\n"; break;
+        case '\r': *out += "\\r"; break;
+        case '\t': *out += "\\t"; break;
+        default:
+          if (c < 0x20 || c == 0x7f) {
+            *out += "\\u00";
+            *out += kHex[c >> 4];
+            *out += kHex[c & 0xf];
+          } else {
+            *out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: well-formed (no overlong forms, no surrogates,
+    // nothing past U+10FFFF) goes through as is; each byte that does not
+    // start one becomes U+FFFD.
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    }
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      unsigned char b = static_cast<unsigned char>(s[i + k]);
+      ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+    }
+    if (ok) {
+      out->append(s, i, len);
+      i += len;
+    } else {
+      *out += "\\ufffd";
+      ++i;
+    }
+  }
+}
+
+// Shortest-roundtrip is not wanted: a fixed number of significant digits,
+// as printf's %.<digits>g would write it in the "C" locale.
+std::string number(double v, int digits) {
+  if (!std::isfinite(v) || v == 0) return "0";
+  char buf[64];
+  auto result = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general, digits);
+  if (result.ec != std::errc()) return "0";
+  return std::string(buf, result.ptr);
+}
+
+// Pretty-prints JSON: two-space indent; an "inline" object or array stays
+// on one line.
+class Writer {
+ public:
+  void begin_object(bool on_one_line = false) { begin('{', on_one_line); }
+  void end_object() { end('}'); }
+  void begin_array(bool on_one_line = false) { begin('[', on_one_line); }
+  void end_array() { end(']'); }
+
+  Writer& key(const char* name) {
+    separate();
+    *this << '"' << name << "\": ";
+    after_key_ = true;
+    return *this;
+  }
+  void string(const std::string& s) {
+    separate();
+    *this << json_string(s);
+  }
+  // Durations and shares are never negative: a negative figure is written as 0.
+  void seconds(double v) { raw(number(v > 0 ? v : 0, 9)); }
+  void share(double v) { raw(number(v > 0 ? v : 0, 6)); }
+  void integer(int64_t v) { raw(std::to_string(v)); }
+  void unsigned_integer(uint64_t v) { raw(std::to_string(v)); }
+  void null() { raw("null"); }
+
+  std::string take() { return std::move(out_) + "\n"; }
+
+ private:
+  struct Level {
+    bool first = true;
+    bool on_one_line = false;
+  };
+
+  Writer& operator<<(const std::string& s) {
+    out_ += s;
+    return *this;
+  }
+  Writer& operator<<(const char* s) {
+    out_ += s;
+    return *this;
+  }
+  Writer& operator<<(char c) {
+    out_ += c;
+    return *this;
+  }
+
+  bool on_one_line() const {
+    for (const Level& l : levels_)
+      if (l.on_one_line) return true;
+    return false;
+  }
+  void newline() {
+    if (on_one_line()) return;
+    out_ += '\n';
+    out_.append(2 * levels_.size(), ' ');
+  }
+  // Before a value or a key: the comma and line break that go before it.
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (levels_.empty()) return;
+    if (!levels_.back().first) out_ += on_one_line() ? ", " : ",";
+    levels_.back().first = false;
+    newline();
+  }
+  void raw(const std::string& token) {
+    separate();
+    out_ += token;
+  }
+  void begin(char bracket, bool one_line) {
+    separate();
+    out_ += bracket;
+    levels_.push_back(Level{true, one_line});
+  }
+  void end(char bracket) {
+    bool empty = levels_.back().first;
+    bool one_line = on_one_line();
+    levels_.pop_back();
+    if (!empty && !one_line) newline();
+    out_ += bracket;
+  }
+
+  std::string out_;
+  std::vector<Level> levels_;
+  bool after_key_ = false;
+};
+
+const char* copy_kind_key(CopyKind k) {
+  const char* name = copy_kind_name(k);
+  return name != nullptr && name[0] != '\0' ? name : "none";
+}
+
+const char* host_memory_key(HostMemory m) {
+  const char* name = host_memory_name(m);
+  return name != nullptr && name[0] != '\0' ? name : "none";
+}
+
+// {"allocation": {"seconds": s, "share": x}, ...}: every category, in enum
+// order, even those the vector lacks.
+void categories(const std::vector<CategoryTime>& times, Writer* w) {
+  w->begin_object();
+  for (int c = 0; c < kCategoryCount; ++c) {
+    CategoryTime t;
+    for (const CategoryTime& have : times)
+      if (static_cast<int>(have.category) == c) t = have;
+    w->key(category_key(static_cast<Category>(c))).begin_object(/*on_one_line=*/true);
+    w->key("seconds").seconds(t.seconds);
+    w->key("share").share(t.share);
+    w->end_object();
+  }
+  w->end_object();
+}
+
+void thread(const ThreadRow& t, Writer* w) {
+  w->begin_object();
+  w->key("tid").integer(t.tid);
+  w->key("name").string(t.name);
+  w->key("lost_s").seconds(t.lost_s);
+  w->key("lost_share").share(t.lost_share);
+  w->key("categories");
+  categories(t.categories, w);
+  w->end_object();
+}
+
+void call(const CallRow& c, Writer* w) {
+  w->begin_object();
+  w->key("name").string(c.name);
+  w->key("category").string(category_key(c.category));
+  w->key("count").unsigned_integer(c.count);
+  w->key("total_s").seconds(c.total_s);
+  w->key("max_s").seconds(c.max_s);
+  w->key("p50_s").seconds(c.p50_s);
+  w->key("p99_s").seconds(c.p99_s);
+  w->key("bytes").unsigned_integer(c.bytes);
+  w->end_object();
+}
+
+void copy(const CopyRow& c, Writer* w) {
+  w->begin_object();
+  w->key("kind").string(copy_kind_key(c.copy));
+  w->key("host").string(host_memory_key(c.host));
+  w->key("count").unsigned_integer(c.count);
+  w->key("bytes").unsigned_integer(c.bytes);
+  w->key("total_s").seconds(c.total_s);
+  w->key("gbps").share(c.gbps);
+  w->end_object();
+}
+
+void call_site(const CallSiteRow& c, Writer* w) {
+  w->begin_object();
+  w->key("category").string(category_key(c.category));
+  w->key("api").string(c.api);
+  w->key("blocked_s").seconds(c.blocked_s);
+  w->key("count").unsigned_integer(c.count);
+  w->key("frames").begin_array();
+  for (const std::string& f : c.frames) w->string(f);
+  w->end_array();
+  w->end_object();
+}
+
+}  // namespace
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  append_escaped(text, &out);
+  out += '"';
+  return out;
+}
+
+std::string format_json(const Summary& s) {
+  Writer w;
+  w.begin_object();
+  w.key("schema_version").integer(s.schema_version);
+  w.key("gpuslack_version").string(s.gpuslack_version);
+  w.key("build_info").string(s.build_info);
+  w.key("reason").string(s.reason);
+  w.key("host").string(s.host);
+  w.key("pid").integer(s.pid);
+  w.key("rank").integer(s.rank < 0 ? -1 : s.rank);
+  w.key("local_rank").integer(s.local_rank < 0 ? -1 : s.local_rank);
+  w.key("started_utc").string(s.started_utc);
+  w.key("wall_s").seconds(s.wall_s);
+  w.key("lost_s").seconds(s.lost_s);
+  w.key("lost_share").share(s.lost_share);
+  w.key("categories");
+  categories(s.categories, &w);
+  w.key("worst_thread");
+  if (s.threads.empty()) {
+    w.null();
+  } else {
+    thread(s.worst_thread, &w);
+  }
+  w.key("threads").begin_array();
+  for (const ThreadRow& t : s.threads) thread(t, &w);
+  w.end_array();
+  w.key("calls").begin_array();
+  for (const CallRow& c : s.calls) call(c, &w);
+  w.end_array();
+  w.key("copies").begin_array();
+  for (const CopyRow& c : s.copies) copy(c, &w);
+  w.end_array();
+  w.key("call_sites").begin_array();
+  for (const CallSiteRow& c : s.call_sites) call_site(c, &w);
+  w.end_array();
+  w.end_object();
+  return w.take();
+}
+
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,252 @@
+// See output.h. Plain POSIX calls only (no std::filesystem, no iostreams):
+// nothing here throws on an I/O error, and every failure becomes a one-line
+// reason.
+#include "report/output.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <exception>
+
+#include "log/log.h"
+#include "report/json.h"
+#include "report/text.h"
+
+namespace gpuslack {
+namespace report {
+namespace {
+
+// strerror_r comes in a GNU (char*) and an XSI (int) flavour.
+[[maybe_unused]] const char* pick_message(const char* gnu, const char*) { return gnu; }
+[[maybe_unused]] const char* pick_message(int xsi, const char* buf) { return xsi == 0 ? buf : "unknown error"; }
+
+std::string errno_text(int err) {
+  char buf[256] = {};
+  return pick_message(strerror_r(err, buf, sizeof(buf)), buf);
+}
+
+std::string failure(const std::string& what, int err) { return what + ": " + errno_text(err); }
+
+std::string file_name(const Summary& s, const char* extension) {
+  std::string host = s.host.empty() ? "unknown" : s.host;
+  for (char& c : host) {
+    bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                c == '_' || c == '-';
+    if (!keep) c = '_';
+  }
+  std::string name = "gpuslack-" + host + "-" + std::to_string(s.pid);
+  if (s.rank >= 0) name += "-rank" + std::to_string(s.rank);
+  return name + extension;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// mkdir -p with mode 0755 (less the umask).
+bool make_directories(const std::string& dir, std::string* error) {
+  if (is_directory(dir)) return true;
+  for (size_t end = 0; end != std::string::npos;) {
+    end = dir.find('/', end + 1);
+    std::string prefix = dir.substr(0, end);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = failure("cannot create directory " + prefix, errno);
+      return false;
+    }
+  }
+  if (!is_directory(dir)) {
+    *error = dir + " is not a directory";
+    return false;
+  }
+  return true;
+}
+
+// Writes all of `data`, resuming after short writes and EINTR. The first
+// write() gets everything.
+bool write_all(int fd, const char* data, size_t size, int* err) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *err = errno;
+      return false;
+    }
+    if (n == 0) {
+      *err = EIO;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool fsync_retrying(int fd) {
+  while (fsync(fd) != 0) {
+    if (errno != EINTR) return false;
+  }
+  return true;
+}
+
+// Makes a fresh temporary file in `dir` for `name`; -1 with *error if none.
+int create_temporary(const std::string& dir, const std::string& name, std::string* path, std::string* error) {
+  static std::atomic<unsigned> sequence{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    *path = dir + "/." + name + ".tmp." + std::to_string(getpid()) + "." +
+            std::to_string(sequence.fetch_add(1, std::memory_order_relaxed));
+    int fd = open(path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) {
+      *error = failure("cannot create " + *path, errno);
+      return -1;
+    }
+  }
+  *error = "cannot create a temporary file in " + dir + ": every name tried exists";
+  return -1;
+}
+
+// Makes the rename durable; best effort (some file systems refuse).
+void fsync_directory(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  fsync_retrying(fd);
+  close(fd);
+}
+
+// Blocks SIGPIPE on this thread for its lifetime, and swallows a SIGPIPE
+// that its writes raised (a reader of stderr that went away must not kill
+// the process). One already pending before is left alone.
+class SigpipeHeld {
+ public:
+  SigpipeHeld() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~SigpipeHeld() {
+    if (!blocked_) return;
+    sigset_t pending;
+    sigemptyset(&pending);
+    if (!was_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+      timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeHeld(const SigpipeHeld&) = delete;
+  SigpipeHeld& operator=(const SigpipeHeld&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t old_;
+  bool was_pending_ = false;
+  bool blocked_ = false;
+};
+
+void log_failure(const std::string& path, const std::string& reason) {
+  try {
+    log::error("cannot write summary to {}: {}", path, reason);
+  } catch (...) {
+    // The log is the last resort; nothing is left to tell.
+  }
+}
+
+void write_to_stderr(const std::string& text) {
+  int err = 0;
+  if (!write_all(STDERR_FILENO, text.data(), text.size(), &err)) log_failure("stderr", errno_text(err));
+}
+
+void write_to_file(const std::string& dir, const std::string& name, const std::string& contents) {
+  std::string error;
+  if (!write_file_atomically(dir, name, contents, &error)) log_failure(dir + "/" + name, error);
+}
+
+}  // namespace
+
+std::string json_file_name(const Summary& summary) { return file_name(summary, ".json"); }
+std::string text_file_name(const Summary& summary) { return file_name(summary, ".txt"); }
+
+bool write_file_atomically(const std::string& dir_in, const std::string& name, const std::string& contents,
+                           std::string* error) {
+  std::string dir = dir_in.empty() ? "." : dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    *error = "\"" + name + "\" is not a plain file name";
+    return false;
+  }
+  if (!make_directories(dir, error)) return false;
+
+  std::string temporary;
+  int fd = create_temporary(dir, name, &temporary, error);
+  if (fd < 0) return false;
+  int err = 0;
+  bool ok = write_all(fd, contents.data(), contents.size(), &err);
+  if (!ok) *error = failure("cannot write " + temporary, err);
+  if (ok && !fsync_retrying(fd)) {
+    ok = false;
+    *error = failure("cannot fsync " + temporary, errno);
+  }
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    *error = failure("cannot close " + temporary, errno);
+  }
+  std::string final_path = dir + "/" + name;
+  if (ok && rename(temporary.c_str(), final_path.c_str()) != 0) {
+    ok = false;
+    *error = failure("cannot rename " + temporary + " to " + final_path, errno);
+  }
+  if (!ok) {
+    unlink(temporary.c_str());
+    return false;
+  }
+  fsync_directory(dir);
+  return true;
+}
+
+void write_summary(const Summary& summary, const Options& options) {
+  const int saved_errno = errno;
+  {
+    SigpipeHeld sigpipe_held;
+    const std::string dir = options.output_dir.empty() ? "." : options.output_dir;
+    std::string where = "stderr";
+    try {
+      if (options.text_summary == "file") {
+        where = dir + "/" + text_file_name(summary);
+        write_to_file(dir, text_file_name(summary), format_text(summary));
+      } else if (options.text_summary != "off") {
+        write_to_stderr(format_text(summary));
+      }
+    } catch (const std::exception& e) {
+      log_failure(where, e.what());
+    } catch (...) {
+      log_failure(where, "unknown error");
+    }
+    where = dir;
+    try {
+      if (options.json_summary) {
+        where = dir + "/" + json_file_name(summary);
+        write_to_file(dir, json_file_name(summary), format_json(summary));
+      }
+    } catch (const std::exception& e) {
+      log_failure(where, e.what());
+    } catch (...) {
+      log_failure(where, "unknown error");
+    }
+  }
+  errno = saved_errno;
+}
+
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,253 @@
+// See summary.h. Report time only: allocates, reads the environment and
+// symbolizes (the loader's lock); never on a hooked call's path.
+//
+// Merging rules, in one place:
+//   - calls are merged across threads by ApiCall id; percentiles come from
+//     the merged histograms and are capped at the merged maximum (a log2
+//     bucket's middle can lie above every sample in it);
+//   - copies are merged by (kind, host memory);
+//   - call sites are merged by (api id, frames as captured), then the top
+//     `run.top_call_sites` of each category by blocked time are kept and only
+//     those are symbolized.
+// Every ordering breaks ties on a stable key, so equal inputs give equal
+// summaries.
+#include "report/summary.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <initializer_list>
+#include <map>
+#include <utility>
+
+#include "build_info.h"
+#include "report/symbolize.h"
+
+namespace gpuslack {
+namespace report {
+namespace {
+
+// Non-finite or negative inputs (a clock that failed to calibrate) read as 0:
+// the writers must never see NaN or Inf.
+double finite_or_zero(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
+
+double share_of(double seconds, double wall_s) {
+  return wall_s > 0 ? finite_or_zero(seconds / wall_s) : 0;
+}
+
+// A non-negative decimal integer that fits an int, or -1.
+int parse_rank(const char* text) {
+  if (text == nullptr || *text < '0' || *text > '9') return -1;
+  const int saved_errno = errno;
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  bool in_range = errno == 0;
+  errno = saved_errno;
+  if (!in_range || *end != '\0' || v < 0 || v > INT_MAX) return -1;
+  return static_cast<int>(v);
+}
+
+// The first of `names` that holds a rank; -1 if none does.
+int rank_from_env(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    int r = parse_rank(std::getenv(name));
+    if (r >= 0) return r;
+  }
+  return -1;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  buf[sizeof(buf) - 1] = '\0';
+  return buf[0] != '\0' ? std::string(buf) : std::string("unknown");
+}
+
+std::vector<CategoryTime> category_times(const uint64_t (&ticks)[kCategoryCount], double tick_s, double wall_s) {
+  std::vector<CategoryTime> out;
+  out.reserve(kCategoryCount);
+  for (int c = 0; c < kCategoryCount; ++c) {
+    CategoryTime t;
+    t.category = static_cast<Category>(c);
+    t.seconds = finite_or_zero(static_cast<double>(ticks[c]) * tick_s);
+    t.share = share_of(t.seconds, wall_s);
+    out.push_back(t);
+  }
+  return out;
+}
+
+double lost_seconds(const std::vector<CategoryTime>& categories) {
+  double lost = 0;
+  for (const CategoryTime& t : categories)
+    if (counts_as_lost(t.category)) lost += t.seconds;
+  return lost;
+}
+
+std::vector<ThreadRow> thread_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s,
+                                   double wall_s) {
+  std::vector<ThreadRow> rows;
+  rows.reserve(threads.size());
+  for (const ledger::ThreadFigures& t : threads) {
+    ThreadRow row;
+    row.tid = t.tid;
+    row.name = t.name;
+    row.categories = category_times(t.ticks, tick_s, wall_s);
+    row.lost_s = lost_seconds(row.categories);
+    row.lost_share = share_of(row.lost_s, wall_s);
+    rows.push_back(std::move(row));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const ThreadRow& a, const ThreadRow& b) {
+    return a.lost_s != b.lost_s ? a.lost_s > b.lost_s : a.tid < b.tid;
+  });
+  return rows;
+}
+
+std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s) {
+  std::map<uint16_t, ledger::CallFigures> merged;  // by ApiCall id
+  for (const ledger::ThreadFigures& t : threads) {
+    for (const ledger::CallFigures& c : t.calls) {
+      if (c.call == nullptr) continue;
+      ledger::CallFigures& m = merged[c.call->id];
+      m.call = c.call;
+      m.count += c.count;
+      m.ticks += c.ticks;
+      m.max_ticks = std::max(m.max_ticks, c.max_ticks);
+      m.bytes += c.bytes;
+      m.histogram.merge(c.histogram);
+    }
+  }
+  std::vector<CallRow> rows;
+  rows.reserve(merged.size());
+  for (const auto& [id, m] : merged) {
+    CallRow row;
+    row.name = m.call->name != nullptr ? m.call->name : "?";
+    row.category = m.call->category;
+    row.count = m.count;
+    row.total_s = finite_or_zero(static_cast<double>(m.ticks) * tick_s);
+    row.max_s = finite_or_zero(static_cast<double>(m.max_ticks) * tick_s);
+    row.p50_s = std::min(finite_or_zero(m.histogram.percentile(0.50) * tick_s), row.max_s);
+    row.p99_s = std::min(finite_or_zero(m.histogram.percentile(0.99) * tick_s), row.max_s);
+    row.bytes = m.bytes;
+    rows.push_back(std::move(row));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const CallRow& a, const CallRow& b) {
+    return a.total_s != b.total_s ? a.total_s > b.total_s : a.name < b.name;
+  });
+  return rows;
+}
+
+std::vector<CopyRow> copy_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s) {
+  std::map<std::pair<CopyKind, HostMemory>, ledger::CopyFigures> merged;
+  for (const ledger::ThreadFigures& t : threads) {
+    for (const ledger::CopyFigures& c : t.copies) {
+      ledger::CopyFigures& m = merged[{c.copy, c.host}];
+      m.count += c.count;
+      m.bytes += c.bytes;
+      m.ticks += c.ticks;
+    }
+  }
+  std::vector<CopyRow> rows;
+  rows.reserve(merged.size());
+  for (const auto& [key, m] : merged) {
+    CopyRow row;
+    row.copy = key.first;
+    row.host = key.second;
+    row.count = m.count;
+    row.bytes = m.bytes;
+    row.total_s = finite_or_zero(static_cast<double>(m.ticks) * tick_s);
+    row.gbps = row.total_s > 0 ? finite_or_zero(static_cast<double>(m.bytes) / row.total_s / 1e9) : 0;
+    rows.push_back(row);
+  }
+  // The map's order (kind, host) is the tie-break.
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const CopyRow& a, const CopyRow& b) { return a.total_s > b.total_s; });
+  return rows;
+}
+
+std::vector<CallSiteRow> call_site_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s,
+                                        int top_per_category, double threshold_s) {
+  struct Merged {
+    const ApiCall* call = nullptr;
+    const std::vector<void*>* frames = nullptr;
+    uint64_t count = 0;
+    uint64_t ticks = 0;
+  };
+  std::vector<CallSiteRow> rows;
+  if (top_per_category <= 0) return rows;
+  std::map<std::pair<uint16_t, std::vector<void*>>, Merged> merged;
+  for (const ledger::ThreadFigures& t : threads) {
+    for (const ledger::CallSiteFigures& s : t.call_sites) {
+      if (s.call == nullptr || static_cast<double>(s.max_ticks) * tick_s < threshold_s) continue;
+      auto it = merged.try_emplace({s.call->id, s.frames}).first;
+      it->second.call = s.call;
+      it->second.frames = &it->first.second;
+      it->second.count += s.count;
+      it->second.ticks += s.ticks;
+    }
+  }
+  // The map's order (api id, frames) is the tie-break.
+  std::vector<const Merged*> by_category[kCategoryCount];
+  for (const auto& entry : merged) {
+    int c = static_cast<int>(entry.second.call->category);
+    if (c >= 0 && c < kCategoryCount) by_category[c].push_back(&entry.second);
+  }
+  for (int c = 0; c < kCategoryCount; ++c) {
+    std::vector<const Merged*>& sites = by_category[c];
+    std::stable_sort(sites.begin(), sites.end(),
+                     [](const Merged* a, const Merged* b) { return a->ticks > b->ticks; });
+    size_t keep = std::min(sites.size(), static_cast<size_t>(top_per_category));
+    for (size_t i = 0; i < keep; ++i) {
+      CallSiteRow row;
+      row.category = static_cast<Category>(c);
+      row.api = sites[i]->call->name != nullptr ? sites[i]->call->name : "?";
+      row.blocked_s = finite_or_zero(static_cast<double>(sites[i]->ticks) * tick_s);
+      row.count = sites[i]->count;
+      row.frames = symbolize(*sites[i]->frames);
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const RunInfo& run) {
+  const double tick_s = finite_or_zero(run.tick_seconds);
+  Summary s;
+  s.gpuslack_version = GPUSLACK_VERSION_STRING;
+  s.build_info = build_info();
+  s.reason = run.reason;
+  s.host = host_name();
+  s.pid = static_cast<int>(getpid());
+  s.rank = rank_from_env({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"});
+  s.local_rank = rank_from_env({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"});
+  s.wall_s = finite_or_zero(run.wall_s);
+  s.started_utc = run.started_utc;
+
+  uint64_t all_ticks[kCategoryCount] = {};
+  for (const ledger::ThreadFigures& t : threads)
+    for (int c = 0; c < kCategoryCount; ++c) all_ticks[c] += t.ticks[c];
+  s.categories = category_times(all_ticks, tick_s, s.wall_s);
+  s.lost_s = lost_seconds(s.categories);
+  s.lost_share = share_of(s.lost_s, s.wall_s);
+
+  s.threads = thread_rows(threads, tick_s, s.wall_s);
+  if (!s.threads.empty()) {
+    s.worst_thread = s.threads.front();
+  } else {
+    const uint64_t none[kCategoryCount] = {};
+    s.worst_thread.categories = category_times(none, tick_s, s.wall_s);
+  }
+  s.calls = call_rows(threads, tick_s);
+  s.copies = copy_rows(threads, tick_s);
+  s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
+  return s;
+}
+
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,212 @@
+// See text.h. Numbers here are for people: durations in the unit that
+// reads best, bytes in binary units, shares as percentages with one
+// decimal. The exact figures are in the JSON (json.h).
+#include "report/text.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <vector>
+
+namespace gpuslack {
+namespace report {
+namespace {
+
+constexpr const char* kPrefix = "gpuslack: ";
+
+std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string printf_string(const char* format, ...) {
+  char buf[128];
+  va_list args;
+  va_start(args, format);
+  int n = std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  if (n < 0) return std::string();
+  return std::string(buf, std::min(static_cast<size_t>(n), sizeof(buf) - 1));
+}
+
+// Names come from threads, symbols and the environment: no control
+// character may reach the log.
+std::string printable(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+std::string seconds_1(double s) { return printf_string("%.1f s", s); }
+std::string seconds_3(double s) { return printf_string("%.3f", s); }
+std::string percent(double share) { return printf_string("%.1f%%", share * 100); }
+
+// "0", "850 ns", "12.3 us", "4.5 ms", "2.10 s".
+std::string duration(double s) {
+  if (s <= 0) return "0";
+  if (s < 1e-6) return printf_string("%.0f ns", s * 1e9);
+  if (s < 1e-3) return printf_string("%.1f us", s * 1e6);
+  if (s < 1) return printf_string("%.1f ms", s * 1e3);
+  return printf_string("%.2f s", s);
+}
+
+// "-", "512 B", "1.5 KiB", ... "3.0 PiB".
+std::string bytes_text(uint64_t bytes) {
+  if (bytes == 0) return "-";
+  if (bytes < 1024) return printf_string("%" PRIu64 " B", bytes);
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (v >= 1024 && unit < 5) {
+    v /= 1024;
+    ++unit;
+  }
+  return printf_string("%.1f %s", v, kUnits[unit]);
+}
+
+std::string count_text(uint64_t n) { return printf_string("%" PRIu64, n); }
+
+// Rows of cells, rendered with aligned columns: the first `left_columns`
+// left-aligned, the rest right-aligned, two spaces between columns.
+class Table {
+ public:
+  explicit Table(size_t left_columns) : left_columns_(left_columns) {}
+  void add(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  bool empty() const { return rows_.empty(); }
+
+  void render(const char* indent, std::string* out) const {
+    std::vector<size_t> width;
+    for (const auto& row : rows_) {
+      if (width.size() < row.size()) width.resize(row.size(), 0);
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    }
+    for (const auto& row : rows_) {
+      std::string line = std::string(kPrefix) + indent;
+      for (size_t i = 0; i < row.size(); ++i) {
+        std::string pad(width[i] - row[i].size(), ' ');
+        if (i > 0) line += "  ";
+        line += i < left_columns_ ? row[i] + (i + 1 < row.size() ? pad : "") : pad + row[i];
+      }
+      *out += line + '\n';
+    }
+  }
+
+ private:
+  size_t left_columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+void line(std::string* out, const std::string& text) { *out += kPrefix + text + '\n'; }
+
+CategoryTime category_time(const Summary& s, Category c) {
+  for (const CategoryTime& t : s.categories)
+    if (t.category == c) return t;
+  CategoryTime none;
+  none.category = c;
+  return none;
+}
+
+double category_seconds(const Summary& s, Category c) { return category_time(s, c).seconds; }
+
+// "allocation 2.1 s (16.8%)"; the share is left out when it rounds to 0.0%.
+std::string category_part(const Summary& s, Category c) {
+  CategoryTime t = category_time(s, c);
+  std::string part = std::string(category_name(c)) + " " + seconds_1(t.seconds);
+  if (t.share >= 0.0005) part += " (" + percent(t.share) + ")";
+  return part;
+}
+
+void headline(const Summary& s, std::string* out) {
+  std::string who = "pid " + std::to_string(s.pid);
+  if (s.rank >= 0) who += ", rank " + std::to_string(s.rank);
+  line(out, percent(s.lost_share) + " of " + seconds_1(s.wall_s) + " lost (" + who + "): " +
+                category_part(s, Category::kAllocation) + ", " + category_part(s, Category::kCopy) + ", " +
+                category_part(s, Category::kCollective) + "; " + category_name(Category::kSync) + " " +
+                seconds_1(category_seconds(s, Category::kSync)) + " (not counted as lost)");
+  std::string context = "host " + printable(s.host);
+  if (s.local_rank >= 0) context += ", local rank " + std::to_string(s.local_rank);
+  context += ", " + std::to_string(s.threads.size()) + (s.threads.size() == 1 ? " thread" : " threads");
+  if (!s.reason.empty()) context += ", written at " + printable(s.reason);
+  context += ", gpuslack " + printable(s.gpuslack_version);
+  line(out, context);
+}
+
+void call_tables(const Summary& s, std::string* out) {
+  for (int c = 0; c < kCategoryCount; ++c) {
+    Category category = static_cast<Category>(c);
+    Table table(1);
+    table.add({"call", "count", "total s", "share", "p50", "p99", "max", "bytes"});
+    bool any = false;
+    for (const CallRow& row : s.calls) {
+      if (row.category != category) continue;
+      any = true;
+      double share = s.wall_s > 0 ? row.total_s / s.wall_s : 0;
+      table.add({printable(row.name), count_text(row.count), seconds_3(row.total_s), percent(share),
+                 duration(row.p50_s), duration(row.p99_s), duration(row.max_s), bytes_text(row.bytes)});
+    }
+    if (!any) continue;
+    std::string title = category_part(s, category);
+    if (!counts_as_lost(category)) title += ", not counted as lost";
+    line(out, title + ":");
+    table.render("  ", out);
+  }
+}
+
+void copy_table(const Summary& s, std::string* out) {
+  if (s.copies.empty()) return;
+  Table table(2);
+  table.add({"kind", "host", "count", "bytes", "time s", "GB/s"});
+  for (const CopyRow& row : s.copies) {
+    const char* kind = copy_kind_name(row.copy);
+    const char* host = host_memory_name(row.host);
+    table.add({kind[0] != '\0' ? kind : "-", host[0] != '\0' ? host : "-", count_text(row.count),
+               bytes_text(row.bytes), seconds_3(row.total_s),
+               row.gbps > 0 ? printf_string("%.2f", row.gbps) : "-"});
+  }
+  line(out, "copies by kind:");
+  table.render("  ", out);
+}
+
+void worst_thread(const Summary& s, std::string* out) {
+  if (s.threads.empty()) return;
+  const ThreadRow& t = s.worst_thread;
+  std::string text = "worst thread: tid " + std::to_string(t.tid);
+  if (!t.name.empty()) text += " \"" + printable(t.name) + "\"";
+  text += " lost " + seconds_1(t.lost_s) + " (" + percent(t.lost_share) + " of wall)";
+  std::string parts;
+  for (const CategoryTime& c : t.categories) {
+    if (!counts_as_lost(c.category) || c.seconds <= 0) continue;
+    parts += std::string(parts.empty() ? "" : ", ") + category_name(c.category) + " " + seconds_1(c.seconds);
+  }
+  if (!parts.empty()) text += ": " + parts;
+  line(out, text);
+}
+
+void call_sites(const Summary& s, std::string* out) {
+  for (int c = 0; c < kCategoryCount; ++c) {
+    Category category = static_cast<Category>(c);
+    bool titled = false;
+    for (const CallSiteRow& site : s.call_sites) {
+      if (site.category != category) continue;
+      if (!titled) line(out, std::string("top call sites, ") + category_name(category) + ":");
+      titled = true;
+      line(out, "  " + seconds_3(site.blocked_s) + " s in " + count_text(site.count) +
+                    (site.count == 1 ? " call to " : " calls to ") + printable(site.api));
+      for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
+      if (site.frames.empty()) line(out, "      (no frames outside gpuslack)");
+    }
+  }
+}
+
+}  // namespace
+
+std::string format_text(const Summary& summary) {
+  std::string out;
+  headline(summary, &out);
+  call_tables(summary, &out);
+  copy_table(summary, &out);
+  worst_thread(summary, &out);
+  call_sites(summary, &out);
+  return out;
+}
+
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,36 @@
+// The text summary: what a person in a hurry reads at the end of a run, in
+// a log full of other output.
+//
+// Layout (docs/summary.md has a sample):
+//   - first line: the share of wall time lost and to what, e.g.
+//       gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s
+//       (16.8%), copies 0.8 s (6.6%), collectives 0.0 s; waiting for the GPU
+//       3.2 s (not counted as lost)
+//     (one line in the output);
+//   - one line of context (host, threads, why the summary was written,
+//     version);
+//   - per category that has calls, in enum order: a table of its calls
+//     (count, total, share of wall, p50, p99, max, bytes);
+//   - the copy table (kind, host memory, count, bytes, time, GB/s);
+//   - the thread that lost most;
+//   - the top call sites of each category (blocked time, calls, api, then
+//     the frames, indented).
+// Every line starts with "gpuslack: " and ends with '\n'; control characters
+// in names become '?', so no name can break a line or forge a prefix.
+// Columns are aligned per table. Empty categories and empty sections are
+// left out.
+//
+// Thread safety: a pure function of its argument.
+#pragma once
+
+#include <string>
+
+#include "report/summary.h"
+
+namespace gpuslack {
+namespace report {
+
+std::string format_text(const Summary& summary);
+
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,126 @@
+#include "session/session.h"
+
+#include <pthread.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <mutex>
+
+#include "absl/strings/str_format.h"
+#include "config/options.h"
+#include "ledger/clock.h"
+#include "ledger/ledger.h"
+#include "log/log.h"
+#include "nvtx/ranges.h"
+#include "report/output.h"
+#include "report/summary.h"
+#include "session/signals.h"
+
+namespace gpuslack {
+namespace session {
+
+namespace detail {
+std::atomic<bool> g_active{false};
+}
+
+namespace {
+
+std::mutex g_start_mu;       // start() and the fork handler
+std::mutex g_write_mu;       // one summary at a time
+double g_start_seconds = 0;  // monotonic, at start
+std::string* g_started_utc = nullptr;
+std::atomic<uint64_t> g_threshold_ticks{~0ull};
+std::atomic<bool> g_threshold_refined{false};
+bool g_atexit_registered = false;
+
+std::string utc_now() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm t;
+  gmtime_r(&ts.tv_sec, &t);
+  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour,
+                         t.tm_min, t.tm_sec);
+}
+
+void at_exit() {
+  if (active()) write_summary("exit");
+}
+
+// Note [Fork]: the child of a fork (a data-loader worker, a subprocess
+// about to exec) inherits our figures and our atexit handler. It must not
+// write its parent's summary: it forgets everything and has no session
+// until it makes a CUDA call of its own.
+void on_fork_child() {
+  detail::g_active.store(false, std::memory_order_relaxed);
+  ledger::reset();
+  reporter_after_fork_child();
+}
+
+}  // namespace
+
+void start(const ApiCall* const* calls, int n_calls) {
+  std::lock_guard<std::mutex> lock(g_start_mu);
+  if (active()) return;
+  const Options& o = options();  // first use: parses GPUSLACK_CONF, logs problems
+  clock::calibrate_start();
+  g_start_seconds = clock::monotonic_seconds();
+  if (!g_started_utc) g_started_utc = new std::string();
+  *g_started_utc = utc_now();
+  nvtx::set_enabled(o.nvtx);
+  for (int i = 0; i < n_calls; ++i) {
+    ledger::register_call(calls[i]);
+    nvtx::register_call(calls[i]);
+  }
+  // Until the clock is calibrated (10 ms in), assume 1 tick per ns: no real
+  // tick is slower, so no call that blocked past the threshold is missed.
+  g_threshold_ticks.store(static_cast<uint64_t>(o.call_site_threshold_us * 1000.0), std::memory_order_relaxed);
+  g_threshold_refined.store(false, std::memory_order_relaxed);
+  if (!g_atexit_registered) {
+    g_atexit_registered = true;
+    std::atexit(at_exit);
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+  }
+  start_reporter(o.summary_interval_s, o.signals);
+  detail::g_active.store(true, std::memory_order_release);
+  log::debug("session started (pid {})", static_cast<int>(getpid()));
+}
+
+uint64_t call_site_threshold_ticks() { return g_threshold_ticks.load(std::memory_order_relaxed); }
+
+void refine_threshold() {
+  if (g_threshold_refined.load(std::memory_order_relaxed)) return;
+  if (clock::monotonic_seconds() - g_start_seconds < 0.010) return;
+  double ticks = options().call_site_threshold_us * 1e-6 / clock::tick_seconds();
+  g_threshold_ticks.store(static_cast<uint64_t>(ticks), std::memory_order_relaxed);
+  g_threshold_refined.store(true, std::memory_order_relaxed);
+}
+
+void write_summary(const char* reason) {
+  int saved_errno = errno;
+  {
+    std::lock_guard<std::mutex> lock(g_write_mu);
+    const Options& o = options();
+    report::RunInfo run;
+    run.reason = reason;
+    run.wall_s = clock::monotonic_seconds() - g_start_seconds;
+    run.started_utc = g_started_utc ? *g_started_utc : std::string();
+    run.tick_seconds = clock::tick_seconds();
+    run.top_call_sites = o.top_call_sites;
+    run.call_site_threshold_s = o.call_site_threshold_us * 1e-6;
+    // A periodic summary refreshes the files; it does not print a table on
+    // stderr every interval.
+    Options out = o;
+    if (run.reason == "periodic" && out.text_summary == "stderr") out.text_summary = "off";
+    try {
+      report::Summary summary = report::build_summary(ledger::snapshot(), run);
+      report::write_summary(summary, out);
+    } catch (const std::exception& e) {
+      log::error("cannot write the summary: {}", e.what());
+    }
+  }
+  errno = saved_errno;
+}
+
+}  // namespace session
+}  // namespace gpuslack

@@ -1,0 +1,165 @@
+#include "session/signals.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+#include "absl/strings/str_format.h"
+#include "log/log.h"
+#include "session/session.h"
+
+namespace gpuslack {
+namespace session {
+namespace {
+
+constexpr int kSignals[] = {SIGTERM, SIGINT};
+constexpr double kHandlerWaitSeconds = 3.0;
+
+std::atomic<int> g_pipe_write{-1};     // the handler's end; -1: only chain
+std::atomic<uint64_t> g_requests{0};   // signals sent to the reporter
+std::atomic<uint64_t> g_done{0};       // signal summaries finished
+struct sigaction g_previous[NSIG];
+std::atomic<bool> g_installed[NSIG];
+double g_interval_s = 0;
+int g_pipe_read = -1;
+
+void sleep_ms(long ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+// Async-signal-safe throughout: write, nanosleep, sigaction, raise.
+void on_signal(int sig, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  int fd = g_pipe_write.load(std::memory_order_acquire);
+  if (fd >= 0) {
+    uint64_t ticket = g_requests.fetch_add(1) + 1;
+    unsigned char byte = static_cast<unsigned char>(sig);
+    if (write(fd, &byte, 1) == 1) {
+      for (int waited = 0; waited < kHandlerWaitSeconds * 1000 && g_done.load() < ticket; waited += 5) sleep_ms(5);
+    }
+  }
+  const struct sigaction& prev = g_previous[sig];
+  errno = saved_errno;
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  if (prev.sa_handler == SIG_DFL) {
+    // Die as we would have without gpuslack: default action, same status.
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    raise(sig);
+    return;
+  }
+  prev.sa_handler(sig);
+}
+
+const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal"; }
+
+void* reporter_main(void*) {
+  // The handler must never run here: it would wait for itself.
+  sigset_t block;
+  sigemptyset(&block);
+  for (int sig : kSignals) sigaddset(&block, sig);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  pthread_setname_np(pthread_self(), "gpuslack-report");
+
+  int timeout_ms = g_interval_s > 0 ? static_cast<int>(std::lround(g_interval_s * 1000)) : -1;
+  timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  for (;;) {
+    pollfd p{g_pipe_read, POLLIN, 0};
+    int wait_ms = timeout_ms;
+    if (timeout_ms >= 0) {
+      timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      double left = (next.tv_sec - now.tv_sec) * 1e3 + (next.tv_nsec - now.tv_nsec) / 1e6 + timeout_ms;
+      wait_ms = left > 0 ? static_cast<int>(left) : 0;
+    }
+    int r = poll(&p, 1, wait_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r > 0 && (p.revents & POLLIN)) {
+      unsigned char sig = 0;
+      if (read(g_pipe_read, &sig, 1) != 1) continue;
+      write_summary(absl::StrFormat("signal %s", signal_name(sig)).c_str());
+      g_done.fetch_add(1);
+      continue;
+    }
+    if (r > 0) return nullptr;  // pipe closed or broken
+    if (r == 0 && timeout_ms >= 0) {
+      clock_gettime(CLOCK_MONOTONIC, &next);
+      write_summary("periodic");
+    }
+  }
+}
+
+void install_handlers() {
+  for (int sig : kSignals) {
+    if (g_installed[sig].load()) continue;
+    struct sigaction ours;
+    std::memset(&ours, 0, sizeof(ours));
+    ours.sa_sigaction = on_signal;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&ours.sa_mask);
+    if (sigaction(sig, &ours, &g_previous[sig]) != 0) {
+      log::warn("cannot install a {} handler ({}); no summary on that signal", signal_name(sig), std::strerror(errno));
+      continue;
+    }
+    g_installed[sig].store(true);
+  }
+}
+
+}  // namespace
+
+void start_reporter(double interval_s, bool signals) {
+  if (interval_s <= 0 && !signals) return;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    log::warn("cannot start the reporter ({}); the summary is written at exit only", std::strerror(errno));
+    return;
+  }
+  g_interval_s = interval_s;
+  g_pipe_read = fds[0];
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&thread, &attr, reporter_main, nullptr);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    log::warn("cannot start the reporter thread ({}); the summary is written at exit only", std::strerror(rc));
+    return;
+  }
+  g_pipe_write.store(fds[1], std::memory_order_release);
+  if (signals) install_handlers();
+}
+
+void reporter_after_fork_child() {
+  // The reporter thread is the parent's; keep the handlers (they only
+  // chain now) and let a new session start a new reporter.
+  int fd = g_pipe_write.exchange(-1);
+  if (fd >= 0) close(fd);
+  if (g_pipe_read >= 0) close(g_pipe_read);
+  g_pipe_read = -1;
+  g_requests.store(0);
+  g_done.store(0);
+}
+
+}  // namespace session
+}  // namespace gpuslack

@@ -1,0 +1,204 @@
+// Output: file names, the atomic write (symlinks replaced, no temporary
+// left on failure), and write_summary's promises (one log line per failure,
+// no throw, errno kept, a closed stderr pipe does not kill the process).
+#include "report/output.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "report/json.h"
+#include "report/text.h"
+#include "sample_summary.h"
+
+namespace gpuslack {
+namespace report {
+namespace {
+
+using testing_sample::sample_summary;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+size_t count_of(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+class Output : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "gpuslack_output_XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(pattern.data()));
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST(FileNames, HostIsSanitizedAndRankIsOptional) {
+  Summary s;
+  s.host = "node 01/a:b.example-x_y";
+  s.pid = 42;
+  EXPECT_EQ("gpuslack-node_01_a_b.example-x_y-42.json", json_file_name(s));
+  s.rank = 3;
+  EXPECT_EQ("gpuslack-node_01_a_b.example-x_y-42-rank3.json", json_file_name(s));
+  EXPECT_EQ("gpuslack-node_01_a_b.example-x_y-42-rank3.txt", text_file_name(s));
+}
+
+TEST_F(Output, AtomicWriteCreatesMissingDirectoriesAndTheFile) {
+  std::string dir = dir_ + "/a/b/c";
+  std::string error;
+  ASSERT_TRUE(write_file_atomically(dir, "out.json", "{}\n", &error)) << error;
+  EXPECT_EQ("{}\n", read_file(dir + "/out.json"));
+  EXPECT_EQ(std::vector<std::string>{"out.json"}, entries(dir));
+  struct stat st;
+  ASSERT_EQ(0, stat((dir + "/out.json").c_str(), &st));
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+
+  ASSERT_TRUE(write_file_atomically(dir + "/", "out.json", "second", &error)) << error;
+  EXPECT_EQ("second", read_file(dir + "/out.json"));
+  EXPECT_EQ(std::vector<std::string>{"out.json"}, entries(dir));
+}
+
+TEST_F(Output, ASymlinkAtTheFinalNameIsReplacedNotFollowed) {
+  std::string target = dir_ + "/target";
+  { std::ofstream(target) << "precious"; }
+  std::string out = dir_ + "/out";
+  ASSERT_EQ(0, mkdir(out.c_str(), 0755));
+  ASSERT_EQ(0, symlink(target.c_str(), (out + "/s.json").c_str()));
+  std::string error;
+  ASSERT_TRUE(write_file_atomically(out, "s.json", "new", &error)) << error;
+  EXPECT_EQ("precious", read_file(target));
+  struct stat st;
+  ASSERT_EQ(0, lstat((out + "/s.json").c_str(), &st));
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ("new", read_file(out + "/s.json"));
+}
+
+TEST_F(Output, UnwritableDirectoriesFailWithAReason) {
+  std::string error;
+  EXPECT_FALSE(write_file_atomically("/proc/gpuslack_no_such_dir", "x.json", "x", &error));
+  EXPECT_NE(std::string::npos, error.find("/proc/gpuslack_no_such_dir")) << error;
+  EXPECT_EQ(std::string::npos, error.find('\n')) << error;
+
+  std::string file = dir_ + "/regular";
+  { std::ofstream(file) << "x"; }
+  error.clear();
+  EXPECT_FALSE(write_file_atomically(file + "/sub", "x.json", "x", &error));
+  EXPECT_NE(std::string::npos, error.find("Not a directory")) << error;
+  EXPECT_EQ(std::vector<std::string>{"regular"}, entries(dir_));
+}
+
+TEST_F(Output, AFailedRenameLeavesNoTemporaryFile) {
+  ASSERT_EQ(0, mkdir((dir_ + "/taken.json").c_str(), 0755));  // a directory at the final name
+  { std::ofstream(dir_ + "/taken.json/inside") << "x"; }
+  std::string error;
+  EXPECT_FALSE(write_file_atomically(dir_, "taken.json", "x", &error));
+  EXPECT_NE(std::string::npos, error.find("cannot rename")) << error;
+  EXPECT_EQ(std::vector<std::string>{"taken.json"}, entries(dir_));
+}
+
+TEST_F(Output, NamesWithASlashAreRefused) {
+  std::string error;
+  EXPECT_FALSE(write_file_atomically(dir_, "../x.json", "x", &error));
+  EXPECT_FALSE(write_file_atomically(dir_, "", "x", &error));
+  EXPECT_TRUE(entries(dir_).empty());
+}
+
+TEST_F(Output, WriteSummaryWritesTheTextAndJsonFiles) {
+  Summary s = sample_summary();
+  Options o;
+  o.output_dir = dir_ + "/out";
+  o.text_summary = "file";
+  o.json_summary = true;
+  ::testing::internal::CaptureStderr();
+  write_summary(s, o);
+  EXPECT_EQ("", ::testing::internal::GetCapturedStderr());
+  EXPECT_EQ(format_text(s), read_file(o.output_dir + "/" + text_file_name(s)));
+  EXPECT_EQ(format_json(s), read_file(o.output_dir + "/" + json_file_name(s)));
+}
+
+TEST_F(Output, WriteSummaryPutsTheTextOnStderr) {
+  Summary s = sample_summary();
+  Options o;
+  o.output_dir = dir_;
+  o.text_summary = "stderr";
+  o.json_summary = false;
+  ::testing::internal::CaptureStderr();
+  write_summary(s, o);
+  EXPECT_EQ(format_text(s), ::testing::internal::GetCapturedStderr());
+  EXPECT_TRUE(entries(dir_).empty());
+
+  o.text_summary = "off";
+  ::testing::internal::CaptureStderr();
+  write_summary(s, o);
+  EXPECT_EQ("", ::testing::internal::GetCapturedStderr());
+}
+
+TEST_F(Output, AnUnwritableOutputDirCostsOneLogLineAndKeepsErrno) {
+  std::string file = dir_ + "/regular";
+  { std::ofstream(file) << "x"; }
+  Options o;
+  o.output_dir = file + "/sub";
+  o.text_summary = "off";
+  o.json_summary = true;
+  ::testing::internal::CaptureStderr();
+  errno = ENOTTY;
+  EXPECT_NO_THROW(write_summary(sample_summary(), o));
+  EXPECT_EQ(ENOTTY, errno);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(1u, count_of(err, "gpuslack: cannot write summary to " + file + "/sub/gpuslack-node01-123-rank0.json: "))
+      << err;
+  EXPECT_EQ(1u, count_of(err, "\n")) << err;
+}
+
+TEST(WriteSummary, AClosedStderrPipeDoesNotKillTheProcess) {
+  EXPECT_EXIT(
+      {
+        int fds[2];
+        if (pipe(fds) != 0) std::exit(2);
+        close(fds[0]);
+        dup2(fds[1], STDERR_FILENO);
+        Options o;
+        o.text_summary = "stderr";
+        o.json_summary = false;
+        errno = 0;
+        write_summary(sample_summary(), o);
+        std::exit(errno == 0 ? 0 : 3);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,84 @@
+// A representative, hand-made Summary with every optional part filled
+// (ranks, worst thread, calls of several categories, copies, call sites with
+// frames) and strings that need escaping: shared by the text and JSON tests
+// and by write_sample_summary, whose output the schema ctest validates.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "report/summary.h"
+
+namespace gpuslack {
+namespace report {
+namespace testing_sample {
+
+inline std::vector<CategoryTime> categories(double alloc, double copy, double coll, double sync, double other,
+                                            double wall) {
+  std::vector<CategoryTime> out;
+  const double seconds[kCategoryCount] = {alloc, copy, coll, sync, other};
+  for (int c = 0; c < kCategoryCount; ++c) {
+    CategoryTime t;
+    t.category = static_cast<Category>(c);
+    t.seconds = seconds[c];
+    t.share = seconds[c] / wall;
+    out.push_back(t);
+  }
+  return out;
+}
+
+// 12.5 s of wall; 2.1 s allocation, 0.825 s copies, no collectives, 3.2 s
+// waiting for the GPU: 23.4% lost.
+inline Summary sample_summary() {
+  Summary s;
+  s.gpuslack_version = "0.1.0";
+  s.build_info = "gpuslack 0.1.0 (test build)";
+  s.reason = "exit";
+  s.host = "node01";
+  s.pid = 123;
+  s.rank = 0;
+  s.local_rank = 0;
+  s.wall_s = 12.5;
+  s.started_utc = "2025-01-02T03:04:05Z";
+  s.categories = categories(2.1, 0.825, 0, 3.2, 0.1, 12.5);
+  s.lost_s = 2.925;
+  s.lost_share = 0.234;
+
+  ThreadRow main_thread;
+  main_thread.tid = 4242;
+  main_thread.name = "python3 \"main\"\n\x01\xff";  // quote, control chars, invalid UTF-8
+  main_thread.categories = categories(2.0, 0.8, 0, 3.0, 0.1, 12.5);
+  main_thread.lost_s = 2.8;
+  main_thread.lost_share = 2.8 / 12.5;
+  ThreadRow loader;
+  loader.tid = 4250;
+  loader.name = "pt_data_worker";
+  loader.categories = categories(0.1, 0.025, 0, 0.2, 0, 12.5);
+  loader.lost_s = 0.125;
+  loader.lost_share = 0.125 / 12.5;
+  s.threads = {main_thread, loader};
+  s.worst_thread = main_thread;
+
+  CallRow malloc_row{"cudaMalloc", Category::kAllocation, 120, 1.6, 0.052, 0.012, 0.040, 12ull << 30};
+  CallRow free_row{"cudaFree", Category::kAllocation, 118, 0.5, 0.03, 0.003, 0.02, 0};
+  CallRow memcpy_row{"cudaMemcpy", Category::kCopy, 40, 0.825, 0.1, 0.015, 0.09, 3ull << 30};
+  CallRow sync_row{"cudaDeviceSynchronize", Category::kSync, 300, 3.2, 0.5, 0.008, 0.4, 0};
+  CallRow query_row{"cudaStreamQuery", Category::kOther, 5000, 0.1, 0.0001, 0.00001, 0.00005, 0};
+  s.calls = {sync_row, malloc_row, memcpy_row, free_row, query_row};
+
+  s.copies = {CopyRow{CopyKind::kHostToDevice, HostMemory::kPageable, 30, 2ull << 30, 0.6, 3.579},
+              CopyRow{CopyKind::kDeviceToHost, HostMemory::kPinned, 10, 1ull << 30, 0.225, 4.772},
+              CopyRow{CopyKind::kMemset, HostMemory::kNone, 4, 4096, 0, 0}};
+
+  s.call_sites = {
+      CallSiteRow{Category::kAllocation, "cudaMalloc", 1.2, 90,
+                  {"at::native::empty_cuda+0x41 (libtorch_cuda.so)", "libtorch_cuda.so+0x1234"}},
+      CallSiteRow{Category::kAllocation, "cudaFree", 0.4, 100, {"caching_allocator_free+0x10 (app)"}},
+      CallSiteRow{Category::kCopy, "cudaMemcpy", 0.8, 40, {"copy_\"weights\"\t+0x8 (app)", "??"}},
+      CallSiteRow{Category::kSync, "cudaDeviceSynchronize", 3.2, 300, {"main+0x99 (app)"}}};
+  return s;
+}
+
+}  // namespace testing_sample
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,117 @@
+// format_text on the sample summary: the first line, the prefix on every
+// line, the sections, and what is left out.
+#include "report/text.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sample_summary.h"
+
+namespace gpuslack {
+namespace report {
+namespace {
+
+using testing_sample::sample_summary;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool contains_line(const std::string& text, const std::string& line) {
+  for (const std::string& l : lines_of(text))
+    if (l == line) return true;
+  return false;
+}
+
+TEST(FormatText, FirstLineSaysWhatShareWasLostAndToWhat) {
+  std::string text = format_text(sample_summary());
+  EXPECT_EQ(
+      "gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s (16.8%), copies 0.8 s (6.6%), "
+      "collectives 0.0 s; waiting for the GPU 3.2 s (not counted as lost)",
+      lines_of(text).at(0));
+}
+
+TEST(FormatText, RankIsLeftOutWhenUnknown) {
+  Summary s = sample_summary();
+  s.rank = -1;
+  EXPECT_EQ(0u, format_text(s).find("gpuslack: 23.4% of 12.5 s lost (pid 123): "));
+}
+
+TEST(FormatText, EveryLineIsPrefixedAndEndsTheText) {
+  std::string text = format_text(sample_summary());
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ('\n', text.back());
+  for (const std::string& line : lines_of(text)) EXPECT_EQ(0u, line.find("gpuslack: ")) << line;
+}
+
+TEST(FormatText, ControlCharactersInNamesCannotBreakALine) {
+  std::string text = format_text(sample_summary());
+  // The worst thread's name holds a newline and \x01.
+  EXPECT_NE(std::string::npos, text.find("worst thread: tid 4242 \"python3 \"main\"??\xff\" lost 2.8 s (22.4% of wall)"))
+      << text;
+  EXPECT_EQ(std::string::npos, text.find('\x01'));
+  EXPECT_EQ(std::string::npos, text.find('\t'));
+}
+
+TEST(FormatText, OneTablePerCategoryWithCallsEmptyOnesOmitted) {
+  std::string text = format_text(sample_summary());
+  EXPECT_TRUE(contains_line(text, "gpuslack: allocation 2.1 s (16.8%):")) << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack: copies 0.8 s (6.6%):")) << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack: waiting for the GPU 3.2 s (25.6%), not counted as lost:")) << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack: other 0.1 s (0.8%), not counted as lost:")) << text;
+  // No collective call was made: no collectives table, no collectives call sites.
+  EXPECT_EQ(std::string::npos, text.find("gpuslack: collectives")) << text;
+  EXPECT_EQ(std::string::npos, text.find("top call sites, collectives")) << text;
+}
+
+TEST(FormatText, CallTableColumnsAreAligned) {
+  std::string text = format_text(sample_summary());
+  EXPECT_TRUE(contains_line(text, "gpuslack:   call        count  total s  share      p50      p99      max     bytes"))
+      << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack:   cudaMalloc    120    1.600  12.8%  12.0 ms  40.0 ms  52.0 ms  12.0 GiB"))
+      << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack:   cudaFree      118    0.500   4.0%   3.0 ms  20.0 ms  30.0 ms         -"))
+      << text;
+}
+
+TEST(FormatText, CopyTable) {
+  std::string text = format_text(sample_summary());
+  EXPECT_TRUE(contains_line(text, "gpuslack: copies by kind:")) << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack:   kind    host      count    bytes  time s  GB/s")) << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack:   H2D     pageable     30  2.0 GiB   0.600  3.58")) << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack:   memset  -             4  4.0 KiB   0.000     -")) << text;
+}
+
+TEST(FormatText, TopCallSitesWithIndentedFrames) {
+  std::string text = format_text(sample_summary());
+  std::vector<std::string> lines = lines_of(text);
+  size_t i = 0;
+  while (i < lines.size() && lines[i] != "gpuslack: top call sites, allocation:") ++i;
+  ASSERT_LT(i + 4, lines.size()) << text;
+  EXPECT_EQ("gpuslack:   1.200 s in 90 calls to cudaMalloc", lines[i + 1]);
+  EXPECT_EQ("gpuslack:       at at::native::empty_cuda+0x41 (libtorch_cuda.so)", lines[i + 2]);
+  EXPECT_EQ("gpuslack:       at libtorch_cuda.so+0x1234", lines[i + 3]);
+  EXPECT_EQ("gpuslack:   0.400 s in 100 calls to cudaFree", lines[i + 4]);
+  EXPECT_TRUE(contains_line(text, "gpuslack: top call sites, waiting for the GPU:")) << text;
+}
+
+TEST(FormatText, EmptySummaryIsJustTheHeadline) {
+  Summary s;
+  s.pid = 9;
+  std::vector<std::string> lines = lines_of(format_text(s));
+  ASSERT_EQ(2u, lines.size());
+  EXPECT_EQ(
+      "gpuslack: 0.0% of 0.0 s lost (pid 9): allocation 0.0 s, copies 0.0 s, collectives 0.0 s; "
+      "waiting for the GPU 0.0 s (not counted as lost)",
+      lines[0]);
+}
+
+}  // namespace
+}  // namespace report
+}  // namespace gpuslack

@@ -1,0 +1,43 @@
+// Writes JSON summaries for the ctests that validate them against
+// docs/summary.schema.json:
+//   argv[1]: the sample summary (sample_summary.h: every optional part
+//            filled, strings that need escaping);
+//   argv[2]: optional, the summary build_summary() makes when no thread made
+//            a hooked call (worst_thread null, empty arrays).
+#include <cstdio>
+#include <string>
+
+#include "report/json.h"
+#include "sample_summary.h"
+
+namespace {
+
+bool write(const char* path, const std::string& json) {
+  std::FILE* out = std::fopen(path, "wb");
+  if (out == nullptr) {
+    std::perror(path);
+    return false;
+  }
+  bool ok = std::fwrite(json.data(), 1, json.size(), out) == json.size();
+  ok = std::fclose(out) == 0 && ok;
+  if (!ok) std::perror(path);
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gpuslack::report;
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s SAMPLE.json [EMPTY.json]\n", argv[0]);
+    return 2;
+  }
+  if (!write(argv[1], format_json(testing_sample::sample_summary()))) return 1;
+  if (argc == 3) {
+    RunInfo run;
+    run.reason = "exit";
+    run.tick_seconds = 1e-9;
+    if (!write(argv[2], format_json(build_summary({}, run)))) return 1;
+  }
+  return 0;
+}

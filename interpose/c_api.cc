@@ -3,9 +3,12 @@
 // hidden by --exclude-libs.
 #include "gpuslack/gpuslack.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "build_info.h"
+#include "session/session.h"
 
 extern "C" {
 
@@ -16,5 +19,25 @@ GPUSLACK_API const char* gpuslack_build_info(void) {
   static const std::string* info = new std::string(gpuslack::build_info());
   return info->c_str();
 }
+
+GPUSLACK_API char* gpuslack_summary_json(void) {
+  try {
+    std::string json = gpuslack::session::summary_json();
+    if (json.empty()) return nullptr;
+    char* out = static_cast<char*>(std::malloc(json.size() + 1));
+    if (out) std::memcpy(out, json.c_str(), json.size() + 1);
+    return out;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+GPUSLACK_API int gpuslack_write_summary(void) {
+  if (!gpuslack::session::active()) return -1;
+  gpuslack::session::write_summary("api");
+  return 0;
+}
+
+GPUSLACK_API void gpuslack_free(void* p) { std::free(p); }
 
 }  // extern "C"

@@ -27,6 +27,19 @@ GPUSLACK_API const char* gpuslack_version(void);
  * against). */
 GPUSLACK_API const char* gpuslack_build_info(void);
 
+/* The summary as of now: the JSON document described by
+ * docs/summary.schema.json (its "reason" is "api"). Returns a string the
+ * caller frees with gpuslack_free, or NULL when the process has made no
+ * CUDA call yet (or memory ran out). */
+GPUSLACK_API char* gpuslack_summary_json(void);
+
+/* Writes the summary files now, as at exit (text and JSON, as configured).
+ * Returns 0, or -1 when the process has made no CUDA call yet. */
+GPUSLACK_API int gpuslack_write_summary(void);
+
+/* Frees a string returned by this API. NULL is ignored. */
+GPUSLACK_API void gpuslack_free(void* p);
+
 #ifdef __cplusplus
 }
 #endif

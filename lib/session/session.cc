@@ -13,6 +13,7 @@
 #include "ledger/ledger.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
+#include "report/json.h"
 #include "report/output.h"
 #include "report/summary.h"
 #include "session/signals.h"
@@ -96,18 +97,34 @@ void refine_threshold() {
   g_threshold_refined.store(true, std::memory_order_relaxed);
 }
 
+namespace {
+
+report::RunInfo run_info(const char* reason) {
+  const Options& o = options();
+  report::RunInfo run;
+  run.reason = reason;
+  run.wall_s = clock::monotonic_seconds() - g_start_seconds;
+  run.started_utc = g_started_utc ? *g_started_utc : std::string();
+  run.tick_seconds = clock::tick_seconds();
+  run.top_call_sites = o.top_call_sites;
+  run.call_site_threshold_s = o.call_site_threshold_us * 1e-6;
+  return run;
+}
+
+}  // namespace
+
+std::string summary_json() {
+  if (!active()) return std::string();
+  std::lock_guard<std::mutex> lock(g_write_mu);
+  return report::format_json(report::build_summary(ledger::snapshot(), run_info("api")));
+}
+
 void write_summary(const char* reason) {
   int saved_errno = errno;
   {
     std::lock_guard<std::mutex> lock(g_write_mu);
     const Options& o = options();
-    report::RunInfo run;
-    run.reason = reason;
-    run.wall_s = clock::monotonic_seconds() - g_start_seconds;
-    run.started_utc = g_started_utc ? *g_started_utc : std::string();
-    run.tick_seconds = clock::tick_seconds();
-    run.top_call_sites = o.top_call_sites;
-    run.call_site_threshold_s = o.call_site_threshold_us * 1e-6;
+    report::RunInfo run = run_info(reason);
     // A periodic summary refreshes the files; it does not print a table on
     // stderr every interval.
     Options out = o;

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "ledger/api_call.h"
 
@@ -47,6 +48,10 @@ void refine_threshold();
 // `reason` goes into the summary ("exit", "periodic", "signal SIGTERM").
 // Serialized: concurrent callers write one after the other.
 void write_summary(const char* reason);
+
+// The summary as of now, as the JSON document of docs/summary.schema.json
+// (reason "api"); an empty string when no session has started.
+std::string summary_json();
 
 }  // namespace session
 }  // namespace gpuslack

@@ -32,8 +32,8 @@ bool contains_line(const std::string& text, const std::string& line) {
 TEST(FormatText, FirstLineSaysWhatShareWasLostAndToWhat) {
   std::string text = format_text(sample_summary());
   EXPECT_EQ(
-      "gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s (16.8%), copies 0.8 s (6.6%), "
-      "collectives 0.0 s; waiting for the GPU 3.2 s (not counted as lost)",
+      "gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s (16.8%), copies 0.825 s (6.6%), "
+      "collectives 0 s; waiting for the GPU 3.2 s (not counted as lost)",
       lines_of(text).at(0));
 }
 
@@ -62,7 +62,7 @@ TEST(FormatText, ControlCharactersInNamesCannotBreakALine) {
 TEST(FormatText, OneTablePerCategoryWithCallsEmptyOnesOmitted) {
   std::string text = format_text(sample_summary());
   EXPECT_TRUE(contains_line(text, "gpuslack: allocation 2.1 s (16.8%):")) << text;
-  EXPECT_TRUE(contains_line(text, "gpuslack: copies 0.8 s (6.6%):")) << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack: copies 0.825 s (6.6%):")) << text;
   EXPECT_TRUE(contains_line(text, "gpuslack: waiting for the GPU 3.2 s (25.6%), not counted as lost:")) << text;
   EXPECT_TRUE(contains_line(text, "gpuslack: other 0.1 s (0.8%), not counted as lost:")) << text;
   // No collective call was made: no collectives table, no collectives call sites.
@@ -107,8 +107,8 @@ TEST(FormatText, EmptySummaryIsJustTheHeadline) {
   std::vector<std::string> lines = lines_of(format_text(s));
   ASSERT_EQ(2u, lines.size());
   EXPECT_EQ(
-      "gpuslack: 0.0% of 0.0 s lost (pid 9): allocation 0.0 s, copies 0.0 s, collectives 0.0 s; "
-      "waiting for the GPU 0.0 s (not counted as lost)",
+      "gpuslack: 0.0% of 0 s lost (pid 9): allocation 0 s, copies 0 s, collectives 0 s; "
+      "waiting for the GPU 0 s (not counted as lost)",
       lines[0]);
 }
 

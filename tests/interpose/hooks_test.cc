@@ -1,0 +1,263 @@
+// The hooks, in process: every hooked call returns exactly what the runtime
+// returns, for valid and invalid arguments; eight threads calling hooks at
+// once lose no count (the TSan build runs this too).
+//
+// The test links the simulated runtime and dlopen()s libgpuslack.so: each
+// hooked symbol is then reachable twice, as the runtime's own function and
+// as gpuslack's hook (which finds the runtime through the loaded-library
+// scan), and the same scenario runs through both.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpusim.h"
+#include "hook_table.h"
+
+namespace {
+
+using gpuslack::CallInfo;  // named by the table's info column
+
+// Every hooked function, as a pointer.
+struct Api {
+#define GPUSLACK_API_MEMBER(sym, ret, params, args, cat, bytes, info) ret(*sym) params = nullptr;
+  GPUSLACK_RUNTIME_HOOKS(GPUSLACK_API_MEMBER)
+#undef GPUSLACK_API_MEMBER
+};
+
+void* gpuslack_handle() {
+  static void* h = [] {
+    // Quiet: these tests read the summary through the C API.
+    setenv("GPUSLACK_CONF", "text_summary:off,json_summary:false", 1);
+    return dlopen(GPUSLACK_SO, RTLD_NOW | RTLD_LOCAL);
+  }();
+  return h;
+}
+
+Api load(void* handle) {
+  Api a;
+#define GPUSLACK_API_LOAD(sym, ret, params, args, cat, bytes, info) \
+  a.sym = reinterpret_cast<decltype(a.sym)>(dlsym(handle, #sym));
+  GPUSLACK_RUNTIME_HOOKS(GPUSLACK_API_LOAD)
+#undef GPUSLACK_API_LOAD
+  return a;
+}
+
+const Api& runtime() {
+  static Api a = load(dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD));
+  return a;
+}
+const Api& hooks() {
+  static Api a = load(gpuslack_handle());
+  return a;
+}
+
+// The C API, from the dlopen()ed library.
+std::string summary_json() {
+  auto get = reinterpret_cast<char* (*)()>(dlsym(gpuslack_handle(), "gpuslack_summary_json"));
+  auto release = reinterpret_cast<void (*)(void*)>(dlsym(gpuslack_handle(), "gpuslack_free"));
+  char* json = get ? get() : nullptr;
+  std::string out = json ? json : "";
+  if (release) release(json);
+  return out;
+}
+
+TEST(Hooks, EverySymbolIsHookedAndDistinctFromTheRuntime) {
+  ASSERT_NE(nullptr, gpuslack_handle()) << dlerror();
+  int n = 0;
+#define GPUSLACK_CHECK_SYM(sym, ret, params, args, cat, bytes, info)              \
+  EXPECT_NE(nullptr, reinterpret_cast<void*>(runtime().sym)) << #sym;             \
+  EXPECT_NE(nullptr, reinterpret_cast<void*>(hooks().sym)) << #sym;               \
+  EXPECT_NE(reinterpret_cast<void*>(runtime().sym), reinterpret_cast<void*>(hooks().sym)) << #sym; \
+  ++n;
+  GPUSLACK_RUNTIME_HOOKS(GPUSLACK_CHECK_SYM)
+#undef GPUSLACK_CHECK_SYM
+  EXPECT_EQ(45, n);
+}
+
+// One scenario: calls through `a`, returns every result (and observable
+// side effect as a number) in order.
+std::vector<long> scenario(const Api& a) {
+  std::vector<long> r;
+  auto rc = [&](cudaError_t e) { r.push_back(static_cast<long>(e)); };
+  const size_t kN = 1 << 16;
+  std::vector<char> pageable(kN, 7), back(kN, 0);
+  cudaStream_t s = nullptr, s2 = nullptr, s3 = nullptr;
+  rc(a.cudaStreamCreate(&s));
+  rc(a.cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  rc(a.cudaStreamCreateWithPriority(&s3, 0, -1));
+  rc(a.cudaStreamCreateWithFlags(&s3, 0xdead));  // invalid flags
+  rc(a.cudaStreamCreate(nullptr));
+
+  // Allocation, valid and invalid.
+  void *d = nullptr, *d2 = nullptr, *h = nullptr, *h2 = nullptr, *m = nullptr, *pa = nullptr;
+  rc(a.cudaMalloc(&d, kN));
+  rc(a.cudaMalloc(&d2, kN));
+  rc(a.cudaMalloc(nullptr, 16));
+  void* huge = reinterpret_cast<void*>(1);
+  rc(a.cudaMalloc(&huge, size_t{1} << 50));
+  r.push_back(huge == nullptr);
+  rc(a.cudaMallocHost(&h, kN));
+  rc(a.cudaHostAlloc(&h2, kN, cudaHostAllocMapped));
+  rc(a.cudaMallocManaged(&m, kN, cudaMemAttachGlobal));
+  rc(a.cudaMallocAsync(&pa, kN, s));
+  rc(a.cudaMallocAsync_ptsz(nullptr, kN, s));
+  rc(a.cudaMallocAsync(&pa, kN, reinterpret_cast<cudaStream_t>(0x1234)));
+  cudaMemPool_t pool;
+  cudaDeviceGetDefaultMemPool(&pool, 0);
+  void* pp = nullptr;
+  rc(a.cudaMallocFromPoolAsync(&pp, kN, pool, s));
+  rc(a.cudaMallocFromPoolAsync_ptsz(&pp, kN, reinterpret_cast<cudaMemPool_t>(0x99), s));
+  size_t pitch = 0;
+  void* pitched = nullptr;
+  rc(a.cudaMallocPitch(&pitched, &pitch, 100, 10));
+  r.push_back(static_cast<long>(pitch));
+  cudaPitchedPtr p3d{};
+  cudaExtent ext{64, 4, 2};
+  rc(a.cudaMalloc3D(&p3d, ext));
+  r.push_back(static_cast<long>(p3d.pitch));
+  rc(a.cudaHostRegister(pageable.data(), kN, cudaHostRegisterDefault));
+  rc(a.cudaHostRegister(pageable.data(), kN, cudaHostRegisterDefault));  // twice
+  rc(a.cudaHostUnregister(pageable.data()));
+  rc(a.cudaHostUnregister(pageable.data()));  // not registered
+  size_t free_b = 0, total = 0;
+  rc(a.cudaMemGetInfo(&free_b, &total));
+  r.push_back(static_cast<long>(total));
+
+  // Copies and memsets, valid and invalid.
+  rc(a.cudaMemcpy(d, pageable.data(), kN, cudaMemcpyHostToDevice));
+  rc(a.cudaMemcpy_ptds(d2, d, kN, cudaMemcpyDeviceToDevice));
+  rc(a.cudaMemcpy(d, pageable.data(), 2 * kN, cudaMemcpyHostToDevice));  // past the end
+  rc(a.cudaMemcpyAsync(h, d2, kN, cudaMemcpyDeviceToHost, s));
+  rc(a.cudaMemcpyAsync_ptsz(d, h, kN, cudaMemcpyDefault, nullptr));
+  rc(a.cudaMemcpyAsync(d, h, kN, cudaMemcpyHostToDevice, reinterpret_cast<cudaStream_t>(0x1234)));
+  rc(a.cudaMemcpy2D(d, 256, pageable.data(), 256, 128, 8, cudaMemcpyHostToDevice));
+  rc(a.cudaMemcpy2D_ptds(d, 64, pageable.data(), 256, 128, 8, cudaMemcpyHostToDevice));  // width > pitch
+  rc(a.cudaMemcpy2DAsync(h, 256, d, 256, 256, 8, cudaMemcpyDeviceToHost, s));
+  rc(a.cudaMemcpy2DAsync_ptsz(h, 256, d, 256, 256, 8, cudaMemcpyDeviceToHost, s2));
+  rc(a.cudaMemcpyPeer(d2, 0, d, 0, kN));
+  rc(a.cudaMemcpyPeer(d2, 5, d, 0, kN));  // no device 5
+  rc(a.cudaMemcpyPeerAsync(d2, 0, d, 0, kN, s));
+  void* dsts[] = {d2};
+  const void* srcs[] = {h};
+  size_t sizes[] = {kN};
+  rc(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, nullptr, nullptr, 0, s));
+  rc(a.cudaMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s));  // empty
+  rc(a.cudaMemset(d, 1, kN));
+  rc(a.cudaMemset_ptds(pageable.data(), 1, kN));  // pageable: invalid
+  rc(a.cudaMemsetAsync(d, 2, kN, s));
+  cudaDeviceSynchronize();  // memsets on different streams: keep their order
+  rc(a.cudaMemsetAsync_ptsz(d, 3, kN, nullptr));
+  cudaDeviceSynchronize();  // memsets on different streams: keep their order
+  rc(a.cudaMemset2D(d, 256, 4, 128, 8));
+  rc(a.cudaMemset2D_ptds(d, 64, 4, 128, 8));  // width > pitch
+  rc(a.cudaMemset2DAsync(d, 256, 5, 128, 8, s));
+  cudaDeviceSynchronize();  // memsets on different streams: keep their order
+  rc(a.cudaMemset2DAsync_ptsz(d, 256, 6, 128, 8, s2));
+
+  // Synchronization.
+  cudaEvent_t e;
+  cudaEventCreate(&e);
+  cudaEventRecord(e, s);
+  rc(a.cudaEventSynchronize(e));
+  rc(a.cudaEventSynchronize(nullptr));
+  rc(a.cudaStreamSynchronize(s));
+  rc(a.cudaStreamSynchronize_ptsz(nullptr));
+  rc(a.cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(0x1234)));
+  rc(a.cudaDeviceSynchronize());
+  cudaEventDestroy(e);
+
+  // The data went where it should.
+  rc(a.cudaMemcpy(back.data(), d, kN, cudaMemcpyDeviceToHost));
+  r.push_back(back[0]);
+  r.push_back(back[200]);
+  r.push_back(back[kN - 1]);
+
+  // Frees, valid and invalid.
+  rc(a.cudaFreeAsync(pa, s));
+  rc(a.cudaFreeAsync_ptsz(pp, s));
+  rc(a.cudaFreeAsync(d, s));  // not stream-ordered memory
+  rc(a.cudaFree(d));
+  rc(a.cudaFree(d));  // twice
+  rc(a.cudaFree(nullptr));
+  rc(a.cudaFree(d2));
+  rc(a.cudaFree(m));
+  rc(a.cudaFree(pitched));
+  rc(a.cudaFree(p3d.ptr));
+  rc(a.cudaFreeHost(h));
+  rc(a.cudaFreeHost(h2));
+  rc(a.cudaFreeHost(pageable.data()));  // not pinned
+  rc(a.cudaStreamDestroy(s));
+  rc(a.cudaStreamDestroy(s2));
+  rc(a.cudaStreamDestroy(s3));
+  cudaGetLastError();  // both paths leave the same sticky error; reset it
+  return r;
+}
+
+TEST(Hooks, ReturnExactlyWhatTheRuntimeReturns) {
+  ASSERT_NE(nullptr, gpuslack_handle()) << dlerror();
+  std::vector<long> direct = scenario(runtime());
+  std::vector<long> hooked = scenario(hooks());
+  ASSERT_EQ(direct.size(), hooked.size());
+  for (size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(direct[i], hooked[i]) << "result #" << i;
+  // And the scenario did exercise failures.
+  EXPECT_GE(std::count_if(direct.begin(), direct.end(), [](long v) { return v == cudaErrorInvalidValue; }), 5);
+}
+
+TEST(Hooks, LeaveTheRuntimesLastErrorAsTheRuntimeWould) {
+  ASSERT_NE(nullptr, gpuslack_handle());
+  cudaGetLastError();
+  void* p = nullptr;
+  EXPECT_EQ(cudaErrorMemoryAllocation, hooks().cudaMalloc(&p, size_t{1} << 50));
+  EXPECT_EQ(cudaErrorMemoryAllocation, cudaGetLastError());
+  // A successful copy (whose pointers the hook looks up) leaves it clear.
+  std::vector<char> host(4096);
+  void* d;
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&d, 4096));
+  EXPECT_EQ(cudaSuccess, hooks().cudaMemcpy(d, host.data(), 4096, cudaMemcpyDefault));
+  EXPECT_EQ(cudaSuccess, cudaPeekAtLastError());
+  cudaFree(d);
+}
+
+// The count of `name` in the summary JSON, found textually.
+long count_in_summary(const std::string& json, const std::string& name) {
+  size_t at = json.find("\"name\": \"" + name + "\"");
+  if (at == std::string::npos) return -1;
+  size_t c = json.find("\"count\": ", at);
+  return c == std::string::npos ? -1 : std::atol(json.c_str() + c + 9);
+}
+
+TEST(Hooks, EightThreadsAtOnceLoseNoCount) {
+  ASSERT_NE(nullptr, gpuslack_handle());
+  const Api& a = hooks();
+  long before = count_in_summary(summary_json(), "cudaMemGetInfo");
+  if (before < 0) before = 0;
+  constexpr int kThreads = 8, kCalls = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      void* d = nullptr;
+      EXPECT_EQ(cudaSuccess, a.cudaMalloc(&d, 4096));
+      for (int i = 0; i < kCalls; ++i) {
+        size_t f, tot;
+        EXPECT_EQ(cudaSuccess, a.cudaMemGetInfo(&f, &tot));
+        if (i % 100 == 0) {
+          EXPECT_EQ(cudaSuccess, a.cudaMemsetAsync(d, i, 4096, cudaStreamPerThread));
+          // Someone reads the summary while the others record.
+          EXPECT_FALSE(summary_json().empty());
+        }
+      }
+      EXPECT_EQ(cudaSuccess, a.cudaStreamSynchronize(cudaStreamPerThread));
+      EXPECT_EQ(cudaSuccess, a.cudaFree(d));
+    });
+  for (auto& t : threads) t.join();
+  std::string json = summary_json();
+  EXPECT_EQ(before + kThreads * kCalls, count_in_summary(json, "cudaMemGetInfo")) << json;
+}
+
+}  // namespace

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""End to end: libgpuslack.so preloaded under real processes on the simulated
+device, checked through what a user gets -- the summary (JSON and text), the
+NVTX ranges a tool records, the exit status.
+
+Run by ctest, one test method per ctest entry, with the paths of the built
+programs in the environment (tests/interpose/CMakeLists.txt):
+GPUSLACK_SO, STALL_APP, CUDA_APP, NO_CUDA_APP, NVTX_RECORDER,
+SCHEMA, VALIDATOR.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ENV = os.environ
+STALL = 0.045  # a 50 ms busy kernel must show as at least 45 ms
+
+
+def run(argv, out_dir, conf=None, extra=None, preload=True, timeout=60):
+    env = dict(ENV)
+    env.pop("GPUSLACK_CONF", None)
+    env["GPUSLACK_OUTPUT"] = out_dir
+    env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
+    if preload:
+        env["LD_PRELOAD"] = ENV["GPUSLACK_SO"]
+    if conf:
+        env["GPUSLACK_CONF"] = conf
+    env.update(extra or {})
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def summary(out_dir):
+    files = glob.glob(os.path.join(out_dir, "gpuslack-*.json"))
+    assert len(files) == 1, files
+    with open(files[0]) as f:
+        return json.load(f)
+
+
+def call(doc, name):
+    rows = [c for c in doc["calls"] if c["name"] == name]
+    assert len(rows) == 1, (name, [c["name"] for c in doc["calls"]])
+    return rows[0]
+
+
+class Summary(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.tmp.name, "out")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def stall(self, mode, *args, **kw):
+        r = run([ENV["STALL_APP"], mode, *args], self.out, **kw)
+        return r
+
+    def test_free_behind_a_kernel_is_an_allocation_stall_with_its_call_site(self):
+        r = self.stall("free")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        self.assertGreaterEqual(doc["categories"]["allocation"]["seconds"], STALL)
+        free = call(doc, "cudaFree")
+        self.assertGreaterEqual(free["max_s"], STALL)
+        self.assertEqual("allocation", free["category"])
+        sites = [s for s in doc["call_sites"] if s["api"] == "cudaFree"]
+        self.assertTrue(sites, doc["call_sites"])
+        self.assertGreaterEqual(sites[0]["blocked_s"], STALL)
+        self.assertEqual("allocation", sites[0]["category"])
+        self.assertTrue(any("main" in f for f in sites[0]["frames"]), sites[0]["frames"])
+        self.assertGreaterEqual(doc["lost_s"], STALL)
+        self.assertEqual("exit", doc["reason"])
+
+    def test_pageable_copy_behind_a_kernel_is_a_copy_stall(self):
+        r = self.stall("pageable")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        self.assertGreaterEqual(doc["categories"]["copy"]["seconds"], STALL)
+        self.assertGreaterEqual(call(doc, "cudaMemcpyAsync")["max_s"], STALL)
+        h2d = [c for c in doc["copies"] if c["kind"] == "H2D"]
+        self.assertEqual(1, len(h2d), doc["copies"])
+        self.assertEqual("pageable", h2d[0]["host"])
+        self.assertEqual(1 << 20, h2d[0]["bytes"])
+        self.assertGreaterEqual(h2d[0]["total_s"], STALL)
+
+    def test_explicit_sync_is_waiting_for_the_gpu_not_lost(self):
+        r = self.stall("sync")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        self.assertGreaterEqual(doc["categories"]["sync"]["seconds"], STALL)
+        self.assertLess(doc["lost_s"], STALL)
+
+    def test_text_summary_first_line_says_what_was_lost(self):
+        r = self.stall("free")
+        lines = [l for l in r.stderr.splitlines() if l.startswith("gpuslack: ")]
+        self.assertTrue(lines, r.stderr)
+        first = lines[0]
+        self.assertRegex(first, r"^gpuslack: \d+\.\d% of [0-9.e+-]+ s lost \(pid \d+\): allocation ")
+        self.assertIn("waiting for the GPU", first)
+
+    def test_json_validates_against_the_schema(self):
+        for mode in ("free", "pageable", "threads"):
+            out = os.path.join(self.tmp.name, mode)
+            r = run([ENV["STALL_APP"], mode], out)
+            self.assertEqual(0, r.returncode, r.stderr)
+            path = glob.glob(os.path.join(out, "*.json"))[0]
+            v = subprocess.run(["/usr/bin/python3", ENV["VALIDATOR"], ENV["SCHEMA"], path],
+                               capture_output=True, text=True)
+            self.assertEqual(0, v.returncode, v.stdout + v.stderr)
+
+    def test_eight_threads_calling_hooks_at_once_are_all_counted(self):
+        r = self.stall("threads")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        self.assertEqual(8 * 200, call(doc, "cudaMemGetInfo")["count"])
+        self.assertEqual(8 * 200, call(doc, "cudaMemsetAsync")["count"])
+        self.assertEqual(8 * 200, call(doc, "cudaMemcpy")["count"])
+        self.assertEqual(8, call(doc, "cudaMalloc")["count"])
+        self.assertGreaterEqual(len(doc["threads"]), 8)
+        d2h = [c for c in doc["copies"] if c["kind"] == "D2H"]
+        self.assertEqual(8 * 200 * (1 << 16), d2h[0]["bytes"])
+
+    def test_a_process_that_never_uses_cuda_writes_nothing(self):
+        r = run([ENV["NO_CUDA_APP"]], self.out, conf="summary_interval_s:0.01,log_level:debug")
+        self.assertEqual(0, r.returncode)
+        self.assertEqual("no cuda here\n", r.stdout)
+        self.assertEqual("", r.stderr)
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_bad_configuration_is_reported_and_defaulted(self):
+        r = self.stall("free", conf="top_call_sites:lots,colour:blue,text_summary:printer")
+        self.assertEqual(0, r.returncode, r.stderr)
+        err = r.stderr.splitlines()
+        self.assertIn("gpuslack: GPUSLACK_CONF: top_call_sites:lots is not a non-negative integer; using 5", err)
+        self.assertIn("gpuslack: GPUSLACK_CONF: unknown key 'colour'; ignored", err)
+        self.assertTrue(any(l.startswith("gpuslack: GPUSLACK_CONF: text_summary:printer") for l in err))
+        doc = summary(self.out)  # defaults held: the summary still came
+        self.assertTrue(doc["call_sites"])
+
+    def test_an_unwritable_output_directory_leaves_the_exit_code_alone(self):
+        unwritable = "/dev/null/gpuslack"
+        r = run([ENV["STALL_APP"], "sync", "3"], unwritable)
+        self.assertEqual(3, r.returncode, r.stderr)
+        errors = [l for l in r.stderr.splitlines() if "cannot write summary" in l]
+        self.assertEqual(1, len(errors), r.stderr)
+        self.assertIn(unwritable, errors[0])
+
+    def start_sleeper(self, mode, conf=None):
+        env = dict(ENV)
+        env.pop("GPUSLACK_CONF", None)
+        env.update(GPUSLACK_OUTPUT=self.out, LD_PRELOAD=ENV["GPUSLACK_SO"],
+                   ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0")
+        if conf:
+            env["GPUSLACK_CONF"] = conf
+        p = subprocess.Popen([ENV["STALL_APP"], mode], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.assertEqual("ready\n", p.stdout.readline())
+        return p
+
+    def test_sigterm_writes_the_summary_and_still_kills(self):
+        p = self.start_sleeper("sleep")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        self.assertEqual(-signal.SIGTERM, p.returncode)
+        self.assertEqual("signal SIGTERM", summary(self.out)["reason"])
+
+    def test_sigterm_reaches_the_applications_own_handler(self):
+        p = self.start_sleeper("handler")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        self.assertEqual(7, p.returncode)  # the application's handler ran
+        self.assertEqual("signal SIGTERM", summary(self.out)["reason"])
+
+    def test_sigint_keeps_its_default_action(self):
+        p = self.start_sleeper("sleep", conf="text_summary:off")
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+        self.assertEqual(-signal.SIGINT, p.returncode)
+        self.assertEqual("signal SIGINT", summary(self.out)["reason"])
+
+    def test_periodic_summary_is_written_while_the_job_runs(self):
+        p = self.start_sleeper("sleep", conf="summary_interval_s:0.2")
+        deadline = time.time() + 1.2
+        doc = None
+        while time.time() < deadline and doc is None:
+            time.sleep(0.05)
+            if glob.glob(os.path.join(self.out, "*.json")):
+                doc = summary(self.out)
+        p.wait(timeout=30)
+        self.assertIsNotNone(doc, "no summary while running")
+        self.assertEqual("periodic", doc["reason"])
+        self.assertEqual(0, p.returncode)
+        self.assertEqual("exit", summary(self.out)["reason"])
+        self.assertNotIn("periodic", p.stderr.read())
+
+    def test_rank_goes_into_the_file_name_and_the_document(self):
+        r = self.stall("sync", extra={"RANK": "3", "LOCAL_RANK": "1"})
+        self.assertEqual(0, r.returncode, r.stderr)
+        files = glob.glob(os.path.join(self.out, "*.json"))
+        self.assertTrue(files[0].endswith("-rank3.json"), files)
+        doc = summary(self.out)
+        self.assertEqual(3, doc["rank"])
+        self.assertEqual(1, doc["local_rank"])
+
+    def test_nvtx_ranges_reach_a_tool(self):
+        recording = os.path.join(self.tmp.name, "nvtx.jsonl")
+        r = run([ENV["CUDA_APP"]], self.out, extra={"NVTX_INJECTION64_PATH": ENV["NVTX_RECORDER"],
+                                                    "NVTX_RECORDER_OUT": recording})
+        self.assertEqual(0, r.returncode, r.stderr)
+        with open(recording) as f:
+            events = [json.loads(l) for l in f if l.strip()]
+        ours = [e for e in events if e["domain"] == "gpuslack"]
+        pushes = [e for e in ours if e["event"] == "push"]
+        pops = [e for e in ours if e["event"] == "pop"]
+        self.assertEqual(len(pushes), len(pops))
+        by_message = {e["message"]: e for e in pushes}
+        self.assertEqual("allocation", by_message["cudaMalloc"]["category_name"])
+        self.assertEqual(1 << 20, by_message["cudaMalloc"]["payload"])
+        self.assertEqual("registered", by_message["cudaMalloc"]["message_type"])
+        self.assertEqual("copies", by_message["cudaMemcpy"]["category_name"])
+        self.assertEqual(1 << 20, by_message["cudaMemcpy"]["payload"])
+        self.assertEqual("waiting for the GPU", by_message["cudaDeviceSynchronize"]["category_name"])
+        self.assertIn("cudaFree", by_message)
+        self.assertTrue(all(e["depth"] == 1 for e in pushes))
+
+    def test_nvtx_off_emits_no_ranges(self):
+        recording = os.path.join(self.tmp.name, "nvtx.jsonl")
+        r = run([ENV["CUDA_APP"]], self.out, conf="nvtx:false",
+                extra={"NVTX_INJECTION64_PATH": ENV["NVTX_RECORDER"], "NVTX_RECORDER_OUT": recording})
+        self.assertEqual(0, r.returncode, r.stderr)
+        events = []
+        if os.path.exists(recording):
+            with open(recording) as f:
+                events = [json.loads(l) for l in f if l.strip()]
+        self.assertEqual([], [e for e in events if e["domain"] == "gpuslack"])
+
+
+if __name__ == "__main__":
+    unittest.main()

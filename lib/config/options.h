@@ -5,8 +5,8 @@
 //   GPUSLACK_CONF=log_level:debug,summary_interval_s:60
 // GPUSLACK_OUTPUT, when set, overrides output_dir.
 // Every knob is a row of GPUSLACK_OPTIONS below: its key, type, default and
-// one line of documentation (the README's table is generated from the same
-// rows by `gpuslack_options_doc`). A key that is unknown, or a value that
+// one line of documentation (the README's table lists the same rows; a test,
+// Options.ReadmeListsEveryKnob, keeps the two in step). A key that is unknown, or a value that
 // does not parse, gets one line on stderr and the default: configuration
 // never stops the host process.
 //

@@ -190,7 +190,7 @@ void call_sites(const Summary& s, std::string* out) {
       if (site.category != category) continue;
       if (!titled) line(out, std::string("top call sites, ") + category_name(category) + ":");
       titled = true;
-      line(out, "  " + seconds_3(site.blocked_s) + " s in " + count_text(site.count) +
+      line(out, "  " + duration(site.blocked_s) + " in " + count_text(site.count) +
                     (site.count == 1 ? " call to " : " calls to ") + printable(site.api));
       for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
       if (site.frames.empty()) line(out, "      (no frames outside gpuslack)");

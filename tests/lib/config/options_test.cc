@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace gpuslack {
 namespace {
 
@@ -77,6 +80,27 @@ TEST(Options, DocHasOneLinePerKnob) {
   ASSERT_EQ(10u, doc.size());
   EXPECT_EQ(0u, doc[0].find("log_level (string, default \"warn\"): "));
   EXPECT_EQ(0u, doc[1].find("log_file (string, default \"\"): "));
+}
+
+TEST(Options, ReadmeListsEveryKnob) {
+  std::ifstream in(GPUSLACK_README);
+  ASSERT_TRUE(in) << GPUSLACK_README;
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string all = text.str();
+  size_t from = all.find("### Configuration");
+  ASSERT_NE(std::string::npos, from);
+  std::string readme = all.substr(from, all.find("\n#", from + 1) - from);
+  size_t rows = 0;
+  for (const std::string& doc : options_doc()) {
+    std::string key = doc.substr(0, doc.find(' '));
+    EXPECT_NE(std::string::npos, readme.find("| `" + key + "` |")) << key << " is missing from README.md";
+    ++rows;
+  }
+  // And no row for a knob that does not exist.
+  size_t listed = 0;
+  for (size_t at = readme.find("\n| `"); at != std::string::npos; at = readme.find("\n| `", at + 1)) ++listed;
+  EXPECT_EQ(rows, listed);
 }
 
 }  // namespace

@@ -94,10 +94,10 @@ TEST(FormatText, TopCallSitesWithIndentedFrames) {
   size_t i = 0;
   while (i < lines.size() && lines[i] != "gpuslack: top call sites, allocation:") ++i;
   ASSERT_LT(i + 4, lines.size()) << text;
-  EXPECT_EQ("gpuslack:   1.200 s in 90 calls to cudaMalloc", lines[i + 1]);
+  EXPECT_EQ("gpuslack:   1.20 s in 90 calls to cudaMalloc", lines[i + 1]);
   EXPECT_EQ("gpuslack:       at at::native::empty_cuda+0x41 (libtorch_cuda.so)", lines[i + 2]);
   EXPECT_EQ("gpuslack:       at libtorch_cuda.so+0x1234", lines[i + 3]);
-  EXPECT_EQ("gpuslack:   0.400 s in 100 calls to cudaFree", lines[i + 4]);
+  EXPECT_EQ("gpuslack:   400.0 ms in 100 calls to cudaFree", lines[i + 4]);
   EXPECT_TRUE(contains_line(text, "gpuslack: top call sites, waiting for the GPU:")) << text;
 }
 

@@ -17,6 +17,10 @@ if(NOT EXISTS "${_absl_prefix}" OR NOT EXISTS "${_je_prefix}/lib/libgpuslack_jem
 endif()
 
 # abseil: position-independent, hidden, inline namespace gpuslack_lts_20220623.
+string(FIND "${absl_DIR}" "${_absl_prefix}" _absl_here)
+if(DEFINED absl_DIR AND NOT _absl_here EQUAL 0)
+  unset(absl_DIR CACHE)  # found elsewhere before (another cache): look again
+endif()
 find_package(absl CONFIG REQUIRED PATHS "${_absl_prefix}" NO_DEFAULT_PATH)
 
 # jemalloc: prefixed gpuslack_je_, private, no initial-exec TLS.

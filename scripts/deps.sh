@@ -93,26 +93,28 @@ fetch_source() {
 }
 
 # --- abseil: PIC, hidden visibility, private inline namespace -------------
-ABSL_DIR=$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE
-if [ ! -f "$ABSL_DIR/.done" ]; then
-  log "building abseil $ABSEIL_VERSION into $ABSL_DIR"
-  rm -rf "$ABSL_DIR"; mkdir -p "$ABSL_DIR"
-  fetch_source abseil "$ABSEIL_VERSION" "$ABSL_DIR/src"
+build_abseil() {
+  local dir=$1
+  [ -f "$dir/.done" ] && return
+  log "building abseil $ABSEIL_VERSION into $dir"
+  rm -rf "$dir"; mkdir -p "$dir"
+  fetch_source abseil "$ABSEIL_VERSION" "$dir/src"
   # The renamed namespace is what lets this abseil live beside another
   # abseil (TensorFlow's, a Python extension's) in the same process.
   sed -i 's/^#define ABSL_OPTION_INLINE_NAMESPACE_NAME .*/#define ABSL_OPTION_INLINE_NAMESPACE_NAME gpuslack_lts_20220623/' \
-    "$ABSL_DIR/src/absl/base/options.h"
-  cmake -S "$ABSL_DIR/src" -B "$ABSL_DIR/build" -G Ninja \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$ABSL_DIR/install" \
+    "$dir/src/absl/base/options.h"
+  cmake -S "$dir/src" -B "$dir/build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$dir/install" \
     -DCMAKE_CXX_STANDARD=17 -DABSL_PROPAGATE_CXX_STD=ON \
     -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
     -DCMAKE_CXX_VISIBILITY_PRESET=hidden -DCMAKE_VISIBILITY_INLINES_HIDDEN=ON \
     -DBUILD_TESTING=OFF -DABSL_BUILD_TESTING=OFF >&2
-  cmake --build "$ABSL_DIR/build" -j "$JOBS" >&2
-  cmake --install "$ABSL_DIR/build" >&2
-  rm -rf "$ABSL_DIR/build" "$ABSL_DIR/src"
-  touch "$ABSL_DIR/.done"
-fi
+  cmake --build "$dir/build" -j "$JOBS" >&2
+  cmake --install "$dir/build" >&2
+  rm -rf "$dir/build" "$dir/src"
+  touch "$dir/.done"
+}
+build_abseil "$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE"
 
 # --- jemalloc: prefixed, private, no initial-exec TLS ----------------------
 JE_DIR=$CACHE/jemalloc-$JEMALLOC_VERSION-r$JEMALLOC_RECIPE

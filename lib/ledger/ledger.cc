@@ -1,8 +1,6 @@
 // The ledger's shards: one per thread that makes a hooked call.
 //
-// A shard is made on a thread's first call (from the private heap: the
-// process's malloc may be what the application is busy with), pushed on a
-// lock-free list and never freed, so figures of exited threads stay and the
+// A shard is made on a thread's first call, pushed on a lock-free list and never freed, so figures of exited threads stay and the
 // report can walk every shard while threads run. Every counter has one
 // writer (its thread): it is updated with a relaxed load and store, which on
 // x86-64 are plain moves, and read at report time with relaxed loads.
@@ -17,10 +15,8 @@
 #include <cstring>
 #include <new>
 
+#include <mutex>
 #include <unordered_map>
-
-#include "absl/synchronization/mutex.h"
-#include "pin/private_heap.h"
 
 namespace gpuslack {
 namespace ledger {
@@ -78,8 +74,9 @@ struct Shard {
   // (std::unordered_map, not absl::flat_hash_map: abseil's hash pulls in
   // <iostream> through absl::Cord, whose static initializer would run at
   // load time: see Note [Lazy and silent] in session/session.h.)
-  absl::Mutex sites_mu;
-  std::unordered_map<SiteKey, SiteFigures, SiteKeyHash> sites ABSL_GUARDED_BY(sites_mu);
+  // A plain pthread mutex: taken only on that slow path and by reports.
+  std::mutex sites_mu;
+  std::unordered_map<SiteKey, SiteFigures, SiteKeyHash> sites;  // guarded by sites_mu
 };
 
 std::atomic<Shard*> g_shards{nullptr};
@@ -87,9 +84,10 @@ std::atomic<const ApiCall*> g_calls[kMaxCalls];
 
 // Out of line: a thread's first call.
 __attribute__((noinline, cold)) Shard* make_shard() {
-  void* mem = pin::private_alloc(sizeof(Shard));
-  if (!mem) return nullptr;
-  auto* s = new (mem) Shard();
+  // Reachable from g_shards for as long as the process lives (leak checkers
+  // agree): never freed, since the report may read it at any time.
+  auto* s = new (std::nothrow) Shard();
+  if (!s) return nullptr;
   s->tid = static_cast<int>(syscall(SYS_gettid));
   pthread_getname_np(pthread_self(), s->name, sizeof(s->name));
   Shard* head = g_shards.load(std::memory_order_relaxed);
@@ -138,7 +136,7 @@ void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, 
   key.call = call.id;
   key.n = static_cast<uint8_t>(std::min(n_frames, kMaxFrames));
   std::copy(frames, frames + key.n, key.frames);
-  absl::MutexLock lock(&s->sites_mu);
+  std::lock_guard<std::mutex> lock(s->sites_mu);
   SiteFigures& f = s->sites[key];
   ++f.count;
   f.ticks += ticks;
@@ -161,7 +159,7 @@ void reset() {
         c.bytes.store(0, std::memory_order_relaxed);
         c.ticks.store(0, std::memory_order_relaxed);
       }
-    absl::MutexLock lock(&s->sites_mu);
+    std::lock_guard<std::mutex> lock(s->sites_mu);
     s->sites.clear();
   }
 }
@@ -195,7 +193,7 @@ std::vector<ThreadFigures> snapshot() {
         t.copies.push_back({static_cast<CopyKind>(k), static_cast<HostMemory>(h), count, read(c.bytes), read(c.ticks)});
       }
     {
-      absl::MutexLock lock(&s->sites_mu);
+      std::lock_guard<std::mutex> lock(s->sites_mu);
       for (const auto& [key, f] : s->sites) {
         const ApiCall* call = g_calls[key.call].load(std::memory_order_acquire);
         if (call == nullptr) continue;

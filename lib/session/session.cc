@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 
@@ -34,6 +35,9 @@ std::string* g_started_utc = nullptr;
 std::atomic<uint64_t> g_threshold_ticks{~0ull};
 std::atomic<bool> g_threshold_refined{false};
 bool g_atexit_registered = false;
+// Set once the summary at exit is written: a periodic summary the reporter
+// thread was about to write must not replace it.
+bool g_exit_written = false;
 
 std::string utc_now() {
   timespec ts;
@@ -54,6 +58,7 @@ void at_exit() {
 // until it makes a CUDA call of its own.
 void on_fork_child() {
   detail::g_active.store(false, std::memory_order_relaxed);
+  g_exit_written = false;
   ledger::reset();
   reporter_after_fork_child();
 }
@@ -123,15 +128,21 @@ void write_summary(const char* reason) {
   int saved_errno = errno;
   {
     std::lock_guard<std::mutex> lock(g_write_mu);
+    bool periodic = std::strcmp(reason, "periodic") == 0;
+    if (periodic && g_exit_written) {
+      errno = saved_errno;
+      return;
+    }
     const Options& o = options();
     report::RunInfo run = run_info(reason);
     // A periodic summary refreshes the files; it does not print a table on
     // stderr every interval.
     Options out = o;
-    if (run.reason == "periodic" && out.text_summary == "stderr") out.text_summary = "off";
+    if (periodic && out.text_summary == "stderr") out.text_summary = "off";
     try {
       report::Summary summary = report::build_summary(ledger::snapshot(), run);
       report::write_summary(summary, out);
+      if (std::strcmp(reason, "exit") == 0) g_exit_written = true;
     } catch (const std::exception& e) {
       log::error("cannot write the summary: {}", e.what());
     }

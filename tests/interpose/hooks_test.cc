@@ -85,6 +85,14 @@ TEST(Hooks, EverySymbolIsHookedAndDistinctFromTheRuntime) {
 std::vector<long> scenario(const Api& a) {
   std::vector<long> r;
   auto rc = [&](cudaError_t e) { r.push_back(static_cast<long>(e)); };
+  // Streams of this scenario do not all order with each other (the
+  // per-thread stream, a non-blocking one): each copy is waited for, so
+  // that no two touch the same memory at once, and results are the same
+  // on every run.
+  auto rcs = [&](cudaError_t e) {
+    rc(e);
+    cudaDeviceSynchronize();
+  };
   const size_t kN = 1 << 16;
   std::vector<char> pageable(kN, 7), back(kN, 0);
   cudaStream_t s = nullptr, s2 = nullptr, s3 = nullptr;
@@ -130,35 +138,32 @@ std::vector<long> scenario(const Api& a) {
   r.push_back(static_cast<long>(total));
 
   // Copies and memsets, valid and invalid.
-  rc(a.cudaMemcpy(d, pageable.data(), kN, cudaMemcpyHostToDevice));
-  rc(a.cudaMemcpy_ptds(d2, d, kN, cudaMemcpyDeviceToDevice));
-  rc(a.cudaMemcpy(d, pageable.data(), 2 * kN, cudaMemcpyHostToDevice));  // past the end
-  rc(a.cudaMemcpyAsync(h, d2, kN, cudaMemcpyDeviceToHost, s));
-  rc(a.cudaMemcpyAsync_ptsz(d, h, kN, cudaMemcpyDefault, nullptr));
-  rc(a.cudaMemcpyAsync(d, h, kN, cudaMemcpyHostToDevice, reinterpret_cast<cudaStream_t>(0x1234)));
-  rc(a.cudaMemcpy2D(d, 256, pageable.data(), 256, 128, 8, cudaMemcpyHostToDevice));
-  rc(a.cudaMemcpy2D_ptds(d, 64, pageable.data(), 256, 128, 8, cudaMemcpyHostToDevice));  // width > pitch
-  rc(a.cudaMemcpy2DAsync(h, 256, d, 256, 256, 8, cudaMemcpyDeviceToHost, s));
-  rc(a.cudaMemcpy2DAsync_ptsz(h, 256, d, 256, 256, 8, cudaMemcpyDeviceToHost, s2));
-  rc(a.cudaMemcpyPeer(d2, 0, d, 0, kN));
-  rc(a.cudaMemcpyPeer(d2, 5, d, 0, kN));  // no device 5
-  rc(a.cudaMemcpyPeerAsync(d2, 0, d, 0, kN, s));
+  rcs(a.cudaMemcpy(d, pageable.data(), kN, cudaMemcpyHostToDevice));
+  rcs(a.cudaMemcpy_ptds(d2, d, kN, cudaMemcpyDeviceToDevice));
+  rcs(a.cudaMemcpy(d, pageable.data(), 2 * kN, cudaMemcpyHostToDevice));  // past the end
+  rcs(a.cudaMemcpyAsync(h, d2, kN, cudaMemcpyDeviceToHost, s));
+  rcs(a.cudaMemcpyAsync_ptsz(d, h, kN, cudaMemcpyDefault, nullptr));
+  rcs(a.cudaMemcpyAsync(d, h, kN, cudaMemcpyHostToDevice, reinterpret_cast<cudaStream_t>(0x1234)));
+  rcs(a.cudaMemcpy2D(d, 256, pageable.data(), 256, 128, 8, cudaMemcpyHostToDevice));
+  rcs(a.cudaMemcpy2D_ptds(d, 64, pageable.data(), 256, 128, 8, cudaMemcpyHostToDevice));  // width > pitch
+  rcs(a.cudaMemcpy2DAsync(h, 256, d, 256, 256, 8, cudaMemcpyDeviceToHost, s));
+  rcs(a.cudaMemcpy2DAsync_ptsz(h, 256, d, 256, 256, 8, cudaMemcpyDeviceToHost, s2));
+  rcs(a.cudaMemcpyPeer(d2, 0, d, 0, kN));
+  rcs(a.cudaMemcpyPeer(d2, 5, d, 0, kN));  // no device 5
+  rcs(a.cudaMemcpyPeerAsync(d2, 0, d, 0, kN, s));
   void* dsts[] = {d2};
   const void* srcs[] = {h};
   size_t sizes[] = {kN};
-  rc(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, nullptr, nullptr, 0, s));
-  rc(a.cudaMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s));  // empty
-  rc(a.cudaMemset(d, 1, kN));
-  rc(a.cudaMemset_ptds(pageable.data(), 1, kN));  // pageable: invalid
-  rc(a.cudaMemsetAsync(d, 2, kN, s));
-  cudaDeviceSynchronize();  // memsets on different streams: keep their order
-  rc(a.cudaMemsetAsync_ptsz(d, 3, kN, nullptr));
-  cudaDeviceSynchronize();  // memsets on different streams: keep their order
-  rc(a.cudaMemset2D(d, 256, 4, 128, 8));
-  rc(a.cudaMemset2D_ptds(d, 64, 4, 128, 8));  // width > pitch
-  rc(a.cudaMemset2DAsync(d, 256, 5, 128, 8, s));
-  cudaDeviceSynchronize();  // memsets on different streams: keep their order
-  rc(a.cudaMemset2DAsync_ptsz(d, 256, 6, 128, 8, s2));
+  rcs(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, nullptr, nullptr, 0, s));
+  rcs(a.cudaMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s));  // empty
+  rcs(a.cudaMemset(d, 1, kN));
+  rcs(a.cudaMemset_ptds(pageable.data(), 1, kN));  // pageable: invalid
+  rcs(a.cudaMemsetAsync(d, 2, kN, s));
+  rcs(a.cudaMemsetAsync_ptsz(d, 3, kN, nullptr));
+  rcs(a.cudaMemset2D(d, 256, 4, 128, 8));
+  rcs(a.cudaMemset2D_ptds(d, 64, 4, 128, 8));  // width > pitch
+  rcs(a.cudaMemset2DAsync(d, 256, 5, 128, 8, s));
+  rcs(a.cudaMemset2DAsync_ptsz(d, 256, 6, 128, 8, s2));
 
   // Synchronization.
   cudaEvent_t e;
@@ -173,7 +178,7 @@ std::vector<long> scenario(const Api& a) {
   cudaEventDestroy(e);
 
   // The data went where it should.
-  rc(a.cudaMemcpy(back.data(), d, kN, cudaMemcpyDeviceToHost));
+  rcs(a.cudaMemcpy(back.data(), d, kN, cudaMemcpyDeviceToHost));
   r.push_back(back[0]);
   r.push_back(back[200]);
   r.push_back(back[kN - 1]);

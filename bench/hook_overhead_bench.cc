@@ -9,12 +9,16 @@
 //   cudaMemGetInfo   - a query: no NVTX range;
 //   cudaFree(NULL)   - an allocation-category call: with its NVTX range;
 //   cudaStreamSynchronize on an idle stream - a sync-category call.
+// BM_Clock_* time the two clocks a hook could read (it reads rdtsc).
 //
 // Run: build/bench/hook_overhead_bench (links the simulated libcudart; the
 // hooks forward to it exactly as they would to the real one).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <x86intrin.h>
+
+#include <ctime>
 
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +90,20 @@ void BM_StreamSyncIdle_ThroughHook(benchmark::State& state) {
   cudaStream_t s = idle_stream();
   for (auto _ : state) benchmark::DoNotOptimize(f(s));
 }
+
+// The two clocks a hook could read.
+void BM_Clock_Rdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+}
+void BM_Clock_ClockGettime(benchmark::State& state) {
+  timespec ts;
+  for (auto _ : state) {
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+}
+BENCHMARK(BM_Clock_Rdtsc);
+BENCHMARK(BM_Clock_ClockGettime);
 
 // Each pair runs interleaved, direct first, so drift hits both alike.
 BENCHMARK(BM_MemGetInfo_Direct);

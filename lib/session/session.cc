@@ -65,7 +65,19 @@ void on_fork_child() {
 
 }  // namespace
 
+namespace {
+// Set while this thread runs start(): NVTX's first call may load a tool
+// whose initialization calls CUDA, which comes back through a hook; that
+// call must not wait for the lock its own thread holds.
+thread_local bool t_starting = false;
+}  // namespace
+
 void start(const ApiCall* const* calls, int n_calls) {
+  if (t_starting) return;
+  t_starting = true;
+  struct Reset {
+    ~Reset() { t_starting = false; }
+  } reset;
   std::lock_guard<std::mutex> lock(g_start_mu);
   if (active()) return;
   const Options& o = options();  // first use: parses GPUSLACK_CONF, logs problems

@@ -198,6 +198,13 @@ class Summary(unittest.TestCase):
         self.assertEqual("exit", summary(self.out)["reason"])
         self.assertNotIn("periodic", p.stderr.read())
 
+    def test_a_forked_child_never_writes_its_parents_summary(self):
+        r = self.stall("fork")
+        self.assertEqual(0, r.returncode, r.stderr)
+        files = glob.glob(os.path.join(self.out, "*.json"))
+        self.assertEqual(1, len(files), files)  # the parent's alone
+        self.assertEqual(1, sum(1 for l in r.stderr.splitlines() if " lost (pid " in l), r.stderr)
+
     def test_rank_goes_into_the_file_name_and_the_document(self):
         r = self.stall("sync", extra={"RANK": "3", "LOCAL_RANK": "1"})
         self.assertEqual(0, r.returncode, r.stderr)

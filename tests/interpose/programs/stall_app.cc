@@ -8,12 +8,15 @@
 //   sync      a cudaStreamSynchronize on a 50 ms kernel ("waiting for the GPU")
 //   threads   8 threads making hooked calls at once
 //   sleep     one CUDA call, then sleeps 1.5 s (for signals and periodic summaries)
+//   fork      CUDA calls, then fork(): the child exits normally (running the
+//             atexit handlers it inherited), the parent waits for it
 //   handler   like sleep, with its own SIGTERM handler (installed before the
 //             first CUDA call, as Python installs its SIGINT handler) that
 //             exits with 7
 // Exits with EXIT_CODE (default 0) after the work, or 1 on a CUDA error.
 #include <cuda_runtime_api.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -104,6 +107,14 @@ int main(int argc, char** argv) {
   else if (!std::strcmp(mode, "pageable")) pageable_behind_kernel();
   else if (!std::strcmp(mode, "sync")) sync_on_kernel();
   else if (!std::strcmp(mode, "threads")) threads();
+  else if (!std::strcmp(mode, "fork")) {
+    sync_on_kernel();
+    pid_t child = fork();
+    if (child == 0) std::exit(0);  // atexit handlers run here too
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 2;
+  }
   else if (!std::strcmp(mode, "sleep") || !std::strcmp(mode, "handler")) {
     if (!std::strcmp(mode, "handler")) signal(SIGTERM, on_term);
     void* d;

@@ -1,0 +1,43 @@
+// libFuzzer target over BlockManager op sequences (tests/lib/alloc, ctest
+// alloc.fuzz_block_manager, built with clang's -fsanitize=fuzzer). Each
+// input is a program: 3 bytes per op (an opcode and a 16-bit argument);
+// after every op every invariant must hold, or the target aborts.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "alloc/block_manager.h"
+
+using gpuslack::alloc::BlockManager;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  BlockManager m(32ull << 20);
+  std::map<uint64_t, uint64_t> live;
+  for (size_t i = 0; i + 3 <= size; i += 3) {
+    uint8_t op = data[i];
+    uint64_t arg = data[i + 1] | (uint64_t{data[i + 2]} << 8);
+    if (op % 3 != 0 || live.empty()) {
+      // Sizes from bytes to 16 MiB: the argument scaled by the opcode.
+      uint64_t bytes = arg << (op % 9);
+      if (auto at = m.allocate(bytes)) {
+        if (live.count(*at)) std::abort();  // handed out twice
+        live[*at] = bytes;
+      }
+    } else {
+      auto it = live.begin();
+      std::advance(it, arg % live.size());
+      if (m.release(it->first) != BlockManager::round_up(it->second)) std::abort();
+      live.erase(it);
+    }
+    std::string err = m.check();
+    if (!err.empty()) {
+      std::fprintf(stderr, "invariant broken: %s\n", err.c_str());
+      std::abort();
+    }
+  }
+  for (auto& [offset, bytes] : live) m.release(offset);
+  if (m.allocated() != 0 || m.largest_free() != m.capacity()) std::abort();
+  return 0;
+}

@@ -1,0 +1,121 @@
+#include "alloc/granule_map.h"
+
+#include <string>
+
+namespace gpuslack {
+namespace alloc {
+
+GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes) : api_(api), device_(device) {
+  if (!api_) {
+    why_ = "no CUDA driver";
+    return;
+  }
+  CUdevice dev;
+  if (api_->device_get(&dev, device) != CUDA_SUCCESS) {
+    why_ = "no device " + std::to_string(device);
+    return;
+  }
+  int vmm = 0, rdma = 0;
+  api_->device_get_attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
+  if (!vmm) {
+    why_ = "the driver does not support virtual memory management on this device";
+    return;
+  }
+  api_->device_get_attribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
+  prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop_.location.id = device;
+  prop_.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  prop_.allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0;
+  size_t granularity = 0;
+  if (api_->mem_get_allocation_granularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
+          CUDA_SUCCESS ||
+      granularity == 0) {
+    why_ = "cuMemGetAllocationGranularity failed";
+    return;
+  }
+  granularity_ = granularity;
+  uint64_t size = (bytes + granularity_ - 1) / granularity_ * granularity_;
+  CUdeviceptr base = 0;
+  if (CUresult r = api_->mem_address_reserve(&base, size, granularity_, 0, 0); r != CUDA_SUCCESS) {
+    why_ = "cuMemAddressReserve of " + std::to_string(size) + " bytes failed with error " +
+           std::to_string(static_cast<int>(r));
+    return;
+  }
+  base_ = base;
+  size_ = size;
+  handles_.assign(size_ / granularity_, 0);
+}
+
+GranuleMap::~GranuleMap() {
+  if (!base_) return;
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (handles_[i]) unmap_one(i);
+  api_->mem_address_free(base_, size_);
+}
+
+CUresult GranuleMap::map_one(size_t index) {
+  CUmemGenericAllocationHandle handle = 0;
+  if (CUresult r = api_->mem_create(&handle, granularity_, &prop_, 0); r != CUDA_SUCCESS) return r;
+  CUdeviceptr at = base_ + index * granularity_;
+  if (CUresult r = api_->mem_map(at, granularity_, 0, handle, 0); r != CUDA_SUCCESS) {
+    api_->mem_release(handle);
+    return r;
+  }
+  CUmemAccessDesc access{};
+  access.location = prop_.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (CUresult r = api_->mem_set_access(at, granularity_, &access, 1); r != CUDA_SUCCESS) {
+    api_->mem_unmap(at, granularity_);
+    api_->mem_release(handle);
+    return r;
+  }
+  handles_[index] = handle;
+  ++mapped_;
+  ++map_count_;
+  return CUDA_SUCCESS;
+}
+
+void GranuleMap::unmap_one(size_t index) {
+  api_->mem_unmap(base_ + index * granularity_, granularity_);
+  api_->mem_release(handles_[index]);
+  handles_[index] = 0;
+  --mapped_;
+  ++unmap_count_;
+}
+
+CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
+  if (!base_ || bytes == 0 || offset + bytes > size_) return CUDA_ERROR_INVALID_VALUE;
+  size_t first = offset / granularity_, last = (offset + bytes - 1) / granularity_;
+  std::vector<size_t> done;
+  for (size_t i = first; i <= last; ++i) {
+    if (handles_[i]) continue;
+    if (CUresult r = map_one(i); r != CUDA_SUCCESS) {
+      for (size_t j : done) unmap_one(j);  // all or nothing
+      return r;
+    }
+    done.push_back(i);
+  }
+  return CUDA_SUCCESS;
+}
+
+size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes) {
+  if (!base_ || bytes == 0 || offset >= size_) return 0;
+  uint64_t end = offset + bytes > size_ ? size_ : offset + bytes;
+  size_t first = (offset + granularity_ - 1) / granularity_;  // wholly inside only
+  size_t stop = end / granularity_;
+  size_t released = 0;
+  for (size_t i = first; i < stop; ++i) {
+    if (!handles_[i]) continue;
+    unmap_one(i);
+    ++released;
+  }
+  return released;
+}
+
+bool GranuleMap::mapped(uint64_t offset) const {
+  return base_ && offset < size_ && handles_[offset / granularity_] != 0;
+}
+
+}  // namespace alloc
+}  // namespace gpuslack

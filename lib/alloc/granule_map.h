@@ -1,0 +1,80 @@
+// GranuleMap: one device's reserved virtual address range, and the physical
+// granules mapped under it.
+//
+// The VMM allocator hands out addresses inside one large reservation
+// (cuMemAddressReserve) and backs them with physical memory only where
+// blocks are in use or cached, granule by granule (the driver's allocation
+// granularity: 2 MiB on current GPUs). A granule is mapped with its own
+// physical handle: cuMemCreate (POSIX-fd exportable, GPUDirect-RDMA capable
+// where the device supports it, so IPC and RDMA can follow), cuMemMap,
+// cuMemSetAccess (read-write for the owning device). Freed granules can be
+// unmapped and released one by one, so physical memory never fragments:
+// any free granule serves any block.
+//
+// Failure is never partial: when a step fails, the steps before it are
+// undone, nothing new stays mapped and nothing leaks; the caller gets the
+// driver's error and decides (trim and retry, or fall back).
+//
+// Not thread-safe: the allocator serializes calls per device. Driver calls
+// go through cuda::DriverApi (lib/cuda), never straight to the driver.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/driver_api.h"
+
+namespace gpuslack {
+namespace alloc {
+
+class GranuleMap {
+ public:
+  // Reserves `bytes` (rounded up to the granularity) on `device`. ok() is
+  // false if that fails; why() says why.
+  GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes);
+  ~GranuleMap();  // unmaps and releases everything, frees the reservation
+  GranuleMap(const GranuleMap&) = delete;
+  GranuleMap& operator=(const GranuleMap&) = delete;
+
+  bool ok() const { return base_ != 0; }
+  const std::string& why() const { return why_; }
+  CUdeviceptr base() const { return base_; }
+  uint64_t size() const { return size_; }
+  uint64_t granularity() const { return granularity_; }
+
+  // Maps every granule that overlaps [offset, offset + bytes) and is not
+  // mapped yet. CUDA_SUCCESS, or the error of the call that failed (then
+  // the granules this call mapped are unmapped again).
+  CUresult map(uint64_t offset, uint64_t bytes);
+  // Unmaps and releases every mapped granule lying wholly inside
+  // [offset, offset + bytes). Returns how many were released.
+  size_t unmap(uint64_t offset, uint64_t bytes);
+
+  bool mapped(uint64_t offset) const;
+  size_t mapped_granules() const { return mapped_; }
+  uint64_t mapped_bytes() const { return mapped_ * granularity_; }
+  uint64_t granules_mapped_total() const { return map_count_; }     // over the map's life
+  uint64_t granules_unmapped_total() const { return unmap_count_; }
+
+ private:
+  CUresult map_one(size_t index);
+  void unmap_one(size_t index);
+
+  const cuda::DriverApi* api_;
+  int device_;
+  std::string why_;
+  CUmemAllocationProp prop_{};
+  uint64_t granularity_ = 0;
+  CUdeviceptr base_ = 0;
+  uint64_t size_ = 0;
+  std::vector<CUmemGenericAllocationHandle> handles_;  // 0: not mapped
+  size_t mapped_ = 0;
+  uint64_t map_count_ = 0;
+  uint64_t unmap_count_ = 0;
+};
+
+}  // namespace alloc
+}  // namespace gpuslack

@@ -1,0 +1,42 @@
+// The CUDA driver entry points gpuslack's core calls (the VMM allocator's
+// primitives), found at run time in libcuda.so.1, never linked.
+//
+// driver() loads the table once: the libcuda.so.1 already in the process if
+// there is one (RTLD_NOLOAD), else dlopen("libcuda.so.1"), then cuInit(0).
+// It returns nullptr when there is no driver, an entry point is missing, or
+// cuInit fails; the reason is in why_no_driver(). Callers then fall back to
+// the runtime's own allocation (pass-through).
+//
+// Thread safety: any thread; the table is immutable once published.
+#pragma once
+
+#include <cuda.h>
+
+namespace gpuslack {
+namespace cuda {
+
+struct DriverApi {
+  CUresult (*init)(unsigned int flags);
+  CUresult (*device_get)(CUdevice* device, int ordinal);
+  CUresult (*device_get_attribute)(int* value, CUdevice_attribute attribute, CUdevice device);
+  CUresult (*mem_get_info)(size_t* free_bytes, size_t* total);
+  CUresult (*mem_get_allocation_granularity)(size_t* granularity, const CUmemAllocationProp* prop,
+                                             CUmemAllocationGranularity_flags option);
+  CUresult (*mem_address_reserve)(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                  unsigned long long flags);
+  CUresult (*mem_address_free)(CUdeviceptr ptr, size_t size);
+  CUresult (*mem_create)(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                         unsigned long long flags);
+  CUresult (*mem_release)(CUmemGenericAllocationHandle handle);
+  CUresult (*mem_map)(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                      unsigned long long flags);
+  CUresult (*mem_unmap)(CUdeviceptr ptr, size_t size);
+  CUresult (*mem_set_access)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count);
+};
+
+const DriverApi* driver();
+// Why driver() is nullptr ("" while it is not).
+const char* why_no_driver();
+
+}  // namespace cuda
+}  // namespace gpuslack

@@ -19,27 +19,28 @@ Fn resolve(std::atomic<void*>& slot, const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 
-std::atomic<void*> g_pointer_get_attributes{nullptr};
-std::atomic<void*> g_peek_at_last_error{nullptr};
-std::atomic<void*> g_get_last_error{nullptr};
-
 }  // namespace
 
-cudaError_t pointer_get_attributes(cudaPointerAttributes* attributes, const void* ptr) {
-  auto fn = resolve<cudaError_t (*)(cudaPointerAttributes*, const void*)>(g_pointer_get_attributes,
-                                                                          "cudaPointerGetAttributes");
-  return fn ? fn(attributes, ptr) : cudaErrorSharedObjectInitFailed;
-}
-
-cudaError_t peek_at_last_error() {
-  auto fn = resolve<cudaError_t (*)()>(g_peek_at_last_error, "cudaPeekAtLastError");
-  return fn ? fn() : cudaErrorSharedObjectInitFailed;
-}
-
-cudaError_t get_last_error() {
-  auto fn = resolve<cudaError_t (*)()>(g_get_last_error, "cudaGetLastError");
-  return fn ? fn() : cudaErrorSharedObjectInitFailed;
-}
+// One function per runtime entry point: its cached address, its lookup.
+#define GPUSLACK_RUNTIME_CALL(fn, symbol, params, args)                      \
+  cudaError_t fn params {                                                   \
+    static std::atomic<void*> slot{nullptr};                                \
+    auto real = resolve<cudaError_t(*) params>(slot, symbol);               \
+    return real ? real args : cudaErrorSharedObjectInitFailed;              \
+  }
+GPUSLACK_RUNTIME_CALL(pointer_get_attributes, "cudaPointerGetAttributes",
+                      (cudaPointerAttributes * attributes, const void* ptr), (attributes, ptr))
+GPUSLACK_RUNTIME_CALL(peek_at_last_error, "cudaPeekAtLastError", (), ())
+GPUSLACK_RUNTIME_CALL(get_last_error, "cudaGetLastError", (), ())
+GPUSLACK_RUNTIME_CALL(get_device, "cudaGetDevice", (int* device), (device))
+GPUSLACK_RUNTIME_CALL(device_synchronize, "cudaDeviceSynchronize", (), ())
+GPUSLACK_RUNTIME_CALL(event_create, "cudaEventCreateWithFlags", (cudaEvent_t * event, unsigned int flags),
+                      (event, flags))
+GPUSLACK_RUNTIME_CALL(event_record, "cudaEventRecord", (cudaEvent_t event, cudaStream_t stream), (event, stream))
+GPUSLACK_RUNTIME_CALL(event_query, "cudaEventQuery", (cudaEvent_t event), (event))
+GPUSLACK_RUNTIME_CALL(event_synchronize, "cudaEventSynchronize", (cudaEvent_t event), (event))
+GPUSLACK_RUNTIME_CALL(event_destroy, "cudaEventDestroy", (cudaEvent_t event), (event))
+#undef GPUSLACK_RUNTIME_CALL
 
 }  // namespace cuda
 }  // namespace gpuslack

@@ -1,4 +1,7 @@
-// Every hook, generated from the table in hook_table.h.
+// Every hook, generated from the tables in hook_table.h (the CUDA runtime)
+// and nccl_hook_table.h (NCCL) by one generator: each table is expanded
+// through an adapter that adds its library and, for the runtime, an empty
+// `track` column, into the GPUSLACK_HOOK_* rows below.
 //
 // A hook: finds the real function (once, lazily, lock-free: resolve_slow),
 // starts the session on the process's first hooked call, times the call
@@ -22,6 +25,7 @@
 #include "cuda/pointer_kind.h"
 #include "cuda/runtime_symbols.h"
 #include "hook_table.h"
+#include "nccl_hook_table.h"
 #include "ledger/backtrace.h"
 #include "ledger/clock.h"
 #include "ledger/ledger.h"
@@ -33,42 +37,53 @@ namespace gpuslack {
 namespace interpose {
 namespace {
 
-// One per hooked symbol: its name and the cached real address.
+// One per hooked symbol: its name, its library and the cached real address.
 struct Slot {
   const char* name;
+  cuda::Library library;
   std::atomic<void*> real;
 };
 
+// Every table, as rows of one shape:
+//   X(library, sym, ret, params, args, cat, bytes, info, track)
+#define GPUSLACK_ALL_HOOKS(X)                                             \
+  GPUSLACK_RUNTIME_HOOKS(GPUSLACK_ADAPT_RUNTIME_##X)                      \
+  GPUSLACK_NCCL_HOOKS(GPUSLACK_ADAPT_NCCL_##X)
+
 // The calls' ids, in table order.
-enum CallId : uint16_t {
-#define GPUSLACK_CALL_ID(sym, ret, params, args, cat, bytes, info) kId_##sym,
-  GPUSLACK_RUNTIME_HOOKS(GPUSLACK_CALL_ID)
-#undef GPUSLACK_CALL_ID
-  kCallCount
-};
+#define GPUSLACK_CALL_ID(lib, sym, ...) kId_##sym,
+#define GPUSLACK_DEFINE_CALL(lib, sym, ret, params, args, cat, ...) \
+  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat};              \
+  Slot slot_##sym{#sym, cuda::Library::lib, {nullptr}};
+#define GPUSLACK_CALL_PTR(lib, sym, ...) &kCall_##sym,
+
+// The adapters: one per table and generator step.
+#define GPUSLACK_ADAPT_RUNTIME_GPUSLACK_CALL_ID(...) GPUSLACK_CALL_ID(kCudaRuntime, __VA_ARGS__, Untracked{})
+#define GPUSLACK_ADAPT_NCCL_GPUSLACK_CALL_ID(...) GPUSLACK_CALL_ID(kNccl, __VA_ARGS__)
+#define GPUSLACK_ADAPT_RUNTIME_GPUSLACK_DEFINE_CALL(...) GPUSLACK_DEFINE_CALL(kCudaRuntime, __VA_ARGS__, Untracked{})
+#define GPUSLACK_ADAPT_NCCL_GPUSLACK_DEFINE_CALL(...) GPUSLACK_DEFINE_CALL(kNccl, __VA_ARGS__)
+#define GPUSLACK_ADAPT_RUNTIME_GPUSLACK_CALL_PTR(...) GPUSLACK_CALL_PTR(kCudaRuntime, __VA_ARGS__, Untracked{})
+#define GPUSLACK_ADAPT_NCCL_GPUSLACK_CALL_PTR(...) GPUSLACK_CALL_PTR(kNccl, __VA_ARGS__)
+#define GPUSLACK_ADAPT_RUNTIME_GPUSLACK_DEFINE_HOOK(...) GPUSLACK_DEFINE_HOOK(kCudaRuntime, __VA_ARGS__, Untracked{})
+#define GPUSLACK_ADAPT_NCCL_GPUSLACK_DEFINE_HOOK(...) GPUSLACK_DEFINE_HOOK(kNccl, __VA_ARGS__)
+
+enum CallId : uint16_t { GPUSLACK_ALL_HOOKS(GPUSLACK_CALL_ID) kCallCount };
 static_assert(kCallCount <= ledger::kMaxCalls, "raise ledger::kMaxCalls");
 
-#define GPUSLACK_DEFINE_CALL(sym, ret, params, args, cat, bytes, info) \
-  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat};                 \
-  Slot slot_##sym{#sym, {nullptr}};
-GPUSLACK_RUNTIME_HOOKS(GPUSLACK_DEFINE_CALL)
-#undef GPUSLACK_DEFINE_CALL
+GPUSLACK_ALL_HOOKS(GPUSLACK_DEFINE_CALL)
 
-const ApiCall* const kCalls[] = {
-#define GPUSLACK_CALL_PTR(sym, ret, params, args, cat, bytes, info) &kCall_##sym,
-    GPUSLACK_RUNTIME_HOOKS(GPUSLACK_CALL_PTR)
-#undef GPUSLACK_CALL_PTR
-};
+const ApiCall* const kCalls[] = {GPUSLACK_ALL_HOOKS(GPUSLACK_CALL_PTR)};
 
 // Out of line: the first call of each hook. Racing threads may both look the
 // symbol up; they find the same address, and the store is idempotent.
 __attribute__((noinline, cold)) void* resolve_slow(Slot& slot) {
-  cuda::RuntimeSymbol sym = cuda::find_runtime_symbol(slot.name);
+  cuda::RuntimeSymbol sym = cuda::find_symbol(slot.library, slot.name);
   if (!sym.address) {
-    log::error("cannot find the real {}: no CUDA runtime is loaded; returning an error", slot.name);
+    log::error("cannot find the real {}: no {} is loaded; returning an error", slot.name,
+               slot.library == cuda::Library::kNccl ? "NCCL library" : "CUDA runtime");
     return nullptr;
   }
-  log::debug("resolved {} via {} ({})", slot.name, cuda::found_by_name(sym.found_by),
+  log::debug("resolved {} via {} ({})", slot.name, cuda::found_by_name(sym.found_by, slot.library),
              sym.library ? sym.library : "?");
   slot.real.store(sym.address, std::memory_order_release);
   return sym.address;
@@ -86,6 +101,14 @@ template <>
 cudaError_t unresolved<cudaError_t>() {
   return cudaErrorSharedObjectInitFailed;
 }
+template <>
+ncclResult_t unresolved<ncclResult_t>() {
+  return ncclSystemError;
+}
+
+// Whether a call succeeded, so that its `info` is recorded.
+inline bool succeeded(cudaError_t r) { return r == cudaSuccess; }
+inline bool succeeded(ncclResult_t r) { return r == ncclSuccess; }
 
 __attribute__((noinline, cold)) void start_session() { session::start(kCalls, kCallCount); }
 
@@ -106,8 +129,11 @@ class HookScope {
   HookScope(const ApiCall& call, uint64_t bytes) : call_(call) {
     if (__builtin_expect(!session::active(), 0)) start_session();
     if (call_.category != Category::kOther) nvtx::push(call_, bytes);
-    start_ = clock::ticks();
   }
+
+  // Starts the clock: after the `track` column's work, so that the host
+  // time recorded is the real call's.
+  void start() { start_ = clock::ticks(); }
 
   uint64_t stop() const { return clock::ticks() - start_; }
 
@@ -122,14 +148,14 @@ class HookScope {
 
  private:
   const ApiCall& call_;
-  uint64_t start_;
+  uint64_t start_ = 0;
 };
 
 }  // namespace
 }  // namespace interpose
 }  // namespace gpuslack
 
-#define GPUSLACK_DEFINE_HOOK(sym, ret, params, args, cat, bytes, info)                        \
+#define GPUSLACK_DEFINE_HOOK(lib, sym, ret, params, args, cat, bytes, info, track)           \
   extern "C" __attribute__((visibility("default"))) ret sym params {                          \
     using namespace ::gpuslack;                                                               \
     using namespace ::gpuslack::interpose;                                                    \
@@ -137,10 +163,13 @@ class HookScope {
     void* real = real_address(slot_##sym);                                                    \
     if (__builtin_expect(real == nullptr, 0)) return unresolved<ret>();                       \
     HookScope scope(kCall_##sym, static_cast<uint64_t>(bytes));                               \
+    auto tracked = track_begin(track);                                                        \
+    scope.start();                                                                            \
     ret result = reinterpret_cast<Real>(real) args;                                           \
     uint64_t ticks = scope.stop();                                                            \
-    scope.record(ticks, result == cudaSuccess ? CallInfo(info) : CallInfo{});                 \
+    track_end(tracked, result, ticks);                                                        \
+    scope.record(ticks, succeeded(result) ? CallInfo(info) : CallInfo{});                     \
     return result;                                                                            \
   }
-GPUSLACK_RUNTIME_HOOKS(GPUSLACK_DEFINE_HOOK)
+GPUSLACK_ALL_HOOKS(GPUSLACK_DEFINE_HOOK)
 #undef GPUSLACK_DEFINE_HOOK

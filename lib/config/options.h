@@ -37,7 +37,11 @@ namespace gpuslack {
   X(call_site_threshold_us, double, 100.0,                                     \
     "calls blocked longer than this record their call site")                   \
   X(top_call_sites, int, 5, "call sites listed per category in the summary")   \
-  X(nvtx, bool, true, "emit NVTX ranges in the \"gpuslack\" domain")
+  X(nvtx, bool, true, "emit NVTX ranges in the \"gpuslack\" domain")         \
+  X(collective_timing_every, int, 8,                                           \
+    "time the GPU side of one NCCL call in this many (each costs two events)") \
+  X(expected_busbw_gbps, double, 0.0,                                          \
+    "warn when large collectives run below half this bus bandwidth (0: off)")
 
 struct Options {
 #define GPUSLACK_OPTION_FIELD(key, type, def, doc) type key = def;

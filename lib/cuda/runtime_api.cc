@@ -33,13 +33,18 @@ GPUSLACK_RUNTIME_CALL(pointer_get_attributes, "cudaPointerGetAttributes",
 GPUSLACK_RUNTIME_CALL(peek_at_last_error, "cudaPeekAtLastError", (), ())
 GPUSLACK_RUNTIME_CALL(get_last_error, "cudaGetLastError", (), ())
 GPUSLACK_RUNTIME_CALL(get_device, "cudaGetDevice", (int* device), (device))
+GPUSLACK_RUNTIME_CALL(set_device, "cudaSetDevice", (int device), (device))
 GPUSLACK_RUNTIME_CALL(device_synchronize, "cudaDeviceSynchronize", (), ())
 GPUSLACK_RUNTIME_CALL(event_create, "cudaEventCreateWithFlags", (cudaEvent_t * event, unsigned int flags),
                       (event, flags))
 GPUSLACK_RUNTIME_CALL(event_record, "cudaEventRecord", (cudaEvent_t event, cudaStream_t stream), (event, stream))
 GPUSLACK_RUNTIME_CALL(event_query, "cudaEventQuery", (cudaEvent_t event), (event))
 GPUSLACK_RUNTIME_CALL(event_synchronize, "cudaEventSynchronize", (cudaEvent_t event), (event))
+GPUSLACK_RUNTIME_CALL(event_elapsed_ms, "cudaEventElapsedTime", (float* ms, cudaEvent_t start, cudaEvent_t end),
+                      (ms, start, end))
 GPUSLACK_RUNTIME_CALL(event_destroy, "cudaEventDestroy", (cudaEvent_t event), (event))
+GPUSLACK_RUNTIME_CALL(stream_is_capturing, "cudaStreamIsCapturing",
+                      (cudaStream_t stream, cudaStreamCaptureStatus * status), (stream, status))
 #undef GPUSLACK_RUNTIME_CALL
 
 }  // namespace cuda

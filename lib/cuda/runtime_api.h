@@ -11,16 +11,25 @@
 namespace gpuslack {
 namespace cuda {
 
+// Errors and pointers (cuda/pointer_kind.h).
 cudaError_t pointer_get_attributes(cudaPointerAttributes* attributes, const void* ptr);
 cudaError_t peek_at_last_error();
 cudaError_t get_last_error();
+
+// Devices, events and capture state: the collectives' GPU timing
+// (ledger/collective_events.h) and the allocator's free epochs. gpuslack
+// polls events; the two waiting calls serve only the stalls the README
+// documents (free_sync, and an allocation that must wait for pending frees).
 cudaError_t get_device(int* device);
+cudaError_t set_device(int device);
 cudaError_t device_synchronize();
 cudaError_t event_create(cudaEvent_t* event, unsigned int flags);
 cudaError_t event_record(cudaEvent_t event, cudaStream_t stream);
 cudaError_t event_query(cudaEvent_t event);
 cudaError_t event_synchronize(cudaEvent_t event);
+cudaError_t event_elapsed_ms(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t event_destroy(cudaEvent_t event);
+cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
 
 }  // namespace cuda
 }  // namespace gpuslack

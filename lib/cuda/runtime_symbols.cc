@@ -11,7 +11,7 @@ namespace cuda {
 namespace {
 
 // Any address inside libgpuslack.so, to tell our own object apart.
-const void* self_address() { return reinterpret_cast<const void*>(&find_runtime_symbol); }
+const void* self_address() { return reinterpret_cast<const void*>(&find_symbol); }
 
 bool is_self(void* addr) {
   Dl_info mine{}, theirs{};
@@ -25,38 +25,45 @@ const char* basename_of(const char* path) {
 }
 
 struct Scan {
-  const void* self_base;
+  const char* prefix;
   char path[4096];
   bool found;
 };
 
-int find_cudart(struct dl_phdr_info* info, size_t, void* data) {
+int find_library(struct dl_phdr_info* info, size_t, void* data) {
   auto* scan = static_cast<Scan*>(data);
   if (!info->dlpi_name || !*info->dlpi_name) return 0;
-  if (std::strncmp(basename_of(info->dlpi_name), "libcudart.so", 12) != 0) return 0;
+  if (std::strncmp(basename_of(info->dlpi_name), scan->prefix, std::strlen(scan->prefix)) != 0) return 0;
   std::strncpy(scan->path, info->dlpi_name, sizeof(scan->path) - 1);
   scan->path[sizeof(scan->path) - 1] = '\0';
   scan->found = true;
   return 1;  // stop at the first one
 }
 
-// The handle of the loaded libcudart, found once; never loads a new copy.
-void* loaded_cudart(const char** path) {
-  static std::atomic<void*> handle{nullptr};
-  static char found_path[4096];
+// One library's handle, found once; never loads a new copy.
+struct Loaded {
+  std::atomic<void*> handle{nullptr};
+  char path[4096] = {};
+};
+Loaded g_loaded[kLibraryCount];
+
+void* loaded_library(Library lib, const char** path) {
+  std::atomic<void*>& handle = g_loaded[static_cast<int>(lib)].handle;
+  char* found_path = g_loaded[static_cast<int>(lib)].path;
   void* h = handle.load(std::memory_order_acquire);
   if (h) {
     *path = found_path;
     return h;
   }
   Scan scan{};
-  dl_iterate_phdr(find_cudart, &scan);
+  scan.prefix = library_prefix(lib);
+  dl_iterate_phdr(find_library, &scan);
   if (!scan.found) return nullptr;
   h = dlopen(scan.path, RTLD_LAZY | RTLD_NOLOAD);
   if (!h) return nullptr;
   void* expected = nullptr;
   if (handle.compare_exchange_strong(expected, h, std::memory_order_acq_rel)) {
-    std::memcpy(found_path, scan.path, sizeof(found_path));
+    std::memcpy(found_path, scan.path, sizeof(scan.path));
   } else {
     dlclose(h);  // another thread won; drop our extra reference
     h = expected;
@@ -67,7 +74,11 @@ void* loaded_cudart(const char** path) {
 
 }  // namespace
 
-RuntimeSymbol find_runtime_symbol(const char* name) {
+const char* library_prefix(Library lib) {
+  return lib == Library::kNccl ? "libnccl.so" : "libcudart.so";
+}
+
+RuntimeSymbol find_symbol(Library lib, const char* name) {
   RuntimeSymbol r;
   if (void* p = dlsym(RTLD_NEXT, name); p && !is_self(p)) {
     r.address = p;
@@ -77,7 +88,7 @@ RuntimeSymbol find_runtime_symbol(const char* name) {
     return r;
   }
   const char* path = nullptr;
-  if (void* h = loaded_cudart(&path)) {
+  if (void* h = loaded_library(lib, &path)) {
     if (void* p = dlsym(h, name); p && !is_self(p)) {
       r.address = p;
       r.found_by = FoundBy::kLoadedLibrary;
@@ -87,10 +98,11 @@ RuntimeSymbol find_runtime_symbol(const char* name) {
   return r;
 }
 
-const char* found_by_name(FoundBy how) {
+const char* found_by_name(FoundBy how, Library lib) {
   switch (how) {
     case FoundBy::kRtldNext: return "RTLD_NEXT";
-    case FoundBy::kLoadedLibrary: return "the loaded libcudart (RTLD_LOCAL)";
+    case FoundBy::kLoadedLibrary:
+      return lib == Library::kNccl ? "the loaded libnccl (RTLD_LOCAL)" : "the loaded libcudart (RTLD_LOCAL)";
     case FoundBy::kNotFound: break;
   }
   return "nowhere";

@@ -1,4 +1,4 @@
-// Finding the real CUDA runtime entry points at run time.
+// Finding the real CUDA runtime (and NCCL) entry points at run time.
 //
 // gpuslack links no CUDA library (DESIGN.md, principle 2): a hook finds the
 // function it wraps here, by name, the first time it is called.
@@ -10,7 +10,7 @@
 //   2. Otherwise libcudart was loaded RTLD_LOCAL (ctypes, a plain dlopen by a
 //      framework's extension module), so it is not in the global scope. Walk
 //      the loaded objects (dl_iterate_phdr), take the first whose file name
-//      starts with "libcudart.so", re-open it with RTLD_NOLOAD (a new
+//      starts with the library's prefix ("libcudart.so", "libnccl.so"), re-open it with RTLD_NOLOAD (a new
 //      reference to the loaded copy, never a new load) and dlsym on that.
 //
 // Thread safety: any thread, any time; no locks, no allocation except
@@ -32,11 +32,24 @@ struct RuntimeSymbol {
   const char* library = nullptr;  // path of the object that defines it, if known
 };
 
-// Looks up the real definition of the CUDA runtime function `name`, never
-// one in libgpuslack.so itself.
-RuntimeSymbol find_runtime_symbol(const char* name);
+// The libraries whose entry points gpuslack finds.
+enum class Library : unsigned char {
+  kCudaRuntime,  // libcudart.so*
+  kNccl,         // libnccl.so*
+};
+inline constexpr int kLibraryCount = 2;
 
-const char* found_by_name(FoundBy how);
+// The file-name prefix the loaded-object scan looks for.
+const char* library_prefix(Library lib);
+
+// Looks up the real definition of `name` in `lib`, never one in
+// libgpuslack.so itself.
+RuntimeSymbol find_symbol(Library lib, const char* name);
+
+// The CUDA runtime function `name`: find_symbol(Library::kCudaRuntime, name).
+inline RuntimeSymbol find_runtime_symbol(const char* name) { return find_symbol(Library::kCudaRuntime, name); }
+
+const char* found_by_name(FoundBy how, Library lib = Library::kCudaRuntime);
 
 }  // namespace cuda
 }  // namespace gpuslack

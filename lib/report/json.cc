@@ -107,6 +107,7 @@ class Writer {
   void integer(int64_t v) { raw(std::to_string(v)); }
   void unsigned_integer(uint64_t v) { raw(std::to_string(v)); }
   void null() { raw("null"); }
+  void boolean(bool v) { raw(v ? "true" : "false"); }
 
   std::string take() { return std::move(out_) + "\n"; }
 
@@ -245,6 +246,56 @@ void call_site(const CallSiteRow& c, Writer* w) {
   w->end_object();
 }
 
+void collectives(const CollectivesSection& c, Writer* w) {
+  w->begin_object();
+  w->key("nccl_version").integer(c.nccl_version);
+  w->key("timing_every").integer(c.timing_every);
+  w->key("host_s").seconds(c.host_s);
+  w->key("host_share").share(c.host_share);
+  w->key("gpu_s_estimated").seconds(c.gpu_s_estimated);
+  w->key("gpu_share").share(c.gpu_share);
+  w->key("pending").unsigned_integer(c.pending);
+  w->key("dropped").unsigned_integer(c.dropped);
+  w->key("rows").begin_array();
+  for (const CollectiveRow& r : c.rows) {
+    w->begin_object();
+    w->key("op").string(r.op);
+    w->key("datatype").string(r.datatype);
+    w->key("size_bucket").integer(r.bucket);
+    w->key("nranks").integer(r.nranks);
+    w->key("count").unsigned_integer(r.count);
+    w->key("captured").unsigned_integer(r.captured);
+    w->key("timed").unsigned_integer(r.timed);
+    w->key("bytes").unsigned_integer(r.bytes);
+    w->key("host_s").seconds(r.host_s);
+    w->key("gpu_s").seconds(r.gpu_s);
+    w->key("gpu_p50_s").seconds(r.gpu_p50_s);
+    w->key("gpu_p99_s").seconds(r.gpu_p99_s);
+    w->key("algbw_gbps").share(r.algbw_gbps);
+    w->key("busbw_gbps").share(r.busbw_gbps);
+    w->end_object();
+  }
+  w->end_array();
+  w->key("communicators").begin_array();
+  for (const CommunicatorRow& m : c.communicators) {
+    w->begin_object();
+    w->key("nranks").integer(m.nranks);
+    w->key("rank").integer(m.rank);
+    w->key("device").integer(m.device);
+    w->key("alive").boolean(m.alive);
+    w->key("aborted").boolean(m.aborted);
+    w->end_object();
+  }
+  w->end_array();
+  w->key("env").begin_object();
+  for (const auto& [k, v] : c.env) w->key(k.c_str()).string(v);
+  w->end_object();
+  w->key("warnings").begin_array();
+  for (const std::string& s : c.warnings) w->string(s);
+  w->end_array();
+  w->end_object();
+}
+
 }  // namespace
 
 std::string json_string(const std::string& text) {
@@ -289,6 +340,12 @@ std::string format_json(const Summary& s) {
   w.key("call_sites").begin_array();
   for (const CallSiteRow& c : s.call_sites) call_site(c, &w);
   w.end_array();
+  w.key("collectives");
+  if (s.collectives.present) {
+    collectives(s.collectives, &w);
+  } else {
+    w.null();
+  }
   w.end_object();
   return w.take();
 }

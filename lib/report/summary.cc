@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "build_info.h"
+#include "report/collectives.h"
 #include "report/symbolize.h"
 
 namespace gpuslack {
@@ -246,6 +247,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.calls = call_rows(threads, tick_s);
   s.copies = copy_rows(threads, tick_s);
   s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
+  s.collectives = build_collectives(run, tick_s, s.wall_s);
   return s;
 }
 

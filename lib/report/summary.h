@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "ledger/api_call.h"
+#include "ledger/collectives.h"
+#include "ledger/communicators.h"
 #include "ledger/ledger.h"
 
 namespace gpuslack {
@@ -64,6 +66,46 @@ struct ThreadRow {
   std::vector<CategoryTime> categories;    // every category, in enum order
 };
 
+// One (operation, datatype, log2 size bucket, communicator size) of NCCL
+// calls. GPU figures come from the timed calls only (collective_timing_every);
+// algbw = bytes / GPU time of the timed calls, busbw = algbw × nccl-tests'
+// factor (ledger/collectives.h).
+struct CollectiveRow {
+  std::string op;        // "all-reduce", ...
+  std::string datatype;  // "float32", ...
+  int bucket = 0;        // bytes per call in [2^bucket, 2^(bucket+1))
+  int nranks = 0;        // 0: unknown
+  uint64_t count = 0;
+  uint64_t captured = 0;  // of count: issued into a CUDA graph, never timed
+  uint64_t timed = 0;     // of count: with GPU time resolved
+  uint64_t bytes = 0;     // all calls, nccl-tests' S summed
+  double host_s = 0;      // all calls
+  double gpu_s = 0;       // timed calls
+  double gpu_p50_s = 0, gpu_p99_s = 0;
+  double algbw_gbps = 0, busbw_gbps = 0;  // 0 when none timed
+};
+
+struct CommunicatorRow {
+  int nranks = 0, rank = -1, device = -1;
+  bool alive = true, aborted = false;
+};
+
+struct CollectivesSection {
+  bool present = false;    // any NCCL call or communicator seen
+  int nccl_version = 0;    // NCCL_VERSION_CODE of the loaded library; 0 unknown
+  int timing_every = 1;    // one call in this many is timed
+  double host_s = 0;       // host time in collectives, all threads
+  double host_share = 0;   // of wall time
+  double gpu_s_estimated = 0;  // GPU time of the timed calls scaled to all calls
+  double gpu_share = 0;        // gpu_s_estimated / wall time
+  uint64_t pending = 0;    // timed calls still running on the GPU
+  uint64_t dropped = 0;    // timed calls whose events failed (aborted comms)
+  std::vector<CollectiveRow> rows;  // most host + GPU time first
+  std::vector<CommunicatorRow> communicators;
+  std::vector<std::pair<std::string, std::string>> env;  // NCCL_* in effect, by name
+  std::vector<std::string> warnings;  // "all-reduce ran at X GB/s bus bandwidth, expected Y"
+};
+
 struct Summary {
   int schema_version = kSchemaVersion;
   std::string gpuslack_version;
@@ -85,6 +127,7 @@ struct Summary {
   std::vector<CopyRow> copies;           // copy kinds seen, most time first
   std::vector<CallSiteRow> call_sites;   // top call sites per category: categories in enum
                                          // order, most blocked first within each
+  CollectivesSection collectives;
 };
 
 // Facts about the process that the ledger does not hold.
@@ -97,6 +140,12 @@ struct RunInfo {
   // Call sites whose longest call was shorter are left out: the ledger may
   // have recorded some before the clock was calibrated (session.h).
   double call_site_threshold_s = 0;
+  // The collectives ledger and communicators (session.cc fills them).
+  ledger::CollectiveSnapshot collectives;
+  std::vector<ledger::CommRow> communicators;
+  int nccl_version = 0;
+  int collective_timing_every = 1;
+  double expected_busbw_gbps = 0;  // 0: no check
 };
 
 // Builds the summary from ledger figures. Symbolizes call-site frames.

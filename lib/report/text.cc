@@ -167,6 +167,52 @@ void copy_table(const Summary& s, std::string* out) {
   table.render("  ", out);
 }
 
+std::string nccl_version_text(int code) {
+  if (code <= 0) return "unknown";
+  // NCCL_VERSION(X,Y,Z): X*10000 + Y*100 + Z since 2.9 (X*1000 + Y*100 + Z before).
+  if (code >= 10000) return printf_string("%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+  return printf_string("%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
+}
+
+std::string gbps_text(double v) { return v > 0 ? printf_string("%.2f", v) : "-"; }
+
+// Note: the GPU columns come from one call in `timing_every` (README,
+// "Collectives").
+void collective_table(const Summary& s, std::string* out) {
+  const CollectivesSection& c = s.collectives;
+  if (!c.present) return;
+  line(out, "collectives: NCCL " + nccl_version_text(c.nccl_version) + ", host " + seconds_1(c.host_s) + " (" +
+                percent(c.host_share) + " of wall), GPU ~" + seconds_1(c.gpu_s_estimated) + " (" +
+                percent(c.gpu_share) + " of wall); GPU time from 1 call in " + std::to_string(c.timing_every));
+  for (const std::string& w : c.warnings) line(out, "  warning: " + printable(w));
+  if (!c.rows.empty()) {
+    Table table(5);
+    table.add({"op", "type", "size", "ranks", "count", "captured", "bytes", "host s", "GPU s", "GPU p50", "GPU p99",
+               "algbw GB/s", "busbw GB/s"});
+    for (const CollectiveRow& r : c.rows) {
+      table.add({r.op, r.datatype, ">=" + bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0),
+                 r.nranks > 0 ? std::to_string(r.nranks) : "?", count_text(r.count), count_text(r.captured),
+                 bytes_text(r.bytes), seconds_3(r.host_s), r.timed > 0 ? seconds_3(r.gpu_s) : "-",
+                 r.timed > 0 ? duration(r.gpu_p50_s) : "-", r.timed > 0 ? duration(r.gpu_p99_s) : "-",
+                 gbps_text(r.algbw_gbps), gbps_text(r.busbw_gbps)});
+    }
+    table.render("  ", out);
+  }
+  std::string comms;
+  for (const CommunicatorRow& m : c.communicators) {
+    if (!comms.empty()) comms += ", ";
+    comms += "rank " + std::to_string(m.rank) + "/" + std::to_string(m.nranks) + " on device " +
+             std::to_string(m.device) + (m.aborted ? " (aborted)" : "");
+  }
+  if (!comms.empty()) line(out, "  communicators: " + comms);
+  std::string env;
+  for (const auto& [k, v] : c.env) env += (env.empty() ? "" : " ") + printable(k) + "=" + printable(v);
+  if (!env.empty()) line(out, "  environment: " + env);
+  if (c.pending > 0 || c.dropped > 0)
+    line(out, "  timed calls still running: " + count_text(c.pending) + ", lost to failed events: " +
+                  count_text(c.dropped));
+}
+
 void worst_thread(const Summary& s, std::string* out) {
   if (s.threads.empty()) return;
   const ThreadRow& t = s.worst_thread;
@@ -205,6 +251,7 @@ std::string format_text(const Summary& summary) {
   headline(summary, &out);
   call_tables(summary, &out);
   copy_table(summary, &out);
+  collective_table(summary, &out);
   worst_thread(summary, &out);
   call_sites(summary, &out);
   return out;

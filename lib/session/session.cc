@@ -10,7 +10,10 @@
 
 #include "absl/strings/str_format.h"
 #include "config/options.h"
+#include "cuda/nccl_api.h"
 #include "ledger/clock.h"
+#include "ledger/collectives.h"
+#include "ledger/communicators.h"
 #include "ledger/ledger.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
@@ -60,6 +63,7 @@ void on_fork_child() {
   detail::g_active.store(false, std::memory_order_relaxed);
   g_exit_written = false;
   ledger::reset();
+  ledger::reset_collectives();
   reporter_after_fork_child();
 }
 
@@ -86,6 +90,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   if (!g_started_utc) g_started_utc = new std::string();
   *g_started_utc = utc_now();
   nvtx::set_enabled(o.nvtx);
+  ledger::set_collective_timing_every(o.collective_timing_every);
   for (int i = 0; i < n_calls; ++i) {
     ledger::register_call(calls[i]);
     nvtx::register_call(calls[i]);
@@ -125,6 +130,14 @@ report::RunInfo run_info(const char* reason) {
   run.tick_seconds = clock::tick_seconds();
   run.top_call_sites = o.top_call_sites;
   run.call_site_threshold_s = o.call_site_threshold_us * 1e-6;
+  run.collectives = ledger::collectives_snapshot();
+  run.communicators = ledger::comms_seen();
+  if (!run.collectives.rows.empty() || !run.communicators.empty()) {
+    int version = 0;
+    if (cuda::nccl_get_version(&version) == ncclSuccess) run.nccl_version = version;
+  }
+  run.collective_timing_every = o.collective_timing_every < 1 ? 1 : o.collective_timing_every;
+  run.expected_busbw_gbps = o.expected_busbw_gbps;
   return run;
 }
 

@@ -113,6 +113,36 @@ class Summary(unittest.TestCase):
                                capture_output=True, text=True)
             self.assertEqual(0, v.returncode, v.stdout + v.stderr)
 
+    def test_demo_all_reduce_shows_its_bus_bandwidth(self):
+        # The demo all-reduces its 64 MiB of gradients on 2 ranks each step;
+        # at a 2 GB/s simulated link the busbw must come out near 2 GB/s.
+        sim = {"GPUSIM_DEVICE_COUNT": "2", "GPUSIM_COST_NCCL_GBPS": "2", "NCCL_PROTO": "Simple",
+               "LD_LIBRARY_PATH": ENV["SIMCUDA_DIR"]}
+        argv = [ENV["TRAIN_LOOP"], "--steps", "6"]
+        plain = run(argv, self.out, preload=False, extra=sim)
+        r = run(argv, self.out, conf="collective_timing_every:1,expected_busbw_gbps:50,text_summary:off",
+                extra=sim)
+        self.assertEqual(plain.returncode, r.returncode, r.stderr)
+        doc = summary(self.out)
+        c = doc["collectives"]
+        self.assertIsNotNone(c)
+        self.assertGreater(c["nccl_version"], 0)
+        self.assertEqual("Simple", c["env"].get("NCCL_PROTO"))
+        rows = [x for x in c["rows"] if x["op"] == "all-reduce"]
+        self.assertEqual(1, len(rows), c["rows"])
+        row = rows[0]
+        self.assertEqual(2, row["nranks"])
+        self.assertEqual(0, row["count"] % 2)  # one per rank per step
+        self.assertEqual(row["count"], row["timed"] + 0, row)
+        self.assertGreater(row["busbw_gbps"], 2 * 0.33)
+        self.assertLess(row["busbw_gbps"], 2 * 1.25)
+        self.assertEqual(len(c["communicators"]), 2)
+        self.assertTrue(any("all-reduce ran at" in w for w in c["warnings"]), c["warnings"])
+        path = glob.glob(os.path.join(self.out, "*.json"))[0]
+        v = subprocess.run(["/usr/bin/python3", ENV["VALIDATOR"], ENV["SCHEMA"], path],
+                           capture_output=True, text=True)
+        self.assertEqual(0, v.returncode, v.stdout + v.stderr)
+
     def test_eight_threads_calling_hooks_at_once_are_all_counted(self):
         r = self.stall("threads")
         self.assertEqual(0, r.returncode, r.stderr)

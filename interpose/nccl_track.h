@@ -1,0 +1,75 @@
+// The `track` column of nccl_hook_table.h: what the collectives ledger
+// (ledger/collectives.h) and the communicator table (ledger/communicators.h)
+// do around one NCCL call. The generator in hooks.cc calls
+//   auto t = track_begin(<track expression>);   // before the real call, untimed
+//   track_end(t, result, ticks);                // after it, untimed
+// and the overloads below pick the work by the expression's type; Untracked
+// (every runtime row) compiles to nothing.
+//
+// Not to be included outside interpose/.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdint>
+
+#include "ledger/collectives.h"
+#include "ledger/communicators.h"
+
+namespace gpuslack {
+namespace interpose {
+
+struct Untracked {};
+inline Untracked track_begin(Untracked u) { return u; }
+template <typename R>
+inline void track_end(Untracked, R, uint64_t) {}
+
+inline constexpr auto kAllReduce = ledger::CollectiveOp::kAllReduce;
+inline constexpr auto kReduceScatter = ledger::CollectiveOp::kReduceScatter;
+inline constexpr auto kAllGather = ledger::CollectiveOp::kAllGather;
+inline constexpr auto kBroadcast = ledger::CollectiveOp::kBroadcast;
+inline constexpr auto kReduce = ledger::CollectiveOp::kReduce;
+inline constexpr auto kAlltoAll = ledger::CollectiveOp::kAlltoAll;
+inline constexpr auto kGather = ledger::CollectiveOp::kGather;
+inline constexpr auto kScatter = ledger::CollectiveOp::kScatter;
+inline constexpr auto kSend = ledger::CollectiveOp::kSend;
+inline constexpr auto kRecv = ledger::CollectiveOp::kRecv;
+
+inline uint64_t elem_bytes(size_t count, ncclDataType_t datatype) {
+  return static_cast<uint64_t>(count) * ledger::datatype_size(datatype);
+}
+
+// A collective or point-to-point call. ncclInProgress (a non-blocking
+// communicator) counts as issued.
+inline ledger::Collective coll(ledger::CollectiveOp op, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                               cudaStream_t stream) {
+  return {op, count, static_cast<int>(datatype), comm, stream};
+}
+inline ledger::CollectiveTrack track_begin(const ledger::Collective& c) { return ledger::collective_begin(c); }
+inline void track_end(ledger::CollectiveTrack& t, ncclResult_t r, uint64_t ticks) {
+  ledger::collective_end(t, r == ncclSuccess || r == ncclInProgress, ticks);
+}
+
+struct GroupStart {};
+inline GroupStart track_begin(GroupStart g) { return g; }
+inline void track_end(GroupStart, ncclResult_t r, uint64_t) { ledger::group_started(r == ncclSuccess); }
+
+struct GroupEnd {};
+inline ledger::GroupTrack track_begin(GroupEnd) { return ledger::group_end_begin(); }
+inline void track_end(ledger::GroupTrack& g, ncclResult_t r, uint64_t) {
+  ledger::group_end_finish(g, r == ncclSuccess || r == ncclInProgress);
+}
+
+// ncclCommDestroy / ncclCommAbort: the address may be reused by a later comm.
+struct CommGone {
+  ncclComm_t comm;
+  bool aborted;
+};
+inline CommGone track_begin(CommGone g) { return g; }
+inline void track_end(CommGone g, ncclResult_t r, uint64_t) {
+  if (r == ncclSuccess || g.aborted) ledger::comm_forget(g.comm, g.aborted);
+}
+
+}  // namespace interpose
+}  // namespace gpuslack

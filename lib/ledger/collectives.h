@@ -1,0 +1,133 @@
+// The collectives ledger: every NCCL collective and point-to-point call,
+// per (operation, datatype, log2 size bucket, communicator size), with its
+// host time and, for a sample of the calls, its GPU time.
+//
+// What is counted: every call that NCCL accepted (ncclSuccess, or
+// ncclInProgress on a non-blocking communicator): count, bytes, host ticks;
+// calls on a stream that was capturing a CUDA graph are counted and also
+// counted as "captured", and never timed. Bytes are nccl-tests' S: the
+// per-rank buffer for AllReduce, Broadcast, Reduce, Send, Recv; the total
+// over all ranks for ReduceScatter, AllGather, AlltoAll, Gather, Scatter.
+//
+// GPU time (Note [Timing one collective in N]): recording an event costs
+// about 1 µs on real hardware, more than the budget a hook has. So one call
+// in collective_timing_every is timed, picked deterministically (the 1st,
+// (N+1)th, ... call of each operation on each thread; for grouped calls,
+// the 1st, (N+1)th, ... outermost group of the thread). A timed call gets an
+// event recorded on its stream before and after it; a timed group gets one
+// pair per member stream around the outermost ncclGroupEnd, and each
+// stream's time is shared among that stream's members by bytes. The pair
+// goes on the thread's pending ring and is resolved by polling
+// (cudaEventQuery) from later timed calls and at report time: never a
+// synchronization. A full ring leaves the call untimed. GPU statistics come
+// from the timed calls; counts, bytes and host time from all of them.
+//
+// Hot path (an untimed call outside a group): a communicator lookup
+// (communicators.h), one cudaStreamIsCapturing, a probe of the thread's
+// cell table and four single-writer relaxed stores: no lock, no allocation.
+// Timed calls and report time take the thread shard's own mutex (guarding
+// its pending ring and GPU figures) and the event pool's (events.h).
+//
+// Thread safety: begin/end/group_* on the calling thread's state; the
+// snapshot from any thread. The CollectiveTrack / GroupTrack values live on
+// the hooking thread's stack between the two calls.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ledger/histogram.h"
+
+namespace gpuslack {
+namespace ledger {
+
+enum class CollectiveOp : uint8_t {
+  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAlltoAll, kGather, kScatter, kSend, kRecv,
+};
+inline constexpr int kCollectiveOpCount = 10;
+
+// "all-reduce", "reduce-scatter", "all-gather", "broadcast", "reduce",
+// "all-to-all", "gather", "scatter", "send", "recv".
+const char* collective_op_name(CollectiveOp op);
+// nccl-tests: busbw = algbw × this. AllReduce 2(n−1)/n; ReduceScatter,
+// AllGather, AlltoAll, Gather, Scatter (n−1)/n; the others 1.
+double bus_factor(CollectiveOp op, int nranks);
+// nccl-tests' S for one call of `count` elements of `elem_size` bytes.
+uint64_t collective_bytes(CollectiveOp op, size_t count, size_t elem_size, int nranks);
+// NCCL datatypes by their ncclDataType_t value: "int8", ..., "float32", ...
+const char* datatype_name(int datatype);
+size_t datatype_size(int datatype);  // 0 for an unknown value
+
+// One call, as the hook sees it before forwarding.
+struct Collective {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  size_t count = 0;
+  int datatype = 0;
+  void* comm = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+struct CollectiveTrack {
+  uint32_t key = 0;
+  uint64_t bytes = 0;
+  cudaStream_t stream = nullptr;
+  int device = -1;
+  cudaEvent_t start = nullptr;  // timed and recorded
+  bool captured = false;
+  bool in_group = false;
+  bool active = false;  // the ledger could take the call (a shard exists)
+};
+
+// Sets N of Note [Timing one collective in N] (< 1 reads as 1).
+void set_collective_timing_every(int n);
+
+// Before forwarding: sizes the call, checks capture, may record the start event.
+CollectiveTrack collective_begin(const Collective& c);
+// After: `issued` when NCCL returned ncclSuccess or ncclInProgress.
+void collective_end(CollectiveTrack& t, bool issued, uint64_t ticks);
+
+struct GroupTrack {
+  bool outermost = false;
+  bool timed = false;
+  int n_streams = 0;
+  cudaStream_t streams[8] = {};
+  int devices[8] = {};
+  cudaEvent_t starts[8] = {};
+};
+// ncclGroupStart returned (ok: it succeeded).
+void group_started(bool ok);
+// Before forwarding ncclGroupEnd / after it.
+GroupTrack group_end_begin();
+void group_end_finish(GroupTrack& g, bool issued);
+
+// ---- report time ----
+
+struct CollectiveFigures {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int datatype = 0;
+  int bucket = 0;  // bytes in [2^bucket, 2^(bucket+1)); 0 also holds 0
+  int nranks = 0;  // 0: unknown
+  uint64_t count = 0, bytes = 0, host_ticks = 0, captured = 0;
+  uint64_t timed = 0, timed_bytes = 0;  // timed calls resolved so far
+  double gpu_s = 0;                     // GPU time of the timed calls
+  Histogram gpu_ns;                     // per timed call, ns
+};
+
+struct CollectiveSnapshot {
+  std::vector<CollectiveFigures> rows;  // merged across threads, in key order
+  uint64_t pending = 0;     // timed calls not finished on the GPU yet
+  uint64_t dropped = 0;     // timed calls whose events failed (an aborted comm)
+  uint64_t untracked = 0;   // calls a full cell table could not hold
+};
+
+// Polls every thread's pending events (never waits), then merges.
+CollectiveSnapshot collectives_snapshot();
+
+// Forgets every figure (a forked child starts clean).
+void reset_collectives();
+
+}  // namespace ledger
+}  // namespace gpuslack

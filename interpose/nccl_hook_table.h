@@ -81,9 +81,9 @@
      cudaStream_t stream),                                                                               \
     (recvbuff, count, datatype, peer, comm, stream), GPUSLACK_COLL, elem_bytes(count, datatype),         \
     CallInfo{}, coll(kRecv, count, datatype, comm, stream))                                               \
-  /* ---- groups ---- */                                                                                 \
+  /* ---- groups: grouped collectives are launched in ncclGroupEnd ---- */                               \
   X(ncclGroupStart, ncclResult_t, (), (), GPUSLACK_OTHER, 0, CallInfo{}, GroupStart{})                   \
-  X(ncclGroupEnd, ncclResult_t, (), (), GPUSLACK_OTHER, 0, CallInfo{}, GroupEnd{})                       \
+  X(ncclGroupEnd, ncclResult_t, (), (), GPUSLACK_COLL, 0, CallInfo{}, GroupEnd{})                       \
   /* ---- communicators ---- */                                                                          \
   X(ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId id, int rank),          \
     (comm, nranks, id, rank), GPUSLACK_OTHER, 0, CallInfo{}, Untracked{})                                \

@@ -35,9 +35,15 @@ std::string printable(const std::string& s) {
   return out;
 }
 
+std::string duration(double s);
+
 // Seconds for a headline, to three significant digits ("0.0502 s", "2.1 s",
-// "12.5 s"; a short run's 0.05 s must not read 0.1), whole above 1000 s.
-std::string seconds_1(double s) { return printf_string(s >= 1000 ? "%.0f s" : "%.3g s", s); }
+// "12.5 s"; a short run's 0.05 s must not read 0.1), whole above 1000 s,
+// and in the unit that reads best below 10 ms ("26.1 us", not "2.61e-05 s").
+std::string seconds_1(double s) {
+  if (s > 0 && s < 0.01) return duration(s);
+  return printf_string(s >= 1000 ? "%.0f s" : "%.3g s", s);
+}
 std::string seconds_3(double s) { return printf_string("%.3f", s); }
 std::string percent(double share) { return printf_string("%.1f%%", share * 100); }
 

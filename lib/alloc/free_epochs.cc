@@ -1,0 +1,102 @@
+#include "alloc/free_epochs.h"
+
+#include "cuda/runtime_api.h"
+#include "ledger/clock.h"
+
+namespace gpuslack {
+namespace alloc {
+
+FreeEpochs::~FreeEpochs() {
+  for (cudaEvent_t e : pool_) cuda::event_destroy(e);
+  for (Epoch& e : closed_)
+    for (cudaEvent_t ev : e.events) cuda::event_destroy(ev);
+}
+
+size_t FreeEpochs::pending_blocks() const {
+  size_t n = open_.size();
+  for (const Epoch& e : closed_) n += e.blocks.size();
+  return n;
+}
+
+cudaEvent_t FreeEpochs::take_event() {
+  if (!pool_.empty()) {
+    cudaEvent_t e = pool_.back();
+    pool_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  if (cuda::event_create(&e, cudaEventDisableTiming) != cudaSuccess) {
+    cuda::get_last_error();
+    return nullptr;
+  }
+  return e;
+}
+
+void FreeEpochs::give_back(Epoch& e) {
+  for (cudaEvent_t ev : e.events) pool_.push_back(ev);
+  e.events.clear();
+  e.drains.clear();
+}
+
+bool FreeEpochs::close() {
+  if (open_.empty()) return true;
+  Fences f = fences(device_);
+  Epoch epoch;
+  for (cudaStream_t s : f.streams) {
+    cudaEvent_t ev = take_event();
+    if (!ev || cuda::event_record(ev, s) != cudaSuccess) {
+      cuda::get_last_error();
+      if (ev) pool_.push_back(ev);
+      give_back(epoch);
+      return false;
+    }
+    epoch.events.push_back(ev);
+  }
+  epoch.drains = std::move(f.drains);
+  epoch.blocks.swap(open_);
+  closed_.push_back(std::move(epoch));
+  ++closed_count_;
+  return true;
+}
+
+bool FreeEpochs::complete(const Epoch& e) const {
+  for (cudaEvent_t ev : e.events)
+    if (cuda::event_query(ev) != cudaSuccess) return false;
+  for (const auto& d : e.drains)
+    if (d->event && cuda::event_query(d->event) != cudaSuccess) return false;
+  return true;
+}
+
+void FreeEpochs::poll(std::vector<uint64_t>* ready) {
+  // Epochs complete in order on each stream; the oldest first is enough to
+  // stop at the first incomplete one.
+  while (!closed_.empty() && complete(closed_.front())) {
+    Epoch& e = closed_.front();
+    ready->insert(ready->end(), e.blocks.begin(), e.blocks.end());
+    give_back(e);
+    closed_.pop_front();
+  }
+}
+
+double FreeEpochs::wait_all(std::vector<uint64_t>* ready) {
+  double start = clock::monotonic_seconds();
+  if (!close()) {
+    // Could not fence the open epoch: the only safe way left is to wait
+    // for the whole device, as cudaFree would have.
+    cuda::device_synchronize();
+    ready->insert(ready->end(), open_.begin(), open_.end());
+    open_.clear();
+  }
+  for (Epoch& e : closed_) {
+    for (cudaEvent_t ev : e.events) cuda::event_synchronize(ev);
+    for (const auto& d : e.drains)
+      if (d->event) cuda::event_synchronize(d->event);
+    ready->insert(ready->end(), e.blocks.begin(), e.blocks.end());
+    give_back(e);
+  }
+  closed_.clear();
+  return clock::monotonic_seconds() - start;
+}
+
+}  // namespace alloc
+}  // namespace gpuslack

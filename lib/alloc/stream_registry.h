@@ -1,0 +1,57 @@
+// StreamRegistry: the streams a free must be fenced against.
+//
+// Note [Fence streams]: to free without synchronizing the device, the
+// allocator records events that complete only after every piece of GPU work
+// enqueued before the free (free_epochs.h). It need not record one on every
+// stream: CUDA orders work on the legacy default stream after all earlier
+// work of every blocking stream of the device (per-thread default streams
+// are blocking streams), so one event on the legacy stream covers them all.
+// Only non-blocking streams (cudaStreamNonBlocking) need their own event.
+//
+// The hooks of cudaStreamCreate*/cudaStreamDestroy keep this registry (that
+// is the contract's assumption: streams created through the driver API are
+// not seen until driver-level coverage exists). A destroyed non-blocking
+// stream may still have work queued; it stays a fence stream until an event
+// recorded at its destruction completes.
+//
+// Thread safety: any thread; a mutex, taken on stream creation and
+// destruction and when an epoch closes, never on a hook's fast path.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+namespace gpuslack {
+namespace alloc {
+
+void stream_created(cudaStream_t stream, int device, unsigned int flags);
+// Before the stream is destroyed (its work may still be queued).
+void stream_destroying(cudaStream_t stream);
+
+// An event that owns its cudaEvent_t (destroyed with the last reference).
+struct OwnedEvent {
+  cudaEvent_t event = nullptr;
+  OwnedEvent() = default;
+  explicit OwnedEvent(cudaEvent_t e) : event(e) {}
+  ~OwnedEvent();
+  OwnedEvent(const OwnedEvent&) = delete;
+  OwnedEvent& operator=(const OwnedEvent&) = delete;
+};
+
+// What a free epoch of `device` must be fenced against: events to record
+// now on `streams` (the legacy default stream and every live non-blocking
+// stream), and events already recorded on destroyed non-blocking streams
+// whose work may still be queued (`drains`; the epoch keeps them alive).
+struct Fences {
+  std::vector<cudaStream_t> streams;
+  std::vector<std::shared_ptr<OwnedEvent>> drains;
+};
+Fences fences(int device);
+
+// Forgets everything (tests).
+void reset_streams();
+
+}  // namespace alloc
+}  // namespace gpuslack

@@ -117,6 +117,9 @@ TEST(DeviceAllocator, NeverHandsOutMemoryAKernelStillUses) {
 }
 
 TEST(DeviceAllocator, WithoutItsStreamsTheFenceMissesThem) {
+#ifdef __SANITIZE_THREAD__
+  GTEST_SKIP() << "the host write under a running kernel is a deliberate data race";
+#endif
   // The control: the same run with the streams unknown to the registry
   // (only the legacy stream is fenced) does hand out busy memory, which
   // the busy kernel sees. This is why the stream hooks feed the registry.

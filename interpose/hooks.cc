@@ -155,6 +155,8 @@ class HookScope {
 }  // namespace interpose
 }  // namespace gpuslack
 
+#include "routes.h"
+
 #define GPUSLACK_DEFINE_HOOK(lib, sym, ret, params, args, cat, bytes, info, track)           \
   extern "C" __attribute__((visibility("default"))) ret sym params {                          \
     using namespace ::gpuslack;                                                               \
@@ -165,7 +167,7 @@ class HookScope {
     HookScope scope(kCall_##sym, static_cast<uint64_t>(bytes));                               \
     auto tracked = track_begin(track);                                                        \
     scope.start();                                                                            \
-    ret result = reinterpret_cast<Real>(real) args;                                           \
+    ret result = route<kId_##sym>(reinterpret_cast<Real>(real)) args;                         \
     uint64_t ticks = scope.stop();                                                            \
     track_end(tracked, result, ticks);                                                        \
     scope.record(ticks, succeeded(result) ? CallInfo(info) : CallInfo{});                     \

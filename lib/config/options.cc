@@ -76,6 +76,11 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
 #undef GPUSLACK_OPTION_PARSE
     if (!known) errors->push_back(absl::StrFormat("GPUSLACK_CONF: unknown key '%s'; ignored", key));
   }
+  if (o.allocator != "native" && o.allocator != "vmm") {
+    errors->push_back(absl::StrFormat("GPUSLACK_CONF: allocator:%s is not one of native, vmm; using \"native\"",
+                                      o.allocator));
+    o.allocator = "native";
+  }
   if (o.text_summary != "stderr" && o.text_summary != "file" && o.text_summary != "off") {
     errors->push_back(absl::StrFormat(
         "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"", o.text_summary));

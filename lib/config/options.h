@@ -38,6 +38,12 @@ namespace gpuslack {
     "calls blocked longer than this record their call site")                   \
   X(top_call_sites, int, 5, "call sites listed per category in the summary")   \
   X(nvtx, bool, true, "emit NVTX ranges in the \"gpuslack\" domain")         \
+  X(allocator, std::string, "native",                                          \
+    "cudaMalloc/cudaFree: native, or vmm (gpuslack's allocator, experimental)")  \
+  X(free_sync, bool, false,                                                    \
+    "vmm: keep cudaFree's device synchronization (for code that relied on it)") \
+  X(cache_limit_mb, int, 0,                                                    \
+    "vmm: release free physical memory past this many MiB (0: only on demand)") \
   X(collective_timing_every, int, 8,                                           \
     "time the GPU side of one NCCL call in this many (each costs two events)") \
   X(expected_busbw_gbps, double, 0.0,                                          \

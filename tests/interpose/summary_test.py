@@ -235,6 +235,28 @@ class Summary(unittest.TestCase):
         self.assertEqual(1, len(files), files)  # the parent's alone
         self.assertEqual(1, sum(1 for l in r.stderr.splitlines() if " lost (pid " in l), r.stderr)
 
+    def test_vmm_allocator_frees_without_waiting_for_the_device(self):
+        native = os.path.join(self.tmp.name, "native")
+        r = run([ENV["STALL_APP"], "free"], native)
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertGreaterEqual(call(summary(native), "cudaFree")["max_s"], STALL)
+        r = self.stall("free", conf="allocator:vmm")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        # The same cudaFree behind the same 50 ms kernel: no wait.
+        self.assertLess(call(doc, "cudaFree")["max_s"], 0.010)
+        self.assertLess(doc["categories"]["allocation"]["seconds"], 0.020)
+
+    def test_vmm_allocator_keeps_results_with_many_threads(self):
+        r = self.stall("threads", conf="allocator:vmm")
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertEqual(8, call(summary(self.out), "cudaMalloc")["count"])
+
+    def test_vmm_free_sync_restores_the_barrier(self):
+        r = self.stall("free", conf="allocator:vmm,free_sync:true")
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertGreaterEqual(call(summary(self.out), "cudaFree")["max_s"], STALL)
+
     def test_rank_goes_into_the_file_name_and_the_document(self):
         r = self.stall("sync", extra={"RANK": "3", "LOCAL_RANK": "1"})
         self.assertEqual(0, r.returncode, r.stderr)

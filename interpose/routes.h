@@ -1,0 +1,126 @@
+// Routes: the hooks that do more than forward.
+//
+// The generator (hooks.cc) calls route<id>(real) args: by default that is
+// the real function itself; a specialization below returns a function of
+// the same signature that takes the call somewhere else first. Timing,
+// NVTX and the ledger wrap routed calls exactly as forwarded ones, so the
+// summary shows what the application waited for either way.
+//
+//   cudaMalloc / cudaFree        -> the VMM allocator (alloc/vmm.h) when
+//                                   GPUSLACK_CONF selects allocator:vmm
+//   cudaStreamCreateWithFlags,
+//   cudaStreamCreateWithPriority,
+//   cudaStreamDestroy            -> the stream registry the allocator fences
+//                                   frees against (alloc/stream_registry.h)
+//
+// Included by hooks.cc only, after the tables are expanded (it names their
+// ids and slots).
+#pragma once
+
+#include "alloc/stream_registry.h"
+#include "alloc/vmm.h"
+#include "config/options.h"
+#include "cuda/runtime_api.h"
+
+namespace gpuslack {
+namespace interpose {
+namespace {
+
+template <uint16_t Id>
+struct Route {
+  template <typename Fn>
+  static Fn get(Fn real) {
+    return real;
+  }
+};
+template <uint16_t Id, typename Fn>
+Fn route(Fn real) {
+  return Route<Id>::get(real);
+}
+
+template <typename Fn>
+Fn real_of(Slot& slot) {
+  return reinterpret_cast<Fn>(real_address(slot));
+}
+
+using MallocFn = cudaError_t (*)(void**, size_t);
+using FreeFn = cudaError_t (*)(void*);
+
+// cudaMalloc: from the VMM allocator of the current device; when it cannot
+// serve (pass-through, or out of memory after trimming and waiting), from
+// the runtime, whose own answer (and last-error state) the caller then gets.
+cudaError_t routed_malloc(void** p, size_t size) {
+  MallocFn real = real_of<MallocFn>(slot_cudaMalloc);
+  if (!alloc::vmm_selected() || p == nullptr || size == 0) return real(p, size);
+  int device = 0;
+  if (cuda::get_device(&device) != cudaSuccess) return real(p, size);
+  alloc::DeviceAllocator* a = alloc::device_allocator(device);
+  void* block = a ? a->allocate(size) : nullptr;
+  if (!block) return real(p, size);
+  *p = block;
+  return cudaSuccess;
+}
+
+// cudaFree: a VMM block goes back to its allocator without synchronizing
+// the device (free_sync keeps the synchronization); anything else (NULL, a
+// native allocation, a bad pointer) to the runtime.
+cudaError_t routed_free(void* p) {
+  FreeFn real = real_of<FreeFn>(slot_cudaFree);
+  alloc::DeviceAllocator* a = p ? alloc::owner(p) : nullptr;
+  if (!a) return real(p);
+  if (options().free_sync) cuda::device_synchronize();
+  return a->free(p) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <>
+struct Route<kId_cudaMalloc> {
+  static MallocFn get(MallocFn) { return &routed_malloc; }
+};
+template <>
+struct Route<kId_cudaFree> {
+  static FreeFn get(FreeFn) { return &routed_free; }
+};
+
+// Non-blocking streams join the registry; blocking ones are covered by
+// the legacy default stream (Note [Fence streams]).
+void register_stream(cudaError_t result, cudaStream_t* s, unsigned int flags) {
+  if (result != cudaSuccess || s == nullptr) return;
+  int device = 0;
+  if (cuda::get_device(&device) == cudaSuccess) alloc::stream_created(*s, device, flags);
+}
+
+using CreateWithFlagsFn = cudaError_t (*)(cudaStream_t*, unsigned int);
+using CreateWithPriorityFn = cudaError_t (*)(cudaStream_t*, unsigned int, int);
+using DestroyFn = cudaError_t (*)(cudaStream_t);
+
+cudaError_t routed_create_with_flags(cudaStream_t* s, unsigned int flags) {
+  cudaError_t r = real_of<CreateWithFlagsFn>(slot_cudaStreamCreateWithFlags)(s, flags);
+  register_stream(r, s, flags);
+  return r;
+}
+cudaError_t routed_create_with_priority(cudaStream_t* s, unsigned int flags, int priority) {
+  cudaError_t r = real_of<CreateWithPriorityFn>(slot_cudaStreamCreateWithPriority)(s, flags, priority);
+  register_stream(r, s, flags);
+  return r;
+}
+cudaError_t routed_destroy(cudaStream_t s) {
+  alloc::stream_destroying(s);
+  return real_of<DestroyFn>(slot_cudaStreamDestroy)(s);
+}
+
+template <>
+struct Route<kId_cudaStreamCreateWithFlags> {
+  static CreateWithFlagsFn get(CreateWithFlagsFn) { return &routed_create_with_flags; }
+};
+template <>
+struct Route<kId_cudaStreamCreateWithPriority> {
+  static CreateWithPriorityFn get(CreateWithPriorityFn) { return &routed_create_with_priority; }
+};
+template <>
+struct Route<kId_cudaStreamDestroy> {
+  static DestroyFn get(DestroyFn) { return &routed_destroy; }
+};
+
+}  // namespace
+}  // namespace interpose
+}  // namespace gpuslack

@@ -1,0 +1,78 @@
+#include "alloc/vmm.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "config/options.h"
+#include "cuda/driver_api.h"
+#include "log/log.h"
+
+namespace gpuslack {
+namespace alloc {
+namespace {
+
+std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
+std::atomic<bool> g_refused[kMaxDevices];
+std::mutex g_make_mu;
+
+__attribute__((noinline, cold)) DeviceAllocator* make(int device) {
+  std::lock_guard<std::mutex> lock(g_make_mu);
+  if (DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire)) return a;
+  if (g_refused[device].load()) return nullptr;
+  const cuda::DriverApi* api = cuda::driver();
+  auto refuse = [&](const std::string& why) -> DeviceAllocator* {
+    log::warn("device {}: the VMM allocator is off ({}); cudaMalloc/cudaFree pass through", device, why);
+    g_refused[device].store(true);
+    return nullptr;
+  };
+  if (!api) return refuse(cuda::why_no_driver());
+  CUdevice dev;
+  size_t total = 0;
+  if (api->device_get(&dev, device) != CUDA_SUCCESS) return refuse("no such device");
+  {
+    // cuMemGetInfo answers for the current context's device: the runtime
+    // made the caller's device current.
+    size_t free_bytes = 0;
+    if (api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS || total == 0)
+      return refuse("cuMemGetInfo failed");
+  }
+  uint64_t cache_limit = static_cast<uint64_t>(options().cache_limit_mb) << 20;
+  auto* a = new DeviceAllocator(api, device, total + total / 8, cache_limit);
+  if (!a->ok()) {
+    std::string why = a->why();
+    delete a;
+    return refuse(why);
+  }
+  g_allocators[device].store(a, std::memory_order_release);
+  log::info("device {}: VMM allocator over {} bytes of address space", device, total + total / 8);
+  return a;
+}
+
+}  // namespace
+
+bool vmm_selected() {
+  static const bool selected = options().allocator == "vmm";
+  return selected;
+}
+
+DeviceAllocator* device_allocator(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire);
+  return a ? a : make(device);
+}
+
+DeviceAllocator* existing_allocator(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  return g_allocators[device].load(std::memory_order_acquire);
+}
+
+DeviceAllocator* owner(const void* p) {
+  for (auto& slot : g_allocators) {
+    DeviceAllocator* a = slot.load(std::memory_order_acquire);
+    if (a && a->owns(p)) return a;
+  }
+  return nullptr;
+}
+
+}  // namespace alloc
+}  // namespace gpuslack

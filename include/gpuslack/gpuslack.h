@@ -37,6 +37,30 @@ GPUSLACK_API char* gpuslack_summary_json(void);
  * Returns 0, or -1 when the process has made no CUDA call yet. */
 GPUSLACK_API int gpuslack_write_summary(void);
 
+/* The VMM allocator's figures for one device (GPUSLACK_CONF allocator:vmm). */
+typedef struct gpuslack_device_stats {
+  unsigned long long allocated;       /* bytes in live blocks */
+  unsigned long long peak_allocated;
+  unsigned long long reserved;        /* bytes of physical memory mapped */
+  unsigned long long peak_reserved;
+  unsigned long long largest_free;    /* largest free virtual range */
+  unsigned long long pending_free;    /* freed blocks the GPU may still use */
+  unsigned long long allocations;
+  unsigned long long frees;
+  unsigned long long granules_mapped;   /* over the process's life */
+  unsigned long long granules_unmapped;
+  unsigned long long oom_retries;
+  double stall_s;                     /* waited for pending frees under pressure */
+} gpuslack_device_stats;
+
+/* Fills `out` for `device`. Returns 0, or -1 when the VMM allocator is not
+ * serving that device (not selected, not used yet, or passing through). */
+GPUSLACK_API int gpuslack_device_stats_get(int device, gpuslack_device_stats* out);
+
+/* Releases the physical memory the VMM allocator keeps cached on `device`
+ * (-1: every device). Returns the bytes released. */
+GPUSLACK_API unsigned long long gpuslack_trim(int device);
+
 /* Frees a string returned by this API. NULL is ignored. */
 GPUSLACK_API void gpuslack_free(void* p);
 

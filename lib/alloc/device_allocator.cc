@@ -26,12 +26,12 @@ void DeviceAllocator::reclaim() {
 void DeviceAllocator::release(const std::vector<uint64_t>& ready) {
   for (uint64_t offset : ready) {
     pending_.erase(offset);
-    blocks_.release(offset);
+    pending_bytes_ -= blocks_.release(offset);
   }
 }
 
 void DeviceAllocator::note_peaks() {
-  stats_.allocated = blocks_.allocated();
+  stats_.allocated = blocks_.allocated() - pending_bytes_;  // freed blocks are not allocated
   stats_.reserved = map_.mapped_bytes();
   if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
   if (stats_.reserved > stats_.peak_reserved) stats_.peak_reserved = stats_.reserved;
@@ -49,10 +49,21 @@ uint64_t DeviceAllocator::trim_locked() {
 void* DeviceAllocator::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!ok()) return nullptr;
-  // Frees since the last call become fenced now; what completed is reusable.
-  epochs_.close();
   reclaim();
+  // The cached path: a free range that is already mapped. No driver call,
+  // no event.
   std::optional<uint64_t> at = blocks_.allocate(bytes);
+  if (at && map_.mapped_range(*at, blocks_.size_of(*at))) return served(*at);
+  // A miss: fence the frees made since the last epoch (one event per fence
+  // stream for all of them) and take back what the GPU is done with, before
+  // mapping anything new.
+  if (epochs_.open_blocks() > 0) {
+    if (at) blocks_.release(*at);
+    epochs_.close();
+    reclaim();
+    at = blocks_.allocate(bytes);
+    if (at && map_.mapped_range(*at, blocks_.size_of(*at))) return served(*at);
+  }
   CUresult mapped = CUDA_ERROR_OUT_OF_MEMORY;
   if (at) mapped = map_.map(*at, blocks_.size_of(*at));
   if (!at || mapped == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -84,19 +95,27 @@ void* DeviceAllocator::allocate(size_t bytes) {
                   : "; the driver said " + std::to_string(static_cast<int>(mapped)));
     return nullptr;
   }
+  return served(*at);
+}
+
+void* DeviceAllocator::served(uint64_t offset) {
   ++stats_.allocations;
   note_peaks();
   if (cache_limit_ && map_.mapped_bytes() > blocks_.allocated() + cache_limit_) trim_locked();
-  return reinterpret_cast<void*>(base_ + *at);
+  return reinterpret_cast<void*>(base_ + offset);
 }
 
 bool DeviceAllocator::free(void* p) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!owns(p)) return false;
   uint64_t offset = reinterpret_cast<uintptr_t>(p) - base_;
-  if (blocks_.size_of(offset) == 0 || !pending_.insert(offset).second) return false;
+  uint64_t size = blocks_.size_of(offset);
+  if (size == 0 || !pending_.insert(offset).second) return false;
+  pending_bytes_ += size;
   epochs_.add(offset);
   ++stats_.frees;
+  // Bound what an open epoch holds back: fence a full batch now.
+  if (epochs_.open_blocks() >= kEpochBlocks) epochs_.close();
   return true;
 }
 

@@ -3,10 +3,13 @@
 // fragmentation.
 //
 // Data flow: allocate() asks BlockManager for an offset (best fit, small
-// pool), then GranuleMap to back it with physical granules; free() puts the
-// block into FreeEpochs, which hands it back to BlockManager once the GPU
-// can no longer use it (Note [Freeing without synchronizing] in
-// free_epochs.h). Physical granules of free ranges stay mapped as a cache,
+// pool); if its granules are mapped already that is all (the cached path:
+// no driver call, no event); otherwise it fences the frees made since the
+// last epoch, takes back what the GPU is done with, and asks GranuleMap to
+// map what is missing. free() puts the block into FreeEpochs, which hands it
+// back to BlockManager once the GPU can no longer use it (Note [Freeing
+// without synchronizing] in free_epochs.h); a batch of 64 frees is fenced
+// at once. Physical granules of free ranges stay mapped as a cache,
 // released by trim(), when the cache exceeds its limit, and under memory
 // pressure.
 //
@@ -35,7 +38,7 @@ namespace gpuslack {
 namespace alloc {
 
 struct DeviceStats {
-  uint64_t allocated = 0;       // live blocks (rounded sizes)
+  uint64_t allocated = 0;       // live blocks (rounded sizes), pending frees excluded
   uint64_t peak_allocated = 0;
   uint64_t reserved = 0;        // physically mapped
   uint64_t peak_reserved = 0;
@@ -77,7 +80,11 @@ class DeviceAllocator {
   DeviceStats stats();
 
  private:
+  // Frees fenced per epoch at most; a fuller epoch is closed at free time.
+  static constexpr size_t kEpochBlocks = 64;
+
   void reclaim();              // blocks whose epochs completed -> free
+  void* served(uint64_t offset);  // counts and returns a successful allocation
   void release(const std::vector<uint64_t>& ready);
   uint64_t trim_locked();
   void note_peaks();
@@ -91,6 +98,7 @@ class DeviceAllocator {
   BlockManager blocks_;
   FreeEpochs epochs_;
   std::unordered_set<uint64_t> pending_;  // freed, not yet back in blocks_
+  uint64_t pending_bytes_ = 0;
   DeviceStats stats_;
 };
 

@@ -113,6 +113,13 @@ size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes) {
   return released;
 }
 
+bool GranuleMap::mapped_range(uint64_t offset, uint64_t bytes) const {
+  if (!base_ || bytes == 0 || offset + bytes > size_) return false;
+  for (size_t i = offset / granularity_, last = (offset + bytes - 1) / granularity_; i <= last; ++i)
+    if (!handles_[i]) return false;
+  return true;
+}
+
 bool GranuleMap::mapped(uint64_t offset) const {
   return base_ && offset < size_ && handles_[offset / granularity_] != 0;
 }

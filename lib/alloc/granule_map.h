@@ -54,6 +54,8 @@ class GranuleMap {
   size_t unmap(uint64_t offset, uint64_t bytes);
 
   bool mapped(uint64_t offset) const;
+  // Whether every granule overlapping [offset, offset + bytes) is mapped.
+  bool mapped_range(uint64_t offset, uint64_t bytes) const;
   size_t mapped_granules() const { return mapped_; }
   uint64_t mapped_bytes() const { return mapped_ * granularity_; }
   uint64_t granules_mapped_total() const { return map_count_; }     // over the map's life

@@ -1,0 +1,89 @@
+// The VMM allocator's latency, side by side with the native calls, in one
+// run on the simulated device:
+//   BM_BlockManager_Pair      - an alloc+free pair in the block manager alone
+//                               (no CUDA): the cached path's bookkeeping;
+//   BM_DeviceAllocator_Pair   - the same through DeviceAllocator (mutex,
+//                               epochs: the next allocation after a free
+//                               records the epoch's event);
+//   BM_CudaMallocFree_Native  - cudaMalloc+cudaFree of the (simulated)
+//                               runtime: its modeled costs and device waits;
+//   BM_CudaMallocFree_Vmm     - the same calls through libgpuslack.so's hooks
+//                               with allocator:vmm.
+// Sizes: 64 KiB (small pool) and 8 MiB (large).
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "alloc/block_manager.h"
+#include "alloc/device_allocator.h"
+#include "cuda/driver_api.h"
+
+namespace {
+
+using gpuslack::alloc::BlockManager;
+using gpuslack::alloc::DeviceAllocator;
+
+void BM_BlockManager_Pair(benchmark::State& state) {
+  BlockManager m(1ull << 32);
+  uint64_t bytes = static_cast<uint64_t>(state.range(0));
+  for (auto _ : state) {
+    auto at = m.allocate(bytes);
+    benchmark::DoNotOptimize(at);
+    m.release(*at);
+  }
+}
+BENCHMARK(BM_BlockManager_Pair)->Arg(64 << 10)->Arg(8 << 20);
+
+void BM_DeviceAllocator_Pair(benchmark::State& state) {
+  static DeviceAllocator* a = new DeviceAllocator(gpuslack::cuda::driver(), 0, 4ull << 30, 0);
+  size_t bytes = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = a->allocate(bytes);
+    benchmark::DoNotOptimize(p);
+    a->free(p);
+  }
+}
+BENCHMARK(BM_DeviceAllocator_Pair)->Arg(64 << 10)->Arg(8 << 20);
+
+using MallocFn = cudaError_t (*)(void**, size_t);
+using FreeFn = cudaError_t (*)(void*);
+
+void BM_CudaMallocFree_Native(benchmark::State& state) {
+  MallocFn m = &cudaMalloc;
+  FreeFn f = &cudaFree;
+  size_t bytes = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = nullptr;
+    m(&p, bytes);
+    f(p);
+  }
+}
+BENCHMARK(BM_CudaMallocFree_Native)->Arg(64 << 10)->Arg(8 << 20);
+
+void BM_CudaMallocFree_Vmm(benchmark::State& state) {
+  static void* h = [] {
+    setenv("GPUSLACK_CONF", "allocator:vmm,text_summary:off,json_summary:false", 1);
+    void* handle = dlopen(GPUSLACK_SO, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      std::fprintf(stderr, "alloc_bench: %s\n", dlerror());
+      std::exit(1);
+    }
+    return handle;
+  }();
+  auto m = reinterpret_cast<MallocFn>(dlsym(h, "cudaMalloc"));
+  auto f = reinterpret_cast<FreeFn>(dlsym(h, "cudaFree"));
+  size_t bytes = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = nullptr;
+    m(&p, bytes);
+    f(p);
+  }
+}
+BENCHMARK(BM_CudaMallocFree_Vmm)->Arg(64 << 10)->Arg(8 << 20);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -11,13 +11,27 @@
 //   cudaStreamSynchronize on an idle stream - a sync-category call.
 // BM_Clock_* time the two clocks a hook could read (it reads rdtsc).
 //
+// BM_AllReduce_*: an NCCL collective (1-rank communicator, one float,
+// simulated NCCL at its default costs) directly and through the hook. The
+// hook times one call in collective_timing_every (default 8) of each
+// operation on each thread, with two events around it: each call is timed
+// here with rdtscp and filed by its position modulo 8, so one run gives the
+// untimed call (the mean of the 7 other positions), the timed call (the
+// slowest position) and the amortized average (the benchmark's own time,
+// manual: the same per-call figures). The stream is synchronized every 64
+// calls, outside the measured time, so that the simulated queue stays short;
+// the (cold) call after each synchronization counts in the average but is
+// not filed by position.
+//
 // Run: build/bench/hook_overhead_bench (links the simulated libcudart; the
 // hooks forward to it exactly as they would to the real one).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <nccl.h>
 #include <x86intrin.h>
 
+#include <chrono>
 #include <ctime>
 
 #include <cstdio>
@@ -102,6 +116,83 @@ void BM_Clock_ClockGettime(benchmark::State& state) {
     benchmark::DoNotOptimize(ts);
   }
 }
+// ---- NCCL: one collective, direct and through the hook ----
+
+using AllReduce = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                   cudaStream_t);
+
+struct OneRank {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  void* buf = nullptr;
+};
+const OneRank& one_rank() {
+  static OneRank o = [] {
+    OneRank r;
+    int dev = 0;
+    if (ncclCommInitAll(&r.comm, 1, &dev) != ncclSuccess || cudaStreamCreate(&r.stream) != cudaSuccess ||
+        cudaMalloc(&r.buf, 64) != cudaSuccess) {
+      std::fprintf(stderr, "hook_overhead_bench: no 1-rank NCCL communicator\n");
+      std::exit(1);
+    }
+    return r;
+  }();
+  return o;
+}
+
+// Nanoseconds per rdtsc tick, against the steady clock over 20 ms.
+double ns_per_tick() {
+  static double v = [] {
+    auto t0 = std::chrono::steady_clock::now();
+    uint64_t c0 = __rdtsc();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(20)) {
+    }
+    uint64_t c1 = __rdtsc();
+    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    return ns / static_cast<double>(c1 - c0);
+  }();
+  return v;
+}
+
+void all_reduce(benchmark::State& state, AllReduce f) {
+  const OneRank& o = one_rank();
+  const double k = ns_per_tick();
+  constexpr int kPhases = 8;  // collective_timing_every's default
+  uint64_t ticks[kPhases] = {}, calls[kPhases] = {};
+  uint64_t i = 0;
+  unsigned aux;
+  for (auto _ : state) {
+    uint64_t t0 = __rdtscp(&aux);
+    ncclResult_t r = f(o.buf, o.buf, 1, ncclFloat32, ncclSum, o.comm, o.stream);
+    uint64_t t1 = __rdtscp(&aux);
+    benchmark::DoNotOptimize(r);
+    if (i % 64 != 0) {  // the call after a synchronization is cold: not filed
+      ticks[i % kPhases] += t1 - t0;
+      ++calls[i % kPhases];
+    }
+    state.SetIterationTime(static_cast<double>(t1 - t0) * k * 1e-9);
+    if (++i % 64 == 0) cudaStreamSynchronize(o.stream);
+  }
+  cudaStreamSynchronize(o.stream);
+  int slowest = 0;
+  double mean[kPhases];
+  for (int p = 0; p < kPhases; ++p) {
+    mean[p] = calls[p] ? static_cast<double>(ticks[p]) / static_cast<double>(calls[p]) * k : 0;
+    if (mean[p] > mean[slowest]) slowest = p;
+  }
+  double others = 0;
+  for (int p = 0; p < kPhases; ++p)
+    if (p != slowest) others += mean[p] / (kPhases - 1);
+  state.counters["slowest_of_8_ns"] = mean[slowest];  // through the hook: the timed call
+  state.counters["other_7_ns"] = others;              // through the hook: the untimed calls
+}
+void BM_AllReduce_Direct(benchmark::State& state) { all_reduce(state, direct<AllReduce>(&ncclAllReduce)); }
+void BM_AllReduce_ThroughHook(benchmark::State& state) {
+  AllReduce f = hook<AllReduce>("ncclAllReduce");
+  if (!f) state.SkipWithError("no ncclAllReduce hook");
+  all_reduce(state, f);
+}
+
 BENCHMARK(BM_Clock_Rdtsc);
 BENCHMARK(BM_Clock_ClockGettime);
 
@@ -114,6 +205,8 @@ BENCHMARK(BM_StreamSyncIdle_Direct);
 BENCHMARK(BM_StreamSyncIdle_ThroughHook);
 BENCHMARK(BM_MemGetInfo_Direct)->Threads(8);
 BENCHMARK(BM_MemGetInfo_ThroughHook)->Threads(8);
+BENCHMARK(BM_AllReduce_Direct)->UseManualTime();
+BENCHMARK(BM_AllReduce_ThroughHook)->UseManualTime();
 
 // The benchmark measures hooks, not summaries: none at exit.
 const bool kQuiet = [] { return setenv("GPUSLACK_CONF", "json_summary:false,text_summary:off", 0) == 0; }();

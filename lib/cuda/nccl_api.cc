@@ -6,44 +6,18 @@
 
 namespace gpuslack {
 namespace cuda {
-namespace {
-
-template <typename Fn>
-Fn resolve(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_acquire);
-  if (!p) {
-    p = find_symbol(Library::kNccl, name).address;
-    if (p) slot.store(p, std::memory_order_release);
+// One function per NCCL entry point: its cached address, its lookup.
+#define GPUSLACK_NCCL_CALL(fn, symbol, params, args)                           \
+  ncclResult_t fn params {                                                    \
+    static std::atomic<void*> slot{nullptr};                                  \
+    auto real = resolve_cached<ncclResult_t(*) params>(Library::kNccl, slot, symbol); \
+    return real ? real args : ncclSystemError;                                \
   }
-  return reinterpret_cast<Fn>(p);
-}
-
-std::atomic<void*> g_get_version{nullptr};
-std::atomic<void*> g_comm_count{nullptr};
-std::atomic<void*> g_comm_user_rank{nullptr};
-std::atomic<void*> g_comm_cu_device{nullptr};
-
-}  // namespace
-
-ncclResult_t nccl_get_version(int* version) {
-  auto fn = resolve<ncclResult_t (*)(int*)>(g_get_version, "ncclGetVersion");
-  return fn ? fn(version) : ncclSystemError;
-}
-
-ncclResult_t nccl_comm_count(ncclComm_t comm, int* count) {
-  auto fn = resolve<ncclResult_t (*)(ncclComm_t, int*)>(g_comm_count, "ncclCommCount");
-  return fn ? fn(comm, count) : ncclSystemError;
-}
-
-ncclResult_t nccl_comm_user_rank(ncclComm_t comm, int* rank) {
-  auto fn = resolve<ncclResult_t (*)(ncclComm_t, int*)>(g_comm_user_rank, "ncclCommUserRank");
-  return fn ? fn(comm, rank) : ncclSystemError;
-}
-
-ncclResult_t nccl_comm_cu_device(ncclComm_t comm, int* device) {
-  auto fn = resolve<ncclResult_t (*)(ncclComm_t, int*)>(g_comm_cu_device, "ncclCommCuDevice");
-  return fn ? fn(comm, device) : ncclSystemError;
-}
+GPUSLACK_NCCL_CALL(nccl_get_version, "ncclGetVersion", (int* version), (version))
+GPUSLACK_NCCL_CALL(nccl_comm_count, "ncclCommCount", (ncclComm_t comm, int* count), (comm, count))
+GPUSLACK_NCCL_CALL(nccl_comm_user_rank, "ncclCommUserRank", (ncclComm_t comm, int* rank), (comm, rank))
+GPUSLACK_NCCL_CALL(nccl_comm_cu_device, "ncclCommCuDevice", (ncclComm_t comm, int* device), (comm, device))
+#undef GPUSLACK_NCCL_CALL
 
 }  // namespace cuda
 }  // namespace gpuslack

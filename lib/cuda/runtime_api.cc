@@ -6,26 +6,12 @@
 
 namespace gpuslack {
 namespace cuda {
-namespace {
-
-// Resolves `name` once; later calls are one acquire load.
-template <typename Fn>
-Fn resolve(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_acquire);
-  if (!p) {
-    p = find_runtime_symbol(name).address;
-    if (p) slot.store(p, std::memory_order_release);
-  }
-  return reinterpret_cast<Fn>(p);
-}
-
-}  // namespace
 
 // One function per runtime entry point: its cached address, its lookup.
 #define GPUSLACK_RUNTIME_CALL(fn, symbol, params, args)                      \
   cudaError_t fn params {                                                   \
     static std::atomic<void*> slot{nullptr};                                \
-    auto real = resolve<cudaError_t(*) params>(slot, symbol);               \
+    auto real = resolve_cached<cudaError_t(*) params>(Library::kCudaRuntime, slot, symbol); \
     return real ? real args : cudaErrorSharedObjectInitFailed;              \
   }
 GPUSLACK_RUNTIME_CALL(pointer_get_attributes, "cudaPointerGetAttributes",

@@ -17,6 +17,8 @@
 // inside the dynamic loader. Callers cache the result (the hook table does).
 #pragma once
 
+#include <atomic>
+
 namespace gpuslack {
 namespace cuda {
 
@@ -45,6 +47,18 @@ const char* library_prefix(Library lib);
 // Looks up the real definition of `name` in `lib`, never one in
 // libgpuslack.so itself.
 RuntimeSymbol find_symbol(Library lib, const char* name);
+
+// find_symbol once per call site: `slot` caches the address (a later call
+// is one acquire load); nullptr while the library is not loaded.
+template <typename Fn>
+Fn resolve_cached(Library lib, std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_acquire);
+  if (!p) {
+    p = find_symbol(lib, name).address;
+    if (p) slot.store(p, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(p);
+}
 
 // The CUDA runtime function `name`: find_symbol(Library::kCudaRuntime, name).
 inline RuntimeSymbol find_runtime_symbol(const char* name) { return find_symbol(Library::kCudaRuntime, name); }

@@ -18,6 +18,7 @@
 
 #include "gpusim.h"
 #include "hook_table.h"
+#include "in_process.h"
 
 namespace {
 
@@ -30,14 +31,8 @@ struct Api {
 #undef GPUSLACK_API_MEMBER
 };
 
-void* gpuslack_handle() {
-  static void* h = [] {
-    // Quiet: these tests read the summary through the C API.
-    setenv("GPUSLACK_CONF", "text_summary:off,json_summary:false", 1);
-    return dlopen(GPUSLACK_SO, RTLD_NOW | RTLD_LOCAL);
-  }();
-  return h;
-}
+// Quiet (the summary is read through the C API).
+void* gpuslack_handle() { return in_process::gpuslack("text_summary:off,json_summary:false"); }
 
 Api load(void* handle) {
   Api a;
@@ -57,15 +52,7 @@ const Api& hooks() {
   return a;
 }
 
-// The C API, from the dlopen()ed library.
-std::string summary_json() {
-  auto get = reinterpret_cast<char* (*)()>(dlsym(gpuslack_handle(), "gpuslack_summary_json"));
-  auto release = reinterpret_cast<void (*)(void*)>(dlsym(gpuslack_handle(), "gpuslack_free"));
-  char* json = get ? get() : nullptr;
-  std::string out = json ? json : "";
-  if (release) release(json);
-  return out;
-}
+std::string summary_json() { return in_process::summary_json(gpuslack_handle()); }
 
 TEST(Hooks, EverySymbolIsHookedAndDistinctFromTheRuntime) {
   ASSERT_NE(nullptr, gpuslack_handle()) << dlerror();

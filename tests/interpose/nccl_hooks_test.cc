@@ -33,6 +33,7 @@
 
 #include "sim.h"  // gpusim::config(): the link model
 #include "hook_table.h"
+#include "in_process.h"
 #include "nccl_hook_table.h"
 
 namespace {
@@ -47,13 +48,9 @@ struct Nccl {
 #undef GPUSLACK_NCCL_MEMBER
 };
 
+// Quiet (the summary is read through the C API), every call timed.
 void* gpuslack_handle() {
-  static void* h = [] {
-    // Quiet (the summary is read through the C API); every call timed.
-    setenv("GPUSLACK_CONF", "text_summary:off,json_summary:false,collective_timing_every:1", 1);
-    return dlopen(GPUSLACK_SO, RTLD_NOW | RTLD_LOCAL);
-  }();
-  return h;
+  return in_process::gpuslack("text_summary:off,json_summary:false,collective_timing_every:1");
 }
 
 Nccl load(void* handle) {
@@ -74,14 +71,7 @@ const Nccl& hooks() {
   return a;
 }
 
-std::string summary_json() {
-  auto get = reinterpret_cast<char* (*)()>(dlsym(gpuslack_handle(), "gpuslack_summary_json"));
-  auto release = reinterpret_cast<void (*)(void*)>(dlsym(gpuslack_handle(), "gpuslack_free"));
-  char* json = get ? get() : nullptr;
-  std::string out = json ? json : "";
-  if (release) release(json);
-  return out;
-}
+std::string summary_json() { return in_process::summary_json(gpuslack_handle()); }
 
 // ------------------------------------------------ reading the summary ----
 // The collectives rows are flat objects: read them textually.

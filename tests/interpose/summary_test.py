@@ -235,6 +235,14 @@ class Summary(unittest.TestCase):
         self.assertEqual(1, len(files), files)  # the parent's alone
         self.assertEqual(1, sum(1 for l in r.stderr.splitlines() if " lost (pid " in l), r.stderr)
 
+    def test_nccl_loaded_rtld_local_is_still_hooked(self):
+        r = run([ENV["DLOPEN_LOCAL_APP"], ENV["NCCL_USER_LIB"], "run_nccl_all_reduce"], self.out,
+                conf="log_level:debug,text_summary:off")
+        self.assertEqual(0, r.returncode, r.stdout + r.stderr)
+        self.assertIn("all-reduce ok", r.stdout)
+        self.assertIn("gpuslack: resolved ncclAllReduce via the loaded libnccl (RTLD_LOCAL)", r.stderr)
+        self.assertEqual(3, call(summary(self.out), "ncclAllReduce")["count"])
+
     def test_vmm_allocator_frees_without_waiting_for_the_device(self):
         native = os.path.join(self.tmp.name, "native")
         r = run([ENV["STALL_APP"], "free"], native)

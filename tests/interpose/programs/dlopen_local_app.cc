@@ -1,4 +1,5 @@
-// Loads argv[1] (cudart_user_lib) with RTLD_LOCAL and runs its round trip.
+// Loads argv[1] (cudart_user_lib, nccl_user_lib) with RTLD_LOCAL and runs
+// its function argv[2] (default: run_cuda_roundtrip).
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dlopen: %s\n", dlerror());
     return 65;
   }
-  auto run = reinterpret_cast<int (*)()>(dlsym(h, "run_cuda_roundtrip"));
+  const char* fn = argc > 2 ? argv[2] : "run_cuda_roundtrip";
+  auto run = reinterpret_cast<int (*)()>(dlsym(h, fn));
   return run ? run() : 66;
 }

@@ -51,8 +51,10 @@ enum class Kind {
 struct Work {
   Kind kind = Kind::kAllReduce;
   size_t count = 0;  // the API's count argument
-  ncclDataType_t type = ncclInt8;
-  ncclRedOp_t op = ncclSum;
+  // As the caller passed them: plain ints, since an invalid value (which
+  // validate() refuses) must not be loaded as the enum (UBSan: -fsanitize=enum).
+  int type = ncclInt8;
+  int op = ncclSum;
   int root = 0;      // root, or the peer of a Send/Recv
   const void* send = nullptr;
   void* recv = nullptr;
@@ -60,7 +62,7 @@ struct Work {
 };
 
 // What a collective computes and how long it takes (nccl_reduce.cc).
-size_t type_size(ncclDataType_t t);  // 0 for an invalid type
+size_t type_size(int t);  // 0 for an invalid type
 // Computes every rank's output of one collective; args[r] is rank r's call.
 void compute(const std::vector<Work>& args);
 // config().nccl_latency_us + the bytes the nccl-tests bus bandwidth counts

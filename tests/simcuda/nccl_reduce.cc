@@ -13,7 +13,7 @@ namespace ncclsim {
 
 // --------------------------------------------------------------- datatypes --
 
-size_t type_size(ncclDataType_t t) {
+size_t type_size(int t) {
   switch (t) {
     case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
     case ncclFloat16: case ncclBfloat16: return 2;
@@ -256,16 +256,16 @@ void compute(const std::vector<Work>& args) {
   switch (w.kind) {
     case Kind::kAllReduce:
       for (int r = 0; r < n; ++r) in[r] = args[r].send, out[r] = args[r].recv;
-      reduce_to(w.type, w.op, in, w.count, out);
+      reduce_to(static_cast<ncclDataType_t>(w.type), static_cast<ncclRedOp_t>(w.op), in, w.count, out);
       break;
     case Kind::kReduce:
       for (int r = 0; r < n; ++r) in[r] = args[r].send;
-      reduce_to(w.type, w.op, in, w.count, {args[w.root].recv});
+      reduce_to(static_cast<ncclDataType_t>(w.type), static_cast<ncclRedOp_t>(w.op), in, w.count, {args[w.root].recv});
       break;
     case Kind::kReduceScatter:
       for (int j = 0; j < n; ++j) {
         for (int r = 0; r < n; ++r) in[r] = at(args[r].send, j * bytes);
-        reduce_to(w.type, w.op, in, w.count, {args[j].recv});
+        reduce_to(static_cast<ncclDataType_t>(w.type), static_cast<ncclRedOp_t>(w.op), in, w.count, {args[j].recv});
       }
       break;
     case Kind::kBroadcast:

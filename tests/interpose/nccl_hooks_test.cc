@@ -39,6 +39,15 @@
 namespace {
 
 using gpuslack::CallInfo;  // named by the table's info column
+
+// The simulated NCCL really reduces the data on the CPU: under a sanitizer
+// that work, not the modeled link, can set the pace, so the lower bound of
+// a measured bandwidth relaxes there (the upper bound never does).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kSlowest = 0.15;
+#else
+constexpr double kSlowest = 0.5;
+#endif
 using namespace gpuslack::interpose;  // the table's track column
 
 // Every hooked NCCL function, as a pointer.
@@ -399,14 +408,14 @@ TEST(NcclHooks, SummaryCountsEachOperationAndItsBusBandwidthMatchesTheLinkModel)
     EXPECT_EQ(t.count, t.timed);
     EXPECT_EQ(0u, t.captured);
     if (e.op == "send" || e.op == "recv") continue;  // a stream's time is shared by its send and its receive
-    EXPECT_GE(t.busbw_gbps, 0.5 * gbps) << json;
+    EXPECT_GE(t.busbw_gbps, kSlowest * gbps) << json;
     EXPECT_LE(t.busbw_gbps, 1.2 * gbps) << json;
   }
   // Send/Recv: nccl-tests' sendrecv busbw is S over the time of one
   // exchange, here the stream's time split between the send and the recv.
   Row snd = total(rs, "send"), rcv = total(rs, "recv");
   double exchange_gbps = snd.bytes / (snd.gpu_s + rcv.gpu_s) / 1e9;
-  EXPECT_GE(exchange_gbps, 0.5 * gbps) << json;
+  EXPECT_GE(exchange_gbps, kSlowest * gbps) << json;
   EXPECT_LE(exchange_gbps, 1.2 * gbps) << json;
   // The context.
   std::string c = collectives_section(json);
@@ -454,7 +463,7 @@ TEST(NcclHooks, GroupedCallsAreEachCountedAndShareTheGroupsGpuTime) {
     EXPECT_EQ(uint64_t{kGroups * kRanks}, r.count) << json;
     EXPECT_EQ(r.count, r.timed) << json;
     // Shared by bytes, each member runs at the link's bus bandwidth.
-    EXPECT_GE(r.busbw_gbps, 0.5 * gbps) << json;
+    EXPECT_GE(r.busbw_gbps, kSlowest * gbps) << json;
     EXPECT_LE(r.busbw_gbps, 1.2 * gbps) << json;
     gpu_total += r.gpu_s;
   }
@@ -465,7 +474,7 @@ TEST(NcclHooks, GroupedCallsAreEachCountedAndShareTheGroupsGpuTime) {
   const double latency_s = gpusim::config().nccl_latency_us * 1e-6;
   double model_s = kGroups * kRanks * (2 * latency_s) + 2.0 * (kRanks - 1) / kRanks * bytes / (gbps * 1e9);
   EXPECT_GE(gpu_total, 0.8 * model_s) << json;
-  EXPECT_LE(gpu_total, 1.6 * model_s) << json;
+  if (kSlowest == 0.5) EXPECT_LE(gpu_total, 1.6 * model_s) << json;  // not under a sanitizer's pace
 }
 
 // -------------------------------------------------- (d) graph capture ---

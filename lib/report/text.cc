@@ -44,7 +44,7 @@ std::string seconds_1(double s) {
   if (s > 0 && s < 0.01) return duration(s);
   return printf_string(s >= 1000 ? "%.0f s" : "%.3g s", s);
 }
-std::string seconds_3(double s) { return printf_string("%.3f", s); }
+
 std::string percent(double share) { return printf_string("%.1f%%", share * 100); }
 
 // "0", "850 ns", "12.3 us", "4.5 ms", "2.10 s".
@@ -141,13 +141,13 @@ void call_tables(const Summary& s, std::string* out) {
   for (int c = 0; c < kCategoryCount; ++c) {
     Category category = static_cast<Category>(c);
     Table table(1);
-    table.add({"call", "count", "total s", "share", "p50", "p99", "max", "bytes"});
+    table.add({"call", "count", "total", "share", "p50", "p99", "max", "bytes"});
     bool any = false;
     for (const CallRow& row : s.calls) {
       if (row.category != category) continue;
       any = true;
       double share = s.wall_s > 0 ? row.total_s / s.wall_s : 0;
-      table.add({printable(row.name), count_text(row.count), seconds_3(row.total_s), percent(share),
+      table.add({printable(row.name), count_text(row.count), duration(row.total_s), percent(share),
                  duration(row.p50_s), duration(row.p99_s), duration(row.max_s), bytes_text(row.bytes)});
     }
     if (!any) continue;
@@ -161,12 +161,12 @@ void call_tables(const Summary& s, std::string* out) {
 void copy_table(const Summary& s, std::string* out) {
   if (s.copies.empty()) return;
   Table table(2);
-  table.add({"kind", "host", "count", "bytes", "time s", "GB/s"});
+  table.add({"kind", "host", "count", "bytes", "time", "GB/s"});
   for (const CopyRow& row : s.copies) {
     const char* kind = copy_kind_name(row.copy);
     const char* host = host_memory_name(row.host);
     table.add({kind[0] != '\0' ? kind : "-", host[0] != '\0' ? host : "-", count_text(row.count),
-               bytes_text(row.bytes), seconds_3(row.total_s),
+               bytes_text(row.bytes), duration(row.total_s),
                row.gbps > 0 ? printf_string("%.2f", row.gbps) : "-"});
   }
   line(out, "copies by kind:");
@@ -193,12 +193,12 @@ void collective_table(const Summary& s, std::string* out) {
   for (const std::string& w : c.warnings) line(out, "  warning: " + printable(w));
   if (!c.rows.empty()) {
     Table table(5);
-    table.add({"op", "type", "size", "ranks", "count", "captured", "bytes", "host s", "GPU s", "GPU p50", "GPU p99",
+    table.add({"op", "type", "size", "ranks", "count", "captured", "bytes", "host", "GPU", "GPU p50", "GPU p99",
                "algbw GB/s", "busbw GB/s"});
     for (const CollectiveRow& r : c.rows) {
       table.add({r.op, r.datatype, ">=" + bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0),
                  r.nranks > 0 ? std::to_string(r.nranks) : "?", count_text(r.count), count_text(r.captured),
-                 bytes_text(r.bytes), seconds_3(r.host_s), r.timed > 0 ? seconds_3(r.gpu_s) : "-",
+                 bytes_text(r.bytes), duration(r.host_s), r.timed > 0 ? duration(r.gpu_s) : "-",
                  r.timed > 0 ? duration(r.gpu_p50_s) : "-", r.timed > 0 ? duration(r.gpu_p99_s) : "-",
                  gbps_text(r.algbw_gbps), gbps_text(r.busbw_gbps)});
     }

@@ -150,4 +150,6 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
     (s, flags, priority), GPUSLACK_OTHER, 0, CallInfo{})                                                 \
   X(cudaStreamDestroy, cudaError_t, (cudaStream_t s), (s), GPUSLACK_OTHER, 0, CallInfo{})                 \
   X(cudaMemGetInfo, cudaError_t, (size_t * free_bytes, size_t * total), (free_bytes, total),             \
-    GPUSLACK_OTHER, 0, CallInfo{})
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaIpcGetMemHandle, cudaError_t, (cudaIpcMemHandle_t * handle, void* p), (handle, p), GPUSLACK_OTHER, \
+    0, CallInfo{})

@@ -8,6 +8,8 @@
 //
 //   cudaMalloc / cudaFree        -> the VMM allocator (alloc/vmm.h) when
 //                                   GPUSLACK_CONF selects allocator:vmm
+//   cudaIpcGetMemHandle          -> refused, with one log line, for VMM
+//                                   memory (its handle would not open)
 //   cudaStreamCreateWithFlags,
 //   cudaStreamCreateWithPriority,
 //   cudaStreamDestroy            -> the stream registry the allocator fences
@@ -21,6 +23,7 @@
 #include "alloc/vmm.h"
 #include "config/options.h"
 #include "cuda/runtime_api.h"
+#include "log/log.h"
 
 namespace gpuslack {
 namespace interpose {
@@ -79,6 +82,24 @@ struct Route<kId_cudaMalloc> {
 template <>
 struct Route<kId_cudaFree> {
   static FreeFn get(FreeFn) { return &routed_free; }
+};
+
+// An IPC handle of a VMM block would name the reservation, not the block:
+// no other process could open it. Refuse clearly instead (once logged).
+using IpcGetFn = cudaError_t (*)(cudaIpcMemHandle_t*, void*);
+cudaError_t routed_ipc_get_mem_handle(cudaIpcMemHandle_t* handle, void* p) {
+  if (p && alloc::owner(p)) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      log::warn("cudaIpcGetMemHandle on memory of gpuslack's VMM allocator is not supported; "
+                "use GPUSLACK_CONF=allocator:native for programs that share device memory over IPC");
+    return cudaErrorInvalidValue;
+  }
+  return real_of<IpcGetFn>(slot_cudaIpcGetMemHandle)(handle, p);
+}
+template <>
+struct Route<kId_cudaIpcGetMemHandle> {
+  static IpcGetFn get(IpcGetFn) { return &routed_ipc_get_mem_handle; }
 };
 
 // Non-blocking streams join the registry; blocking ones are covered by

@@ -64,7 +64,7 @@ TEST(Hooks, EverySymbolIsHookedAndDistinctFromTheRuntime) {
   ++n;
   GPUSLACK_RUNTIME_HOOKS(GPUSLACK_CHECK_SYM)
 #undef GPUSLACK_CHECK_SYM
-  EXPECT_EQ(45, n);
+  EXPECT_EQ(46, n);
 }
 
 // One scenario: calls through `a`, returns every result (and observable
@@ -120,6 +120,9 @@ std::vector<long> scenario(const Api& a) {
   rc(a.cudaHostRegister(pageable.data(), kN, cudaHostRegisterDefault));  // twice
   rc(a.cudaHostUnregister(pageable.data()));
   rc(a.cudaHostUnregister(pageable.data()));  // not registered
+  cudaIpcMemHandle_t ipc;
+  rc(a.cudaIpcGetMemHandle(&ipc, d));
+  rc(a.cudaIpcGetMemHandle(&ipc, pageable.data()));  // not device memory
   size_t free_b = 0, total = 0;
   rc(a.cudaMemGetInfo(&free_b, &total));
   r.push_back(static_cast<long>(total));

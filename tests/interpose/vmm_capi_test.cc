@@ -16,6 +16,7 @@ struct Gpuslack {
   cudaError_t (*free)(void*);
   int (*stats)(int, gpuslack_device_stats*);
   unsigned long long (*trim)(int);
+  cudaError_t (*ipc_get)(cudaIpcMemHandle_t*, void*);
 };
 
 const Gpuslack& lib() {
@@ -28,6 +29,7 @@ const Gpuslack& lib() {
     l.free = reinterpret_cast<decltype(l.free)>(dlsym(h, "cudaFree"));
     l.stats = reinterpret_cast<decltype(l.stats)>(dlsym(h, "gpuslack_device_stats_get"));
     l.trim = reinterpret_cast<decltype(l.trim)>(dlsym(h, "gpuslack_trim"));
+    l.ipc_get = reinterpret_cast<decltype(l.ipc_get)>(dlsym(h, "cudaIpcGetMemHandle"));
     return l;
   }();
   return g;
@@ -55,6 +57,8 @@ TEST(VmmCApi, StatsAndTrim) {
   ASSERT_EQ(0, g.stats(0, &s));
   EXPECT_LE(s.reserved, 2u << 20);
   EXPECT_GE(s.granules_unmapped, 4u);
+  cudaIpcMemHandle_t ipc;
+  EXPECT_EQ(cudaErrorInvalidValue, g.ipc_get(&ipc, small));  // VMM memory: refused, not a bad handle
   EXPECT_EQ(cudaSuccess, g.free(small));
   EXPECT_EQ(cudaSuccess, g.free(nullptr));
 }

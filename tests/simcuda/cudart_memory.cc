@@ -244,3 +244,15 @@ GPUSIM_EXPORT cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, con
   }
   return cudaSuccess;
 }
+
+// IPC handles of cudaMalloc memory (the handle names the allocation; the
+// simulated device is one process, so it is never opened elsewhere).
+GPUSIM_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* p) {
+  READY();
+  Region r;
+  if (!handle || !Memory::get().find_start(p, MemKind::kDevice, MemKind::kDevice, &r))
+    return ret(cudaErrorInvalidValue);
+  std::memset(handle, 0, sizeof(*handle));
+  std::memcpy(handle->reserved, &r.base, sizeof(r.base));
+  return cudaSuccess;
+}

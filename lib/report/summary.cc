@@ -248,6 +248,10 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.copies = copy_rows(threads, tick_s);
   s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
   s.collectives = build_collectives(run, tick_s, s.wall_s);
+  for (AllocatorRow a : run.allocator) {
+    a.utilization = a.peak_reserved ? static_cast<double>(a.peak_allocated) / static_cast<double>(a.peak_reserved) : 0;
+    s.allocator.push_back(a);
+  }
   return s;
 }
 

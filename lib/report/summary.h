@@ -106,6 +106,18 @@ struct CollectivesSection {
   std::vector<std::string> warnings;  // "all-reduce ran at X GB/s bus bandwidth, expected Y"
 };
 
+// The VMM allocator of one device (allocator:vmm), as alloc::DeviceStats
+// plus utilization = peak allocated / peak reserved.
+struct AllocatorRow {
+  int device = 0;
+  uint64_t allocated = 0, peak_allocated = 0, reserved = 0, peak_reserved = 0;
+  uint64_t largest_free = 0, pending_free = 0;
+  uint64_t allocations = 0, frees = 0;  // each free: a device sync cudaFree would have done
+  uint64_t granules_mapped = 0, granules_unmapped = 0, oom_retries = 0;
+  double stall_s = 0;
+  double utilization = 0;
+};
+
 struct Summary {
   int schema_version = kSchemaVersion;
   std::string gpuslack_version;
@@ -128,6 +140,7 @@ struct Summary {
   std::vector<CallSiteRow> call_sites;   // top call sites per category: categories in enum
                                          // order, most blocked first within each
   CollectivesSection collectives;
+  std::vector<AllocatorRow> allocator;  // empty unless allocator:vmm served a device
 };
 
 // Facts about the process that the ledger does not hold.
@@ -146,6 +159,7 @@ struct RunInfo {
   int nccl_version = 0;
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check
+  std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
 };
 
 // Builds the summary from ledger figures. Symbolizes call-site frames.

@@ -219,6 +219,18 @@ void collective_table(const Summary& s, std::string* out) {
                   count_text(c.dropped));
 }
 
+// One line per device the VMM allocator served.
+void allocator_lines(const Summary& s, std::string* out) {
+  for (const AllocatorRow& a : s.allocator) {
+    line(out, "vmm allocator, device " + std::to_string(a.device) + ": peak " + bytes_text(a.peak_allocated) +
+                  " allocated / " + bytes_text(a.peak_reserved) + " reserved (utilization " +
+                  percent(a.utilization) + "), " + count_text(a.allocations) + " allocations, " +
+                  count_text(a.frees) + " frees without a device sync, granules mapped " +
+                  count_text(a.granules_mapped) + " / released " + count_text(a.granules_unmapped) +
+                  ", out-of-memory retries " + count_text(a.oom_retries) + " (waited " + seconds_1(a.stall_s) + ")");
+  }
+}
+
 void worst_thread(const Summary& s, std::string* out) {
   if (s.threads.empty()) return;
   const ThreadRow& t = s.worst_thread;
@@ -258,6 +270,7 @@ std::string format_text(const Summary& summary) {
   call_tables(summary, &out);
   copy_table(summary, &out);
   collective_table(summary, &out);
+  allocator_lines(summary, &out);
   worst_thread(summary, &out);
   call_sites(summary, &out);
   return out;

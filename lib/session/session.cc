@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "absl/strings/str_format.h"
+#include "alloc/vmm.h"
 #include "config/options.h"
 #include "cuda/nccl_api.h"
 #include "ledger/clock.h"
@@ -138,6 +139,26 @@ report::RunInfo run_info(const char* reason) {
   }
   run.collective_timing_every = o.collective_timing_every < 1 ? 1 : o.collective_timing_every;
   run.expected_busbw_gbps = o.expected_busbw_gbps;
+  for (int d = 0; d < alloc::kMaxDevices; ++d) {
+    alloc::DeviceAllocator* a = alloc::existing_allocator(d);
+    if (!a) continue;
+    alloc::DeviceStats st = a->stats();
+    report::AllocatorRow row;
+    row.device = d;
+    row.allocated = st.allocated;
+    row.peak_allocated = st.peak_allocated;
+    row.reserved = st.reserved;
+    row.peak_reserved = st.peak_reserved;
+    row.largest_free = st.largest_free;
+    row.pending_free = st.pending_free;
+    row.allocations = st.allocations;
+    row.frees = st.frees;
+    row.granules_mapped = st.granules_mapped;
+    row.granules_unmapped = st.granules_unmapped;
+    row.oom_retries = st.oom_retries;
+    row.stall_s = st.stall_s;
+    run.allocator.push_back(row);
+  }
   return run;
 }
 

@@ -254,6 +254,18 @@ class Summary(unittest.TestCase):
         # The same cudaFree behind the same 50 ms kernel: no wait.
         self.assertLess(call(doc, "cudaFree")["max_s"], 0.010)
         self.assertLess(doc["categories"]["allocation"]["seconds"], 0.020)
+        # The allocator's own figures, in the summary and valid by the schema.
+        self.assertEqual(1, len(doc["allocator"]), doc["allocator"])
+        a = doc["allocator"][0]
+        self.assertEqual(0, a["device"])
+        self.assertEqual(2, a["allocations"])
+        self.assertEqual(2, a["frees"])
+        self.assertGreater(a["peak_reserved"], 0)
+        self.assertGreater(a["utilization"], 0)
+        path = glob.glob(os.path.join(self.out, "*.json"))[0]
+        v = subprocess.run(["/usr/bin/python3", ENV["VALIDATOR"], ENV["SCHEMA"], path], capture_output=True, text=True)
+        self.assertEqual(0, v.returncode, v.stdout + v.stderr)
+        self.assertIn("frees without a device sync", r.stderr)
 
     def test_vmm_allocator_keeps_results_with_many_threads(self):
         r = self.stall("threads", conf="allocator:vmm")

@@ -90,7 +90,7 @@ TEST(FormatJson, WorstThreadIsNullWithoutThreadsAndArraysAreEmpty) {
   Summary s;
   std::string json = format_json(s);
   EXPECT_TRUE(has(json, "\"worst_thread\": null,\n  \"threads\": [],\n  \"calls\": [],\n  \"copies\": [],\n"
-                        "  \"call_sites\": [],\n  \"collectives\": null\n}\n"))
+                        "  \"call_sites\": [],\n  \"collectives\": null,\n  \"allocator\": []\n}\n"))
       << json;
   EXPECT_TRUE(has(json, "\"rank\": -1,\n  \"local_rank\": -1,")) << json;
 }

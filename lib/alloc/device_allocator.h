@@ -31,28 +31,13 @@
 #include <unordered_set>
 
 #include "alloc/block_manager.h"
+#include "alloc/device_stats.h"
 #include "alloc/free_epochs.h"
 #include "alloc/granule_map.h"
 
 namespace gpuslack {
 namespace alloc {
 
-struct DeviceStats {
-  uint64_t allocated = 0;       // live blocks (rounded sizes), pending frees excluded
-  uint64_t peak_allocated = 0;
-  uint64_t reserved = 0;        // physically mapped
-  uint64_t peak_reserved = 0;
-  uint64_t largest_free = 0;    // largest free virtual range
-  uint64_t pending_free = 0;    // freed blocks not reusable yet
-  uint64_t allocations = 0;
-  uint64_t frees = 0;
-  uint64_t granules_mapped = 0;    // over the allocator's life
-  uint64_t granules_unmapped = 0;
-  uint64_t epochs = 0;             // free epochs closed (event sets recorded)
-  uint64_t oom_retries = 0;
-  uint64_t failed_allocations = 0;
-  double stall_s = 0;              // waiting for pending frees under pressure
-};
 
 class DeviceAllocator {
  public:

@@ -350,19 +350,19 @@ std::string format_json(const Summary& s) {
   for (const AllocatorRow& a : s.allocator) {
     w.begin_object();
     w.key("device").integer(a.device);
-    w.key("allocated").integer(static_cast<int64_t>(a.allocated));
-    w.key("peak_allocated").integer(static_cast<int64_t>(a.peak_allocated));
-    w.key("reserved").integer(static_cast<int64_t>(a.reserved));
-    w.key("peak_reserved").integer(static_cast<int64_t>(a.peak_reserved));
+    w.key("allocated").integer(static_cast<int64_t>(a.stats.allocated));
+    w.key("peak_allocated").integer(static_cast<int64_t>(a.stats.peak_allocated));
+    w.key("reserved").integer(static_cast<int64_t>(a.stats.reserved));
+    w.key("peak_reserved").integer(static_cast<int64_t>(a.stats.peak_reserved));
     w.key("utilization").share(a.utilization);
-    w.key("largest_free").integer(static_cast<int64_t>(a.largest_free));
-    w.key("pending_free").integer(static_cast<int64_t>(a.pending_free));
-    w.key("allocations").integer(static_cast<int64_t>(a.allocations));
-    w.key("frees").integer(static_cast<int64_t>(a.frees));
-    w.key("granules_mapped").integer(static_cast<int64_t>(a.granules_mapped));
-    w.key("granules_unmapped").integer(static_cast<int64_t>(a.granules_unmapped));
-    w.key("oom_retries").integer(static_cast<int64_t>(a.oom_retries));
-    w.key("stall_s").seconds(a.stall_s);
+    w.key("largest_free").integer(static_cast<int64_t>(a.stats.largest_free));
+    w.key("pending_free").integer(static_cast<int64_t>(a.stats.pending_free));
+    w.key("allocations").integer(static_cast<int64_t>(a.stats.allocations));
+    w.key("frees").integer(static_cast<int64_t>(a.stats.frees));
+    w.key("granules_mapped").integer(static_cast<int64_t>(a.stats.granules_mapped));
+    w.key("granules_unmapped").integer(static_cast<int64_t>(a.stats.granules_unmapped));
+    w.key("oom_retries").integer(static_cast<int64_t>(a.stats.oom_retries));
+    w.key("stall_s").seconds(a.stats.stall_s);
     w.end_object();
   }
   w.end_array();

@@ -249,7 +249,8 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
   s.collectives = build_collectives(run, tick_s, s.wall_s);
   for (AllocatorRow a : run.allocator) {
-    a.utilization = a.peak_reserved ? static_cast<double>(a.peak_allocated) / static_cast<double>(a.peak_reserved) : 0;
+    const alloc::DeviceStats& st = a.stats;
+    a.utilization = st.peak_reserved ? static_cast<double>(st.peak_allocated) / static_cast<double>(st.peak_reserved) : 0;
     s.allocator.push_back(a);
   }
   return s;

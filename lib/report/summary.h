@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "alloc/device_stats.h"
 #include "ledger/api_call.h"
 #include "ledger/collectives.h"
 #include "ledger/communicators.h"
@@ -110,11 +111,7 @@ struct CollectivesSection {
 // plus utilization = peak allocated / peak reserved.
 struct AllocatorRow {
   int device = 0;
-  uint64_t allocated = 0, peak_allocated = 0, reserved = 0, peak_reserved = 0;
-  uint64_t largest_free = 0, pending_free = 0;
-  uint64_t allocations = 0, frees = 0;  // each free: a device sync cudaFree would have done
-  uint64_t granules_mapped = 0, granules_unmapped = 0, oom_retries = 0;
-  double stall_s = 0;
+  alloc::DeviceStats stats;  // frees: each a device sync cudaFree would have done
   double utilization = 0;
 };
 

@@ -222,12 +222,12 @@ void collective_table(const Summary& s, std::string* out) {
 // One line per device the VMM allocator served.
 void allocator_lines(const Summary& s, std::string* out) {
   for (const AllocatorRow& a : s.allocator) {
-    line(out, "vmm allocator, device " + std::to_string(a.device) + ": peak " + bytes_text(a.peak_allocated) +
-                  " allocated / " + bytes_text(a.peak_reserved) + " reserved (utilization " +
-                  percent(a.utilization) + "), " + count_text(a.allocations) + " allocations, " +
-                  count_text(a.frees) + " frees without a device sync, granules mapped " +
-                  count_text(a.granules_mapped) + " / released " + count_text(a.granules_unmapped) +
-                  ", out-of-memory retries " + count_text(a.oom_retries) + " (waited " + seconds_1(a.stall_s) + ")");
+    line(out, "vmm allocator, device " + std::to_string(a.device) + ": peak " + bytes_text(a.stats.peak_allocated) +
+                  " allocated / " + bytes_text(a.stats.peak_reserved) + " reserved (utilization " +
+                  percent(a.utilization) + "), " + count_text(a.stats.allocations) + " allocations, " +
+                  count_text(a.stats.frees) + " frees without a device sync, granules mapped " +
+                  count_text(a.stats.granules_mapped) + " / released " + count_text(a.stats.granules_unmapped) +
+                  ", out-of-memory retries " + count_text(a.stats.oom_retries) + " (waited " + seconds_1(a.stats.stall_s) + ")");
   }
 }
 

@@ -142,21 +142,9 @@ report::RunInfo run_info(const char* reason) {
   for (int d = 0; d < alloc::kMaxDevices; ++d) {
     alloc::DeviceAllocator* a = alloc::existing_allocator(d);
     if (!a) continue;
-    alloc::DeviceStats st = a->stats();
     report::AllocatorRow row;
     row.device = d;
-    row.allocated = st.allocated;
-    row.peak_allocated = st.peak_allocated;
-    row.reserved = st.reserved;
-    row.peak_reserved = st.peak_reserved;
-    row.largest_free = st.largest_free;
-    row.pending_free = st.pending_free;
-    row.allocations = st.allocations;
-    row.frees = st.frees;
-    row.granules_mapped = st.granules_mapped;
-    row.granules_unmapped = st.granules_unmapped;
-    row.oom_retries = st.oom_retries;
-    row.stall_s = st.stall_s;
+    row.stats = a->stats();
     run.allocator.push_back(row);
   }
   return run;

@@ -13,6 +13,9 @@
 #ifndef GPUSLACK_GPUSLACK_H_
 #define GPUSLACK_GPUSLACK_H_
 
+#include <stddef.h>    /* size_t */
+#include <sys/types.h> /* ssize_t */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,6 +54,7 @@ typedef struct gpuslack_device_stats {
   unsigned long long granules_unmapped;
   unsigned long long oom_retries;
   double stall_s;                     /* waited for pending frees under pressure */
+  unsigned long long failed_allocations; /* out of memory after every retry */
 } gpuslack_device_stats;
 
 /* Fills `out` for `device`. Returns 0, or -1 when the VMM allocator is not
@@ -60,6 +64,66 @@ GPUSLACK_API int gpuslack_device_stats_get(int device, gpuslack_device_stats* ou
 /* Releases the physical memory the VMM allocator keeps cached on `device`
  * (-1: every device). Returns the bytes released. */
 GPUSLACK_API unsigned long long gpuslack_trim(int device);
+
+/* ------------------------------------------------------------------------
+ * Stream-ordered device memory from the VMM allocator, with the signatures
+ * PyTorch's CUDAPluggableAllocator loads:
+ *
+ *   torch.cuda.memory.CUDAPluggableAllocator(
+ *       "libgpuslack.so", "gpuslack_device_alloc", "gpuslack_device_free")
+ *
+ * These serve memory whatever GPUSLACK_CONF's allocator knob says (the knob
+ * decides what cudaMalloc does; a program calling these asked for the VMM
+ * allocator). `stream` is a cudaStream_t; 0 is the legacy default stream.
+ *
+ * Stream order: a block freed on stream S may be handed out again at once
+ * for an allocation on S (work on S runs in order), and on any other stream
+ * only after the work enqueued on S before the free has completed (polled
+ * with an event, never waited on). A block used on other streams than its
+ * allocation stream must be named with gpuslack_record_stream before its
+ * free; the free then also waits for those streams' work.
+ * -------------------------------------------------------------------- */
+struct CUstream_st;
+
+/* A block of at least `size` bytes on `device` (256-byte aligned), usable
+ * on `stream`; NULL when the device is out of memory after trimming and
+ * waiting, when `size` is negative, or when the VMM allocator cannot serve
+ * `device` (no VMM support: one log line says why). size 0 gives NULL. */
+GPUSLACK_API void* gpuslack_device_alloc(ssize_t size, int device, struct CUstream_st* stream);
+
+/* Frees a block from gpuslack_device_alloc, in the order of `stream` (see
+ * above). `size` and `device` are what the allocation was asked for; they
+ * are checked against the block, and a mismatch or a pointer that is not
+ * a live block is logged once and ignored (never a crash). */
+GPUSLACK_API void gpuslack_device_free(void* ptr, size_t size, int device, struct CUstream_st* stream);
+
+/* Marks a block as used on `stream` too (torch's Tensor.record_stream): its
+ * free waits for the work enqueued on `stream` up to the free as well. */
+GPUSLACK_API void gpuslack_record_stream(void* ptr, struct CUstream_st* stream);
+
+/* Hooks for the optional setters of PyTorch's C++ CUDAPluggableAllocator
+ * (torch::cuda::CUDAPluggableAllocator):
+ *   set_init_fn            -> gpuslack_device_init(device): makes the
+ *                             device's allocator now (reserves address
+ *                             space) rather than at the first allocation;
+ *   set_reset_fn           -> gpuslack_reset(): torch.cuda.empty_cache();
+ *                             releases every cached granule on every device
+ *                             (gpuslack_trim(-1));
+ *   set_memory_fraction_fn -> gpuslack_set_memory_fraction(fraction, device):
+ *                             caps the physical memory the allocator maps on
+ *                             `device` at `fraction` of the device's memory
+ *                             (0 < fraction <= 1; other values are logged
+ *                             and ignored); an allocation beyond it fails as
+ *                             out of memory;
+ *   set_record_stream_fn   -> gpuslack_record_stream (above);
+ *   set_base_alloc_fn      -> gpuslack_base_alloc(ptr, size): the start of
+ *                             the live block holding `ptr`, its size in
+ *                             *size; NULL (and *size 0) if none.
+ * Each returns quietly for devices or pointers it does not serve. */
+GPUSLACK_API void gpuslack_device_init(int device);
+GPUSLACK_API void gpuslack_reset(void);
+GPUSLACK_API void gpuslack_set_memory_fraction(double fraction, int device);
+GPUSLACK_API void* gpuslack_base_alloc(void* ptr, size_t* size);
 
 /* Frees a string returned by this API. NULL is ignored. */
 GPUSLACK_API void gpuslack_free(void* p);

@@ -3,13 +3,43 @@
 // hidden by --exclude-libs.
 #include "gpuslack/gpuslack.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "alloc/vmm.h"
+#include "cuda/runtime_api.h"
+#include "session_start.h"
+#include "log/log.h"
 #include "build_info.h"
 #include "session/session.h"
+
+// Helpers of the stream-ordered device memory functions.
+namespace {
+
+using gpuslack::alloc::DeviceAllocator;
+
+// Runs `fn` with `device` current (the allocator is made, and its driver
+// calls answer, for the current device), restoring the caller's device.
+template <typename Fn>
+auto on_device(int device, Fn fn) {
+  int current = -1;
+  bool switched = gpuslack::cuda::get_device(&current) == cudaSuccess && current != device &&
+                  gpuslack::cuda::set_device(device) == cudaSuccess;
+  auto result = fn();
+  if (switched) gpuslack::cuda::set_device(current);
+  return result;
+}
+
+// One line per kind of misuse, at most: a buggy caller must not flood the log.
+void misuse(std::atomic<bool>& logged, const char* what, const void* p) {
+  if (!logged.exchange(true)) gpuslack::log::warn("{} {} (ignored; logged once)", what, p);
+}
+
+cudaStream_t stream_of(CUstream_st* s) { return reinterpret_cast<cudaStream_t>(s); }
+
+}  // namespace
 
 extern "C" {
 
@@ -43,9 +73,10 @@ GPUSLACK_API int gpuslack_device_stats_get(int device, gpuslack_device_stats* ou
   gpuslack::alloc::DeviceAllocator* a = gpuslack::alloc::existing_allocator(device);
   if (!a || !out) return -1;
   gpuslack::alloc::DeviceStats s = a->stats();
-  *out = gpuslack_device_stats{s.allocated,   s.peak_allocated,  s.reserved,        s.peak_reserved,
-                               s.largest_free, s.pending_free,   s.allocations,     s.frees,
-                               s.granules_mapped, s.granules_unmapped, s.oom_retries, s.stall_s};
+  *out = gpuslack_device_stats{s.allocated,       s.peak_allocated,    s.reserved,    s.peak_reserved,
+                               s.largest_free,    s.pending_free,      s.allocations, s.frees,
+                               s.granules_mapped, s.granules_unmapped, s.oom_retries, s.stall_s,
+                               s.failed_allocations};
   return 0;
 }
 
@@ -56,6 +87,66 @@ GPUSLACK_API unsigned long long gpuslack_trim(int device) {
     if (gpuslack::alloc::DeviceAllocator* a = gpuslack::alloc::existing_allocator(d)) released += a->trim();
   }
   return released;
+}
+
+
+// ------------------------------------------- stream-ordered device memory ---
+
+GPUSLACK_API void* gpuslack_device_alloc(ssize_t size, int device, CUstream_st* stream) {
+  if (size <= 0 || device < 0 || device >= gpuslack::alloc::kMaxDevices) return nullptr;
+  gpuslack::interpose::ensure_session();
+  return on_device(device, [&]() -> void* {
+    DeviceAllocator* a = gpuslack::alloc::device_allocator(device);
+    if (!a) return nullptr;
+    std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
+    return on ? a->allocate(static_cast<size_t>(size), *on) : a->allocate(static_cast<size_t>(size));
+  });
+}
+
+GPUSLACK_API void gpuslack_device_free(void* ptr, size_t size, int device, CUstream_st* stream) {
+  static std::atomic<bool> foreign{false}, mismatch{false}, twice{false};
+  if (!ptr) return;
+  DeviceAllocator* a = gpuslack::alloc::owner(ptr);
+  if (!a) return misuse(foreign, "gpuslack_device_free: not memory of gpuslack's allocator:", ptr);
+  size_t block = 0;
+  void* start = a->block_of(ptr, &block);
+  if (start != ptr) return misuse(twice, "gpuslack_device_free: not a live block (freed twice?):", ptr);
+  if (a->device() != device || gpuslack::alloc::BlockManager::round_up(size) != block)
+    return misuse(mismatch, "gpuslack_device_free: size or device differ from the allocation's:", ptr);
+  std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
+  if (!(on ? a->free(ptr, *on) : a->free(ptr))) misuse(twice, "gpuslack_device_free: freed twice:", ptr);
+}
+
+GPUSLACK_API void gpuslack_record_stream(void* ptr, CUstream_st* stream) {
+  if (DeviceAllocator* a = ptr ? gpuslack::alloc::owner(ptr) : nullptr) {
+    // The per-thread default stream names a stream only in the calling
+    // thread, and the free may run in another: fence on every stream.
+    std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
+    a->record_stream(ptr, on ? *on : cudaStreamLegacy);
+  }
+}
+
+GPUSLACK_API void gpuslack_device_init(int device) {
+  if (device < 0 || device >= gpuslack::alloc::kMaxDevices) return;
+  gpuslack::interpose::ensure_session();
+  on_device(device, [&] { return gpuslack::alloc::device_allocator(device); });
+}
+
+GPUSLACK_API void gpuslack_reset(void) { gpuslack_trim(-1); }
+
+GPUSLACK_API void gpuslack_set_memory_fraction(double fraction, int device) {
+  if (device < 0 || device >= gpuslack::alloc::kMaxDevices) return;
+  bool done = on_device(device, [&] { return gpuslack::alloc::set_memory_fraction(device, fraction); });
+  if (!done) gpuslack::log::warn("gpuslack_set_memory_fraction({}, {}): not applied (fraction must be in (0, 1], "
+                                 "and the device served by the VMM allocator)", fraction, device);
+}
+
+GPUSLACK_API void* gpuslack_base_alloc(void* ptr, size_t* size) {
+  size_t ignored = 0;
+  if (!size) size = &ignored;
+  *size = 0;
+  DeviceAllocator* a = ptr ? gpuslack::alloc::owner(ptr) : nullptr;
+  return a ? a->block_of(ptr, size) : nullptr;
 }
 
 GPUSLACK_API void gpuslack_free(void* p) { std::free(p); }

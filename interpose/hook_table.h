@@ -33,6 +33,8 @@
 extern "C" {
 cudaError_t cudaMallocAsync_ptsz(void**, size_t, cudaStream_t);
 cudaError_t cudaFreeAsync_ptsz(void*, cudaStream_t);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t, enum cudaStreamCaptureMode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t, cudaGraph_t*);
 cudaError_t cudaMallocFromPoolAsync_ptsz(void**, size_t, cudaMemPool_t, cudaStream_t);
 cudaError_t cudaMemcpy_ptds(void*, const void*, size_t, enum cudaMemcpyKind);
 cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, enum cudaMemcpyKind, cudaStream_t);
@@ -152,4 +154,15 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
   X(cudaMemGetInfo, cudaError_t, (size_t * free_bytes, size_t * total), (free_bytes, total),             \
     GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
   X(cudaIpcGetMemHandle, cudaError_t, (cudaIpcMemHandle_t * handle, void* p), (handle, p), GPUSLACK_OTHER, \
+    0, CallInfo{})                                                                                       \
+  /* ---- what the VMM allocator follows: graph capture, peer access ---- */                            \
+  X(cudaStreamBeginCapture, cudaError_t, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode),  \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaStreamBeginCapture_ptsz, cudaError_t, (cudaStream_t s, enum cudaStreamCaptureMode mode),        \
+    (s, mode), GPUSLACK_OTHER, 0, CallInfo{})                                                            \
+  X(cudaStreamEndCapture, cudaError_t, (cudaStream_t s, cudaGraph_t * graph), (s, graph), GPUSLACK_OTHER, \
+    0, CallInfo{})                                                                                       \
+  X(cudaStreamEndCapture_ptsz, cudaError_t, (cudaStream_t s, cudaGraph_t * graph), (s, graph),          \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaDeviceEnablePeerAccess, cudaError_t, (int peer, unsigned int flags), (peer, flags), GPUSLACK_OTHER, \
     0, CallInfo{})

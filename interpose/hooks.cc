@@ -152,6 +152,11 @@ class HookScope {
 };
 
 }  // namespace
+
+void ensure_session() {
+  if (!session::active()) start_session();
+}
+
 }  // namespace interpose
 }  // namespace gpuslack
 

@@ -6,8 +6,16 @@
 // NVTX and the ledger wrap routed calls exactly as forwarded ones, so the
 // summary shows what the application waited for either way.
 //
-//   cudaMalloc / cudaFree        -> the VMM allocator (alloc/vmm.h) when
+//   cudaMalloc / cudaFree,
+//   cudaMallocAsync / cudaFreeAsync
+//                                -> the VMM allocator (alloc/vmm.h) when
 //                                   GPUSLACK_CONF selects allocator:vmm
+//   cudaMemGetInfo               -> adds the allocator's cached bytes to
+//                                   "free" (README, "cudaMemGetInfo")
+//   cudaDeviceEnablePeerAccess   -> grants the peer the allocator's memory
+//   cudaStreamBeginCapture,
+//   cudaStreamEndCapture         -> the allocator's capture state (Note
+//                                   [Frees during capture])
 //   cudaIpcGetMemHandle          -> refused, with one log line, for VMM
 //                                   memory (its handle would not open)
 //   cudaStreamCreateWithFlags,
@@ -18,6 +26,8 @@
 // Included by hooks.cc only, after the tables are expanded (it names their
 // ids and slots).
 #pragma once
+
+#include <optional>
 
 #include "alloc/stream_registry.h"
 #include "alloc/vmm.h"
@@ -75,6 +85,120 @@ cudaError_t routed_free(void* p) {
   return a->free(p) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// The stream-ordered calls (alloc::ordered_stream: the per-thread default
+// stream takes the stream-less path).
+
+using MallocAsyncFn = cudaError_t (*)(void**, size_t, cudaStream_t);
+using FreeAsyncFn = cudaError_t (*)(void*, cudaStream_t);
+
+template <bool kPtsz>
+cudaError_t routed_malloc_async(void** p, size_t size, cudaStream_t s) {
+  MallocAsyncFn real = real_of<MallocAsyncFn>(kPtsz ? slot_cudaMallocAsync_ptsz : slot_cudaMallocAsync);
+  if (!alloc::vmm_selected() || p == nullptr || size == 0) return real(p, size, s);
+  int device = 0;
+  if (cuda::get_device(&device) != cudaSuccess) return real(p, size, s);
+  alloc::DeviceAllocator* a = alloc::device_allocator(device);
+  if (!a) return real(p, size, s);
+  std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
+  void* block = on ? a->allocate(size, *on) : a->allocate(size);
+  if (!block) return real(p, size, s);
+  *p = block;
+  return cudaSuccess;
+}
+
+template <bool kPtsz>
+cudaError_t routed_free_async(void* p, cudaStream_t s) {
+  FreeAsyncFn real = real_of<FreeAsyncFn>(kPtsz ? slot_cudaFreeAsync_ptsz : slot_cudaFreeAsync);
+  alloc::DeviceAllocator* a = p ? alloc::owner(p) : nullptr;
+  if (!a) return real(p, s);
+  std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
+  return (on ? a->free(p, *on) : a->free(p)) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <>
+struct Route<kId_cudaMallocAsync> {
+  static MallocAsyncFn get(MallocAsyncFn) { return &routed_malloc_async<false>; }
+};
+template <>
+struct Route<kId_cudaMallocAsync_ptsz> {
+  static MallocAsyncFn get(MallocAsyncFn) { return &routed_malloc_async<true>; }
+};
+template <>
+struct Route<kId_cudaFreeAsync> {
+  static FreeAsyncFn get(FreeAsyncFn) { return &routed_free_async<false>; }
+};
+template <>
+struct Route<kId_cudaFreeAsync_ptsz> {
+  static FreeAsyncFn get(FreeAsyncFn) { return &routed_free_async<true>; }
+};
+
+// cudaMemGetInfo: memory the allocator holds mapped but unused is free in
+// every sense an application cares about (the next allocation gets it, and
+// the allocator releases it under pressure), so it counts as free.
+using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
+cudaError_t routed_mem_get_info(size_t* free_bytes, size_t* total) {
+  cudaError_t r = real_of<MemGetInfoFn>(slot_cudaMemGetInfo)(free_bytes, total);
+  int device = 0;
+  if (r != cudaSuccess || free_bytes == nullptr || cuda::get_device(&device) != cudaSuccess) return r;
+  if (alloc::DeviceAllocator* a = alloc::existing_allocator(device)) *free_bytes += a->cached_bytes();
+  return r;
+}
+template <>
+struct Route<kId_cudaMemGetInfo> {
+  static MemGetInfoFn get(MemGetInfoFn) { return &routed_mem_get_info; }
+};
+
+// Peer access to VMM memory is granted per mapping (cuMemSetAccess), not
+// by cudaDeviceEnablePeerAccess: the allocator grants it, now and later.
+using EnablePeerFn = cudaError_t (*)(int, unsigned int);
+cudaError_t routed_enable_peer_access(int peer, unsigned int flags) {
+  cudaError_t r = real_of<EnablePeerFn>(slot_cudaDeviceEnablePeerAccess)(peer, flags);
+  int device = 0;
+  if ((r == cudaSuccess || r == cudaErrorPeerAccessAlreadyEnabled) && cuda::get_device(&device) == cudaSuccess)
+    alloc::peer_access_enabled(device, peer);
+  return r;
+}
+template <>
+struct Route<kId_cudaDeviceEnablePeerAccess> {
+  static EnablePeerFn get(EnablePeerFn) { return &routed_enable_peer_access; }
+};
+
+// Graph capture: the allocator stops querying events, synchronizing and
+// mapping from just before the capture begins until it has ended (an
+// invalidated capture ends too: cudaStreamEndCapture's result does not
+// matter).
+using BeginCaptureFn = cudaError_t (*)(cudaStream_t, cudaStreamCaptureMode);
+using EndCaptureFn = cudaError_t (*)(cudaStream_t, cudaGraph_t*);
+template <bool kPtsz>
+cudaError_t routed_begin_capture(cudaStream_t s, cudaStreamCaptureMode mode) {
+  alloc::capture_began(s);
+  cudaError_t r = real_of<BeginCaptureFn>(kPtsz ? slot_cudaStreamBeginCapture_ptsz : slot_cudaStreamBeginCapture)(s, mode);
+  if (r != cudaSuccess) alloc::capture_ended(s);
+  return r;
+}
+template <bool kPtsz>
+cudaError_t routed_end_capture(cudaStream_t s, cudaGraph_t* graph) {
+  cudaError_t r = real_of<EndCaptureFn>(kPtsz ? slot_cudaStreamEndCapture_ptsz : slot_cudaStreamEndCapture)(s, graph);
+  alloc::capture_ended(s);
+  return r;
+}
+template <>
+struct Route<kId_cudaStreamBeginCapture> {
+  static BeginCaptureFn get(BeginCaptureFn) { return &routed_begin_capture<false>; }
+};
+template <>
+struct Route<kId_cudaStreamBeginCapture_ptsz> {
+  static BeginCaptureFn get(BeginCaptureFn) { return &routed_begin_capture<true>; }
+};
+template <>
+struct Route<kId_cudaStreamEndCapture> {
+  static EndCaptureFn get(EndCaptureFn) { return &routed_end_capture<false>; }
+};
+template <>
+struct Route<kId_cudaStreamEndCapture_ptsz> {
+  static EndCaptureFn get(EndCaptureFn) { return &routed_end_capture<true>; }
+};
+
 template <>
 struct Route<kId_cudaMalloc> {
   static MallocFn get(MallocFn) { return &routed_malloc; }
@@ -126,6 +250,7 @@ cudaError_t routed_create_with_priority(cudaStream_t* s, unsigned int flags, int
 }
 cudaError_t routed_destroy(cudaStream_t s) {
   alloc::stream_destroying(s);
+  alloc::forget_stream(s);
   return real_of<DestroyFn>(slot_cudaStreamDestroy)(s);
 }
 

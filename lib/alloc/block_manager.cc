@@ -81,6 +81,20 @@ uint64_t BlockManager::size_of(uint64_t offset) const {
   return large->second;
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> BlockManager::block_containing(uint64_t offset) const {
+  auto inside = [offset](const std::map<uint64_t, uint64_t>& live) -> std::optional<std::pair<uint64_t, uint64_t>> {
+    auto it = live.upper_bound(offset);
+    if (it == live.begin()) return std::nullopt;
+    --it;
+    if (offset - it->first >= it->second) return std::nullopt;
+    return *it;
+  };
+  if (auto small = inside(small_live_)) return small;
+  auto large = inside(large_live_);
+  if (!large || pages_.count(large->first)) return std::nullopt;  // free space of a page
+  return large;
+}
+
 std::string BlockManager::check() const {
   if (std::string e = large_free_.check(); !e.empty()) return "large space: " + e;
   // Free ranges and live large blocks (pages included) partition [0, capacity).

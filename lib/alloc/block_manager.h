@@ -46,6 +46,8 @@ class BlockManager {
   uint64_t release(uint64_t offset);
   // The (rounded) size of the live block at `offset`, 0 if none.
   uint64_t size_of(uint64_t offset) const;
+  // The live block holding `offset` (anywhere inside it): {start, size}.
+  std::optional<std::pair<uint64_t, uint64_t>> block_containing(uint64_t offset) const;
 
   uint64_t capacity() const { return capacity_; }
   uint64_t allocated() const { return allocated_; }  // live blocks, rounded sizes

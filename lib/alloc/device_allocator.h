@@ -2,42 +2,55 @@
 // range, with no device synchronization on free and no physical
 // fragmentation.
 //
-// Data flow: allocate() asks BlockManager for an offset (best fit, small
-// pool); if its granules are mapped already that is all (the cached path:
-// no driver call, no event); otherwise it fences the frees made since the
-// last epoch, takes back what the GPU is done with, and asks GranuleMap to
-// map what is missing. free() puts the block into FreeEpochs, which hands it
-// back to BlockManager once the GPU can no longer use it (Note [Freeing
-// without synchronizing] in free_epochs.h); a batch of 64 frees is fenced
-// at once. Physical granules of free ranges stay mapped as a cache,
-// released by trim(), when the cache exceeds its limit, and under memory
-// pressure.
+// Data flow, allocate(bytes, stream): a block of that size freed on that
+// stream is taken back from StreamCache (the cached path: no event, no
+// driver call). Otherwise BlockManager gives an offset (best fit, small
+// pool); if its granules are mapped that is all. Otherwise (a miss) every
+// block held back is fenced (the open epoch of stream-less frees, one event
+// per fence stream; each stream's cached blocks, one event on that stream),
+// what the GPU is done with goes back to BlockManager, and only then does
+// GranuleMap map what is still missing. Frees: free(p) puts the block into
+// FreeEpochs (Note [Freeing without synchronizing] in free_epochs.h; a
+// batch of 64 is fenced at once); free(p, stream) into StreamCache. Mapped
+// granules of free ranges stay as a cache, released by trim(), past the
+// cache limit, and under memory pressure.
 //
 // Out of memory, in this order: release cached granules and retry; then
 // wait for every pending free (a stall, counted in stats()) and retry; only
 // then fail (nullptr), with one log line: requested, allocated, reserved,
 // largest free range.
 //
-// Not routed behind cudaMalloc yet (the interposition of the VMM allocator
-// is the next step of its issue); tested on the simulated device.
+// Note [Frees during capture]: while any stream captures a graph
+// (stream_registry.h), nothing here queries or records an event,
+// synchronizes, maps or unmaps: each could invalidate the capture or be
+// captured into the graph. Frees are deferred and fenced like stream-less
+// frees once no capture is running; allocations are served only from
+// memory already mapped and fenced (BlockManager), else nullptr, and the
+// caller passes the call to the runtime (which answers as it would have
+// without gpuslack).
 //
 // Thread safety: every public function, any thread (one mutex per device;
 // the caching allocators this replaces take one too).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
+#include <vector>
 
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
 #include "alloc/free_epochs.h"
 #include "alloc/granule_map.h"
+#include "alloc/stream_cache.h"
+#include "alloc/timeline.h"
 
 namespace gpuslack {
 namespace alloc {
-
 
 class DeviceAllocator {
  public:
@@ -50,11 +63,28 @@ class DeviceAllocator {
   int device() const { return device_; }
 
   // A block of at least `bytes` (256-byte aligned, as cudaMalloc's are), or
-  // nullptr when the device is out of memory after trimming and waiting.
+  // nullptr when the device is out of memory after trimming and waiting
+  // (or, during a capture, when no mapped memory holds it).
   void* allocate(size_t bytes);
+  // The same, for use on `stream` first: may reuse a block freed on
+  // `stream` at once. Not for the per-thread default stream (its handle
+  // names a different stream in each thread): use allocate(bytes).
+  void* allocate(size_t bytes, cudaStream_t stream);
   // Frees a block from allocate(). False if `p` is not the start of a live
   // block of this allocator, or was freed already (nothing changes).
   bool free(void* p);
+  // Frees in the order of `stream`: reusable on `stream` at once, elsewhere
+  // once the work enqueued on `stream` so far has completed.
+  bool free(void* p, cudaStream_t stream);
+  // The block is used on `stream` too: its free also waits for `stream`.
+  // False if `p` is not the start of a live block.
+  bool record_stream(void* p, cudaStream_t stream);
+  // `stream` is being destroyed: the blocks it cached are fenced on it now
+  // (a later stream may get the same handle).
+  void forget_stream(cudaStream_t stream);
+  // The live block holding `p`: its start, and its (rounded) size in *size.
+  void* block_of(const void* p, size_t* size);
+
   // Whether `p` lies in this allocator's address range.
   bool owns(const void* p) const {
     auto a = reinterpret_cast<uintptr_t>(p);
@@ -62,12 +92,27 @@ class DeviceAllocator {
   }
   // Releases every cached granule; returns the bytes released.
   uint64_t trim();
+  // Grants `peer` access to all of this allocator's memory, now and later.
+  bool grant_peer(int peer);
+  // Caps mapped physical memory at `bytes` (0: no cap).
+  void set_limit(uint64_t bytes);
+  // Mapped bytes that no block holds: what trim() could release now. What
+  // cudaMemGetInfo adds to the driver's "free" (README, "cudaMemGetInfo").
+  uint64_t cached_bytes();
+
   DeviceStats stats();
+  Timeline::Samples timeline();
 
  private:
   // Frees fenced per epoch at most; a fuller epoch is closed at free time.
   static constexpr size_t kEpochBlocks = 64;
+  // Blocks one stream may cache before they are fenced for everyone.
+  static constexpr size_t kStreamCacheBlocks = 256;
 
+  void* allocate_locked(size_t bytes);
+  bool take_freed(void* p, uint64_t* offset);  // validates and marks freed
+  void settle_deferred();      // frees made during a capture -> fenced
+  void fence_all();            // open epoch and stream caches -> fenced
   void reclaim();              // blocks whose epochs completed -> free
   void* served(uint64_t offset);  // counts and returns a successful allocation
   void release(const std::vector<uint64_t>& ready);
@@ -82,9 +127,15 @@ class DeviceAllocator {
   uint64_t size_ = 0;
   BlockManager blocks_;
   FreeEpochs epochs_;
-  std::unordered_set<uint64_t> pending_;  // freed, not yet back in blocks_
-  uint64_t pending_bytes_ = 0;
+  StreamCache streams_;
+  // Freed blocks not yet back in blocks_ (epochs, stream caches, deferred):
+  // offset -> size.
+  std::unordered_map<uint64_t, uint64_t> freed_;
+  uint64_t freed_bytes_ = 0;
+  std::vector<uint64_t> deferred_;  // freed during a capture
+  std::unordered_map<uint64_t, std::vector<cudaStream_t>> recorded_;  // record_stream
   DeviceStats stats_;
+  Timeline timeline_;
 };
 
 }  // namespace alloc

@@ -1,5 +1,7 @@
 #include "alloc/free_epochs.h"
 
+#include <algorithm>
+
 #include "cuda/runtime_api.h"
 #include "ledger/clock.h"
 
@@ -38,22 +40,58 @@ void FreeEpochs::give_back(Epoch& e) {
   e.drains.clear();
 }
 
-bool FreeEpochs::close() {
-  if (open_.empty()) return true;
-  Fences f = fences(device_);
-  Epoch epoch;
-  for (cudaStream_t s : f.streams) {
+bool FreeEpochs::record(const std::vector<cudaStream_t>& streams, Epoch* epoch) {
+  for (cudaStream_t s : streams) {
+    // An event recorded on a capturing stream becomes a node of the graph,
+    // not a fence: refuse (a capture begun through the driver API, which
+    // the capture hooks do not see, ends here).
+    // The query itself fails (cudaErrorStreamCaptureImplicit) for the
+    // legacy stream while a blocking stream captures: refuse then too.
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    bool queried = cuda::stream_is_capturing(s, &status) == cudaSuccess;
+    if (!queried) cuda::get_last_error();
+    if (!queried || status != cudaStreamCaptureStatusNone) {
+      give_back(*epoch);
+      return false;
+    }
     cudaEvent_t ev = take_event();
     if (!ev || cuda::event_record(ev, s) != cudaSuccess) {
       cuda::get_last_error();
       if (ev) pool_.push_back(ev);
-      give_back(epoch);
+      give_back(*epoch);
       return false;
     }
-    epoch.events.push_back(ev);
+    epoch->events.push_back(ev);
   }
+  return true;
+}
+
+bool FreeEpochs::close() {
+  if (open_.empty()) return true;
+  Fences f = fences(device_);
+  Epoch epoch;
+  if (!record(f.streams, &epoch)) return false;
   epoch.drains = std::move(f.drains);
   epoch.blocks.swap(open_);
+  closed_.push_back(std::move(epoch));
+  ++closed_count_;
+  return true;
+}
+
+bool FreeEpochs::close_on(std::vector<uint64_t> blocks, std::vector<cudaStream_t> streams, bool with_fences) {
+  if (blocks.empty()) return true;
+  Epoch epoch;
+  if (with_fences) {
+    Fences f = fences(device_);
+    for (cudaStream_t s : f.streams)
+      if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
+    epoch.drains = std::move(f.drains);
+  }
+  if (!record(streams, &epoch)) {
+    open_.insert(open_.end(), blocks.begin(), blocks.end());
+    return false;
+  }
+  epoch.blocks = std::move(blocks);
   closed_.push_back(std::move(epoch));
   ++closed_count_;
   return true;
@@ -68,13 +106,17 @@ bool FreeEpochs::complete(const Epoch& e) const {
 }
 
 void FreeEpochs::poll(std::vector<uint64_t>* ready) {
-  // Epochs complete in order on each stream; the oldest first is enough to
-  // stop at the first incomplete one.
-  while (!closed_.empty() && complete(closed_.front())) {
-    Epoch& e = closed_.front();
-    ready->insert(ready->end(), e.blocks.begin(), e.blocks.end());
-    give_back(e);
-    closed_.pop_front();
+  // Every epoch is queried: one fenced on a busy stream must not hold back
+  // later ones fenced on idle streams. complete() stops at the first
+  // incomplete event, so a pending epoch costs one query.
+  for (auto e = closed_.begin(); e != closed_.end();) {
+    if (!complete(*e)) {
+      ++e;
+      continue;
+    }
+    ready->insert(ready->end(), e->blocks.begin(), e->blocks.end());
+    give_back(*e);
+    e = closed_.erase(e);
   }
 }
 

@@ -48,7 +48,16 @@ class FreeEpochs {
   // Records the open epoch's events. False if recording failed: the blocks
   // then stay in the open epoch (nothing is ever reused unfenced).
   bool close();
-  // Appends to `ready` the blocks of every epoch whose events completed.
+  // Fences `blocks` on `streams` (one event each), and on close()'s fence
+  // streams too if `with_fences`: for frees whose streams are known
+  // (stream-ordered frees, blocks named by record_stream). False if
+  // recording failed; the blocks then join the open epoch, whose close
+  // fences every registered stream (with_fences: never less safe; without,
+  // the caller's streams may be unknown to the registry, and the open
+  // epoch's wait_all() ends in a device synchronization at worst).
+  bool close_on(std::vector<uint64_t> blocks, std::vector<cudaStream_t> streams, bool with_fences);
+  // Appends to `ready` the blocks of every epoch whose events completed
+  // (epochs fenced on different streams complete in any order).
   void poll(std::vector<uint64_t>* ready);
   // Closes the open epoch and waits for every epoch; appends all their
   // blocks to `ready`. Returns the seconds spent waiting.
@@ -62,6 +71,9 @@ class FreeEpochs {
     std::vector<std::shared_ptr<OwnedEvent>> drains;
   };
   cudaEvent_t take_event();
+  // Records one event per stream into `epoch`; on failure returns them all
+  // to the pool and says false.
+  bool record(const std::vector<cudaStream_t>& streams, Epoch* epoch);
   void give_back(Epoch& e);
   bool complete(const Epoch& e) const;
 

@@ -35,6 +35,10 @@ GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes) :
     return;
   }
   granularity_ = granularity;
+  CUmemAccessDesc owner{};
+  owner.location = prop_.location;
+  owner.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  access_.push_back(owner);
   uint64_t size = (bytes + granularity_ - 1) / granularity_ * granularity_;
   CUdeviceptr base = 0;
   if (CUresult r = api_->mem_address_reserve(&base, size, granularity_, 0, 0); r != CUDA_SUCCESS) {
@@ -62,10 +66,7 @@ CUresult GranuleMap::map_one(size_t index) {
     api_->mem_release(handle);
     return r;
   }
-  CUmemAccessDesc access{};
-  access.location = prop_.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  if (CUresult r = api_->mem_set_access(at, granularity_, &access, 1); r != CUDA_SUCCESS) {
+  if (CUresult r = api_->mem_set_access(at, granularity_, access_.data(), access_.size()); r != CUDA_SUCCESS) {
     api_->mem_unmap(at, granularity_);
     api_->mem_release(handle);
     return r;
@@ -90,6 +91,10 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
   std::vector<size_t> done;
   for (size_t i = first; i <= last; ++i) {
     if (handles_[i]) continue;
+    if (limit_ && (mapped_ + 1) * granularity_ > limit_) {
+      for (size_t j : done) unmap_one(j);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (CUresult r = map_one(i); r != CUDA_SUCCESS) {
       for (size_t j : done) unmap_one(j);  // all or nothing
       return r;
@@ -111,6 +116,31 @@ size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes) {
     ++released;
   }
   return released;
+}
+
+CUresult GranuleMap::grant(int device) {
+  if (!base_) return CUDA_ERROR_INVALID_VALUE;
+  for (const CUmemAccessDesc& d : access_)
+    if (d.location.id == device) return CUDA_SUCCESS;
+  CUmemAccessDesc peer{};
+  peer.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  peer.location.id = device;
+  peer.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  access_.push_back(peer);  // later maps grant it whatever happens below
+  // One cuMemSetAccess per run of mapped granules: it may span mappings.
+  for (size_t i = 0; i < handles_.size();) {
+    if (!handles_[i]) {
+      ++i;
+      continue;
+    }
+    size_t run = i;
+    while (run < handles_.size() && handles_[run]) ++run;
+    if (CUresult r = api_->mem_set_access(base_ + i * granularity_, (run - i) * granularity_, &peer, 1);
+        r != CUDA_SUCCESS)
+      return r;
+    i = run;
+  }
+  return CUDA_SUCCESS;
 }
 
 bool GranuleMap::mapped_range(uint64_t offset, uint64_t bytes) const {

@@ -53,6 +53,16 @@ class GranuleMap {
   // [offset, offset + bytes). Returns how many were released.
   size_t unmap(uint64_t offset, uint64_t bytes);
 
+  // Grants `device` read-write access to every granule mapped now and to
+  // every one mapped later (peer access: cudaDeviceEnablePeerAccess from
+  // `device`). CUDA_SUCCESS, or the error of the cuMemSetAccess that failed
+  // (granules granted before it keep the access; later maps grant it).
+  CUresult grant(int device);
+  // Caps the physical memory mapped at `bytes` (0: no cap): a map() beyond
+  // it fails with CUDA_ERROR_OUT_OF_MEMORY, as the device would when full.
+  void set_limit(uint64_t bytes) { limit_ = bytes; }
+  uint64_t limit() const { return limit_; }
+
   bool mapped(uint64_t offset) const;
   // Whether every granule overlapping [offset, offset + bytes) is mapped.
   bool mapped_range(uint64_t offset, uint64_t bytes) const;
@@ -69,6 +79,8 @@ class GranuleMap {
   int device_;
   std::string why_;
   CUmemAllocationProp prop_{};
+  std::vector<CUmemAccessDesc> access_;  // the owner first, then granted peers
+  uint64_t limit_ = 0;
   uint64_t granularity_ = 0;
   CUdeviceptr base_ = 0;
   uint64_t size_ = 0;

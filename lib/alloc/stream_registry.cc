@@ -1,6 +1,7 @@
 #include "alloc/stream_registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "cuda/runtime_api.h"
@@ -17,6 +18,8 @@ struct Entry {
 
 std::mutex g_mu;
 std::vector<Entry>* g_streams = nullptr;  // leaked: used until exit
+std::vector<cudaStream_t>* g_capturing = nullptr;  // under g_mu; leaked
+std::atomic<int> g_capture_count{0};
 
 std::vector<Entry>& streams() {
   if (!g_streams) g_streams = new std::vector<Entry>();
@@ -74,9 +77,29 @@ Fences fences(int device) {
   return f;
 }
 
+void capture_began(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_capturing) g_capturing = new std::vector<cudaStream_t>();
+  g_capturing->push_back(stream);
+  g_capture_count.store(static_cast<int>(g_capturing->size()), std::memory_order_release);
+}
+
+void capture_ended(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_capturing) return;
+  auto it = std::find(g_capturing->begin(), g_capturing->end(), stream);
+  if (it == g_capturing->end()) return;  // not a capture we saw begin
+  g_capturing->erase(it);
+  g_capture_count.store(static_cast<int>(g_capturing->size()), std::memory_order_release);
+}
+
+bool capturing() { return g_capture_count.load(std::memory_order_acquire) > 0; }
+
 void reset_streams() {
   std::lock_guard<std::mutex> lock(g_mu);
   streams().clear();
+  if (g_capturing) g_capturing->clear();
+  g_capture_count.store(0);
 }
 
 }  // namespace alloc

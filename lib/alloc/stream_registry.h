@@ -50,6 +50,16 @@ struct Fences {
 };
 Fences fences(int device);
 
+// Graph capture (Note [Frees during capture] in device_allocator.h): the
+// hooks of cudaStreamBeginCapture/cudaStreamEndCapture report each capture;
+// capturing() says whether any stream of the process is capturing now.
+// In global capture mode any event query, synchronization or allocation
+// from any thread would invalidate the capture, so the allocator asks this
+// on every slow-path step. Lock-free read.
+void capture_began(cudaStream_t stream);
+void capture_ended(cudaStream_t stream);
+bool capturing();
+
 // Forgets everything (tests).
 void reset_streams();
 

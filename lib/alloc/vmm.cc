@@ -14,6 +14,8 @@ namespace {
 std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
 std::atomic<bool> g_refused[kMaxDevices];
 std::mutex g_make_mu;
+std::atomic<uint64_t> g_peers[kMaxDevices];
+std::atomic<uint64_t> g_total[kMaxDevices];  // device memory, set when its allocator is made  // by owner: bit i = device i may access it
 
 __attribute__((noinline, cold)) DeviceAllocator* make(int device) {
   std::lock_guard<std::mutex> lock(g_make_mu);
@@ -43,6 +45,10 @@ __attribute__((noinline, cold)) DeviceAllocator* make(int device) {
     delete a;
     return refuse(why);
   }
+  g_total[device].store(total);
+  uint64_t peers = g_peers[device].load();
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (peers & (1ull << d)) a->grant_peer(d);
   g_allocators[device].store(a, std::memory_order_release);
   log::info("device {}: VMM allocator over {} bytes of address space", device, total + total / 8);
   return a;
@@ -64,6 +70,33 @@ DeviceAllocator* device_allocator(int device) {
 DeviceAllocator* existing_allocator(int device) {
   if (device < 0 || device >= kMaxDevices) return nullptr;
   return g_allocators[device].load(std::memory_order_acquire);
+}
+
+std::optional<cudaStream_t> ordered_stream(cudaStream_t s, bool per_thread_default) {
+  if (s == cudaStreamPerThread || (s == nullptr && per_thread_default)) return std::nullopt;
+  if (s == cudaStreamLegacy) return nullptr;
+  return s;
+}
+
+bool set_memory_fraction(int device, double fraction) {
+  if (!(fraction > 0 && fraction <= 1)) return false;
+  DeviceAllocator* a = device_allocator(device);
+  if (!a) return false;
+  a->set_limit(static_cast<uint64_t>(fraction * static_cast<double>(g_total[device].load())));
+  return true;
+}
+
+void peer_access_enabled(int accessor, int owner) {
+  if (accessor < 0 || accessor >= kMaxDevices || owner < 0 || owner >= kMaxDevices) return;
+  // Under the make mutex: an allocator being made now sees the bit.
+  std::lock_guard<std::mutex> lock(g_make_mu);
+  g_peers[owner].fetch_or(1ull << accessor);
+  if (DeviceAllocator* a = g_allocators[owner].load(std::memory_order_acquire)) a->grant_peer(accessor);
+}
+
+void forget_stream(cudaStream_t stream) {
+  for (auto& slot : g_allocators)
+    if (DeviceAllocator* a = slot.load(std::memory_order_acquire)) a->forget_stream(stream);
 }
 
 DeviceAllocator* owner(const void* p) {

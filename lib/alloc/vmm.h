@@ -14,6 +14,8 @@
 // per device; owner() reads published pointers.
 #pragma once
 
+#include <optional>
+
 #include "alloc/device_allocator.h"
 
 namespace gpuslack {
@@ -29,6 +31,24 @@ DeviceAllocator* device_allocator(int device);
 DeviceAllocator* owner(const void* p);
 // The allocator of `device` if one was made; nullptr otherwise (never makes one).
 DeviceAllocator* existing_allocator(int device);
+
+// The stream a stream-ordered call on `s` is ordered on, or nullopt for the
+// per-thread default stream (cudaStreamPerThread, or 0 when
+// `per_thread_default`), whose handle names a different stream in each
+// thread: those take the stream-less path. cudaStreamLegacy becomes 0.
+std::optional<cudaStream_t> ordered_stream(cudaStream_t s, bool per_thread_default);
+
+// Caps what `device`'s allocator maps at `fraction` (0 < fraction <= 1) of
+// the device's memory; makes the allocator if needed. False (nothing
+// changes) for a fraction out of range or a device it cannot serve.
+bool set_memory_fraction(int device, double fraction);
+
+// `accessor` may now reach `owner`'s memory (cudaDeviceEnablePeerAccess
+// succeeded on `accessor`): grants it every mapping of `owner`'s allocator,
+// now, later, and in an allocator made after this call.
+void peer_access_enabled(int accessor, int owner);
+// `stream` is being destroyed: every allocator fences the blocks it cached.
+void forget_stream(cudaStream_t stream);
 
 }  // namespace alloc
 }  // namespace gpuslack

@@ -64,7 +64,7 @@ TEST(Hooks, EverySymbolIsHookedAndDistinctFromTheRuntime) {
   ++n;
   GPUSLACK_RUNTIME_HOOKS(GPUSLACK_CHECK_SYM)
 #undef GPUSLACK_CHECK_SYM
-  EXPECT_EQ(46, n);
+  EXPECT_EQ(51, n);
 }
 
 // One scenario: calls through `a`, returns every result (and observable
@@ -166,6 +166,21 @@ std::vector<long> scenario(const Api& a) {
   rc(a.cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(0x1234)));
   rc(a.cudaDeviceSynchronize());
   cudaEventDestroy(e);
+
+  // Graph capture and peer access (the allocator follows both).
+  cudaGraph_t graph = nullptr;
+  rc(a.cudaStreamBeginCapture(s2, cudaStreamCaptureModeRelaxed));
+  rc(a.cudaStreamBeginCapture(s2, cudaStreamCaptureModeRelaxed));  // already capturing
+  rc(a.cudaStreamEndCapture(s2, &graph));
+  r.push_back(graph != nullptr);
+  if (graph) cudaGraphDestroy(graph);
+  rc(a.cudaStreamEndCapture(s2, &graph));  // not capturing
+  rc(a.cudaStreamBeginCapture_ptsz(nullptr, cudaStreamCaptureModeThreadLocal));
+  rc(a.cudaStreamEndCapture_ptsz(nullptr, nullptr));  // no graph pointer
+  rc(a.cudaStreamEndCapture_ptsz(nullptr, &graph));
+  if (graph) cudaGraphDestroy(graph);
+  rc(a.cudaDeviceEnablePeerAccess(0, 0));  // itself
+  rc(a.cudaDeviceEnablePeerAccess(1, 7));  // bad flags
 
   // The data went where it should.
   rcs(a.cudaMemcpy(back.data(), d, kN, cudaMemcpyDeviceToHost));

@@ -10,6 +10,8 @@
 // This file: errors, versions, devices, streams, events and graphs.
 // Allocation: cudart_memory.cc. Copies and memsets: cudart_copy.cc.
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "cudart_internal.h"
 
@@ -102,6 +104,7 @@ GPUSIM_EXPORT const char* cudaGetErrorName(cudaError_t e) {
     NAME(cudaErrorStreamCaptureUnsupported) NAME(cudaErrorStreamCaptureInvalidated)
     NAME(cudaErrorStreamCaptureImplicit) NAME(cudaErrorHostMemoryAlreadyRegistered)
     NAME(cudaErrorHostMemoryNotRegistered) NAME(cudaErrorNotSupported)
+    NAME(cudaErrorPeerAccessAlreadyEnabled) NAME(cudaErrorPeerAccessNotEnabled)
 #undef NAME
     default: return "cudaErrorUnknown";
   }
@@ -136,6 +139,35 @@ GPUSIM_EXPORT cudaError_t cudaSetDevice(int d) {
   READY();
   if (!valid_device(d)) return ret(cudaErrorInvalidDevice);
   set_current_device(d);
+  return cudaSuccess;
+}
+// Peer access: every pair of distinct simulated devices can reach each
+// other (they share the host's memory); enabling records the pair, as the
+// runtime does, and answers the runtime's errors for repeats.
+namespace {
+std::mutex g_peer_mu;
+std::set<std::pair<int, int>> g_peers;  // (accessing device, peer)
+}  // namespace
+GPUSIM_EXPORT cudaError_t cudaDeviceCanAccessPeer(int* can, int d, int peer) {
+  READY();
+  if (!can) return ret(cudaErrorInvalidValue);
+  if (!valid_device(d) || !valid_device(peer)) return ret(cudaErrorInvalidDevice);
+  *can = d != peer;
+  return cudaSuccess;
+}
+GPUSIM_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  READY();
+  if (flags) return ret(cudaErrorInvalidValue);
+  int d = current_device();
+  if (!valid_device(peer) || peer == d) return ret(cudaErrorInvalidDevice);
+  std::lock_guard<std::mutex> l(g_peer_mu);
+  if (!g_peers.insert({d, peer}).second) return ret(cudaErrorPeerAccessAlreadyEnabled);
+  return cudaSuccess;
+}
+GPUSIM_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peer) {
+  READY();
+  std::lock_guard<std::mutex> l(g_peer_mu);
+  if (!g_peers.erase({current_device(), peer})) return ret(cudaErrorPeerAccessNotEnabled);
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
@@ -323,14 +355,19 @@ GPUSIM_BOTH(cudaError_t, cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t 
 GPUSIM_BOTH(cudaError_t, cudaEventRecord, (cudaEvent_t e, cudaStream_t h), _ptsz, {
   return cudaEventRecordWithFlags_impl(ptds, e, h, 0);
 })
+// Querying or waiting for an event is a potentially unsafe call while a
+// global-mode capture runs (PyTorch's allocator avoids it for that reason):
+// refused, and the capture invalidated.
 GPUSIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t e) {
   READY();
   if (!e) return ret(cudaErrorInvalidResourceHandle);
+  if (cudaError_t r = refuse_in_capture()) return ret(r);
   return event_done(e) ? cudaSuccess : cudaErrorNotReady;
 }
 GPUSIM_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   READY();
   if (!e) return ret(cudaErrorInvalidResourceHandle);
+  if (cudaError_t r = refuse_in_capture()) return ret(r);
   sync_event(e);
   return cudaSuccess;
 }

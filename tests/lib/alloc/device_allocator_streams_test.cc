@@ -1,0 +1,280 @@
+// DeviceAllocator's stream-ordered side on the simulated device (64 MiB,
+// two devices, set by CMake): reuse on the freeing stream at once and
+// elsewhere only after its work; record_stream; frees during a graph
+// capture deferred, with no event query, synchronization or mapping while
+// it runs (the simulated runtime invalidates a global capture on any of
+// them, as the real one does); peer access; the memory cap; block lookup.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "alloc/device_allocator.h"
+#include "alloc/stream_registry.h"
+#include "alloc/vmm.h"
+#include "cuda/driver_api.h"
+#include "gpusim.h"
+
+namespace gpuslack {
+namespace alloc {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+cudaStream_t non_blocking() {
+  cudaStream_t s = nullptr;
+  EXPECT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  stream_created(s, 0, cudaStreamNonBlocking);
+  return s;
+}
+
+TEST(DeviceAllocatorStreams, ReuseIsImmediateOnTheFreeingStreamOnly) {
+  reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking();
+  void* p = a.allocate(4 * kMiB, s1);
+  ASSERT_NE(nullptr, p);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s1, p, 4 * kMiB, 300000, 7, nullptr));
+  ASSERT_TRUE(a.free(p, s1));
+  EXPECT_FALSE(a.free(p, s1));  // twice
+  // Same stream: the kernel's successor may have it at once.
+  EXPECT_EQ(p, a.allocate(4 * kMiB, s1));
+  EXPECT_EQ(1u, a.stats().stream_reuses);
+  ASSERT_TRUE(a.free(p, s1));
+  // Another stream, or no stream: not while s1's kernel runs.
+  void* q = a.allocate(4 * kMiB, s2);
+  void* r = a.allocate(4 * kMiB);
+  EXPECT_NE(p, q);
+  EXPECT_NE(p, r);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));
+  // Once s1 has passed the free, anyone may: the next miss takes it back.
+  void* t = a.allocate(4 * kMiB, s2);
+  EXPECT_EQ(p, t);
+  EXPECT_EQ(0, gpusim_busy_kernel_violations());
+  for (void* x : {q, r, t}) EXPECT_TRUE(a.free(x, s2));
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+TEST(DeviceAllocatorStreams, EightThreadsFourStreamsNeverShareBusyMemory) {
+  reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t streams[4];
+  for (auto& s : streams) s = non_blocking();
+  long before = gpusim_busy_kernel_violations();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      cudaStream_t mine = streams[t % 4], other = streams[(t + 1) % 4];
+      for (int i = 0; i < 6; ++i) {
+        size_t bytes = (i % 2 ? 64 : 3 * 1024) * 1024;
+        void* p = a.allocate(bytes, mine);
+        ASSERT_NE(nullptr, p);
+        ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(mine, p, bytes, 15000, 0xBEEF00u + t, nullptr));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the kernel has started
+        ASSERT_TRUE(a.free(p, mine));
+        // From another stream, written by that stream at once: if it were
+        // a block a kernel of another stream still uses, the kernel would
+        // see the write. (A block freed on `other` itself may come back:
+        // its memset then runs after that stream's kernel, legitimately.)
+        void* q = a.allocate(bytes, other);
+        ASSERT_NE(nullptr, q);
+        ASSERT_EQ(cudaSuccess, cudaMemsetAsync(q, 0, bytes, other));
+        ASSERT_TRUE(a.free(q, other));
+      }
+    });
+  for (auto& th : threads) th.join();
+  cudaDeviceSynchronize();
+  EXPECT_EQ(0, gpusim_busy_kernel_violations() - before);
+  for (auto& s : streams) cudaStreamDestroy(s);
+}
+
+TEST(DeviceAllocatorStreams, RecordStreamHoldsTheBlockForThatStream) {
+  reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  // s2 is not in the registry (as PyTorch's streams are not): only
+  // record_stream tells the allocator about it.
+  cudaStream_t s1 = non_blocking(), s2 = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  void* p = a.allocate(4 * kMiB, s1);
+  ASSERT_TRUE(a.record_stream(p, s2));
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s2, p, 4 * kMiB, 300000, 9, nullptr));
+  ASSERT_TRUE(a.free(p, s1));
+  void* q = a.allocate(4 * kMiB, s1);  // not even on s1: s2 still uses p
+  EXPECT_NE(p, q);
+  std::memset(q, 1, 4 * kMiB);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s2));
+  EXPECT_EQ(p, a.allocate(4 * kMiB, s1));
+  EXPECT_EQ(0, gpusim_busy_kernel_violations());
+  int local = 0;
+  EXPECT_FALSE(a.record_stream(&local, s2));
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+// A global-mode capture is invalidated by any event query, event
+// synchronization, cudaMalloc or cudaFree from any thread while it runs.
+// `during` runs while `s` captures; returns what cudaStreamEndCapture said.
+template <typename Fn>
+cudaError_t capture_around(cudaStream_t s, bool tell_allocator, Fn during) {
+  EXPECT_EQ(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  if (tell_allocator) capture_began(s);
+  during();
+  cudaGraph_t graph = nullptr;
+  cudaError_t r = cudaStreamEndCapture(s, &graph);
+  if (tell_allocator) capture_ended(s);
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  return r;
+}
+
+TEST(DeviceAllocatorStreams, FreesDuringACaptureWaitForItsEnd) {
+  reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s = non_blocking(), cap = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking));
+  void* big = a.allocate(4 * kMiB);
+  void* small = a.allocate(64 * 1024, s);
+  void* more = nullptr;
+  void* mapped_small = nullptr;
+  uint64_t mapped_before = a.stats().granules_mapped;
+  // GPU work that outlives the capture: the fence recorded after it cannot
+  // pass before this ends.
+  void* scratch = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&scratch, 4096));
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(nullptr, scratch, 4096, 100000, 3, nullptr));
+  cudaError_t r = capture_around(cap, true, [&] {
+    EXPECT_TRUE(a.free(big));
+    EXPECT_TRUE(a.free(small, s));
+    more = a.allocate(8 * kMiB);             // needs a map: left to the runtime
+    mapped_small = a.allocate(4096);         // fits the mapped small-pool page
+    EXPECT_EQ(0u, a.trim());                 // no unmapping either
+  });
+  EXPECT_EQ(cudaSuccess, r) << "the allocator invalidated the capture";
+  EXPECT_EQ(nullptr, more);
+  EXPECT_NE(nullptr, mapped_small);
+  DeviceStats st = a.stats();
+  EXPECT_EQ(2u, st.deferred_frees);
+  EXPECT_EQ(1u, st.capture_fallbacks);
+  EXPECT_EQ(mapped_before, st.granules_mapped);
+  // After the capture the deferred frees are fenced like any other: the
+  // next miss fences them (and cannot have them yet), and once the GPU has
+  // passed the fence, the miss after takes `big` back.
+  void* first = a.allocate(4 * kMiB);
+  EXPECT_NE(big, first);
+  cudaDeviceSynchronize();
+  EXPECT_EQ(big, a.allocate(4 * kMiB));
+  cudaFree(scratch);
+  cudaStreamDestroy(s);
+  cudaStreamDestroy(cap);
+}
+
+TEST(DeviceAllocatorStreams, ControlAnAllocatorBlindToTheCaptureBreaksIt) {
+  // The same frees and allocations, the capture not reported: the miss
+  // queries events and the simulated runtime invalidates the capture, as
+  // the real one does. (And a native cudaMalloc does too.)
+  reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t cap = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking));
+  void* big = a.allocate(4 * kMiB);
+  a.free(big);
+  a.trim();  // the fenced epoch is queried by the miss below
+  void* again = a.allocate(4 * kMiB);
+  a.free(again);
+  cudaError_t r = capture_around(cap, false, [&] { a.free(a.allocate(8 * kMiB)); });
+  EXPECT_EQ(cudaErrorStreamCaptureInvalidated, r);
+  void* native = nullptr;
+  r = capture_around(cap, false, [&] { cudaMalloc(&native, 4096); });
+  EXPECT_EQ(cudaErrorStreamCaptureInvalidated, r);
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(cap);
+}
+
+TEST(DeviceAllocatorStreams, DestroyedStreamsGiveTheirCacheBack) {
+  reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  cudaStream_t s = non_blocking();
+  void* p = a.allocate(4 * kMiB, s);
+  ASSERT_TRUE(a.free(p, s));
+  a.forget_stream(s);
+  stream_destroying(s);
+  cudaStreamDestroy(s);
+  cudaDeviceSynchronize();
+  // A new stream may get the same handle: it must not inherit p unfenced;
+  // p comes back through the fence instead.
+  cudaStream_t t = non_blocking();
+  EXPECT_EQ(p, a.allocate(4 * kMiB, t));
+  EXPECT_EQ(0u, a.stats().stream_reuses);
+  cudaStreamDestroy(t);
+}
+
+TEST(DeviceAllocatorStreams, TheCapFailsAllocationsAsOutOfMemory) {
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  a.set_limit(8 * kMiB);
+  EXPECT_EQ(nullptr, a.allocate(16 * kMiB));
+  EXPECT_EQ(1u, a.stats().failed_allocations);
+  void* p = a.allocate(6 * kMiB);
+  EXPECT_NE(nullptr, p);
+  EXPECT_LE(a.stats().reserved, 8 * kMiB);
+  a.set_limit(0);
+  EXPECT_NE(nullptr, a.allocate(16 * kMiB));
+}
+
+TEST(DeviceAllocatorStreams, BlockOfFindsTheBlockFromAnyInteriorPointer) {
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  char* big = static_cast<char*>(a.allocate(3 * kMiB));
+  char* small = static_cast<char*>(a.allocate(1000));
+  size_t size = 0;
+  EXPECT_EQ(big, a.block_of(big + 12345, &size));
+  EXPECT_EQ(3 * kMiB, size);
+  EXPECT_EQ(small, a.block_of(small + 999, &size));
+  EXPECT_EQ(1024u, size);
+  EXPECT_EQ(nullptr, a.block_of(small + 1024, &size));  // free space of the page
+  EXPECT_EQ(0u, size);
+  a.free(big);
+  EXPECT_EQ(nullptr, a.block_of(big, &size));  // freed
+}
+
+TEST(DeviceAllocatorStreams, PeersGetEveryMappingNowAndLater) {
+  ASSERT_EQ(cudaSuccess, cudaSetDevice(0));
+  DeviceAllocator* a = device_allocator(0);
+  ASSERT_NE(nullptr, a);
+  void* p = a->allocate(4 * kMiB);
+  auto access = [](int device, void* at) {
+    CUmemLocation loc{};
+    loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    loc.id = device;
+    unsigned long long flags = 0;
+    EXPECT_EQ(CUDA_SUCCESS, cuMemGetAccess(&flags, &loc, reinterpret_cast<CUdeviceptr>(at)));
+    return flags;
+  };
+  EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_NONE, access(1, p));
+  peer_access_enabled(1, 0);
+  EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, access(1, p));
+  void* later = a->allocate(16 * kMiB);  // new granules
+  EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, access(1, later));
+  EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, access(0, later));
+  // Enabled before device 1's allocator exists: granted when it is made.
+  peer_access_enabled(0, 1);
+  ASSERT_EQ(cudaSuccess, cudaSetDevice(1));
+  DeviceAllocator* b = device_allocator(1);
+  ASSERT_NE(nullptr, b);
+  void* q = b->allocate(4 * kMiB);
+  EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, access(0, q));
+  cudaSetDevice(0);
+}
+
+}  // namespace
+}  // namespace alloc
+}  // namespace gpuslack

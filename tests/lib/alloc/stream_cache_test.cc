@@ -1,0 +1,50 @@
+// StreamCache: exact-size reuse per stream, most recent first; flush takes a
+// stream's blocks; counts stay right.
+#include "alloc/stream_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace gpuslack {
+namespace alloc {
+namespace {
+
+cudaStream_t stream(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); }
+
+TEST(StreamCache, TakesOnlyTheSameSizeOnTheSameStream) {
+  StreamCache c;
+  EXPECT_EQ(1u, c.put(stream(1), 0, 512));
+  EXPECT_EQ(2u, c.put(stream(1), 4096, 512));
+  c.put(stream(2), 8192, 512);
+  EXPECT_EQ(1536u, c.bytes());
+  EXPECT_EQ(std::nullopt, c.take(stream(1), 1024));  // other size
+  EXPECT_EQ(std::nullopt, c.take(stream(3), 512));   // other stream
+  EXPECT_EQ(4096u, c.take(stream(1), 512));          // the latest first
+  EXPECT_EQ(0u, c.take(stream(1), 512));
+  EXPECT_EQ(std::nullopt, c.take(stream(1), 512));
+  EXPECT_EQ(1u, c.blocks());
+  EXPECT_EQ(512u, c.bytes());
+}
+
+TEST(StreamCache, FlushHandsOverEveryBlockOfOneStream) {
+  StreamCache c;
+  c.put(stream(1), 0, 512);
+  c.put(stream(1), 1024, 2048);
+  c.put(stream(2), 8192, 512);
+  std::vector<cudaStream_t> s = c.streams();
+  EXPECT_EQ(2u, s.size());
+  std::vector<uint64_t> out;
+  c.flush(stream(1), &out);
+  std::sort(out.begin(), out.end());
+  EXPECT_EQ((std::vector<uint64_t>{0, 1024}), out);
+  EXPECT_EQ(1u, c.blocks());
+  EXPECT_EQ(512u, c.bytes());
+  EXPECT_EQ(std::vector<cudaStream_t>{stream(2)}, c.streams());
+  c.flush(stream(7), &out);  // nothing there
+  EXPECT_EQ(2u, out.size());
+}
+
+}  // namespace
+}  // namespace alloc
+}  // namespace gpuslack

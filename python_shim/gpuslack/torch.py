@@ -123,27 +123,25 @@ def memory_stats(device=None):
 
     allocated_bytes.all.{current,peak}  bytes in live blocks
     reserved_bytes.all.{current,peak}   physical memory mapped (blocks and cache)
-    active_bytes.all.current            live blocks and freed blocks the GPU may still use
     allocation.all.{current,allocated,freed}  blocks live now, served, freed
     num_alloc_retries                   allocations retried after trimming or waiting
     num_ooms                            allocations that failed after every retry
     num_device_alloc, num_device_free   physical granules mapped, released
     num_sync_all_streams                0: gpuslack never synchronizes to free
-    gpuslack.pending_free_bytes, gpuslack.largest_free_bytes, gpuslack.stall_s
+    gpuslack.pending_free_blocks, gpuslack.largest_free_bytes, gpuslack.stall_s
                                         gpuslack's own figures (see gpuslack.h)
     """
     s = gpuslack.device_stats(_device_index(device))
     if s is None:
         return {}
     return {
-        "active_bytes.all.current": s["allocated"] + s["pending_free"],
         "allocated_bytes.all.current": s["allocated"],
         "allocated_bytes.all.peak": s["peak_allocated"],
         "allocation.all.allocated": s["allocations"],
         "allocation.all.current": s["allocations"] - s["frees"],
         "allocation.all.freed": s["frees"],
         "gpuslack.largest_free_bytes": s["largest_free"],
-        "gpuslack.pending_free_bytes": s["pending_free"],
+        "gpuslack.pending_free_blocks": s["pending_free"],
         "gpuslack.stall_s": s["stall_s"],
         "num_alloc_retries": s["oom_retries"],
         "num_device_alloc": s["granules_mapped"],

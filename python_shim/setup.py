@@ -17,6 +17,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def built_library():
     path = os.environ.get("GPUSLACK_LIBRARY") or os.path.join(HERE, "..", "build", "libgpuslack.so")
+    if not os.path.isabs(path):
+        # pip runs this in the source folder; a relative GPUSLACK_LIBRARY
+        # means the user's folder, which the shell leaves in PWD.
+        path = os.path.join(os.environ.get("PWD") or os.getcwd(), path)
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise SystemExit(

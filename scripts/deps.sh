@@ -3,7 +3,8 @@
 # Debian does not ship in a usable form, into a cache outside the clone.
 #
 #   - Debian packages: compilers (GCC; clang for the fuzz target), CMake, Ninja,
-#     GoogleTest, Google Benchmark,
+#     GoogleTest, Google Benchmark, pytest with setuptools and wheel (the
+#     Python package's tests, tests/python),
 #     spdlog and fmt (header-only use), binutils (the export test), dpkg-dev
 #     (apt-get source). Installed only when missing, so a warm machine never
 #     touches the network.
@@ -31,7 +32,8 @@ sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # --- Debian packages -------------------------------------------------------
 PACKAGES=(g++ make cmake ninja-build pkg-config binutils dpkg-dev bzip2 xz-utils
           libgtest-dev libgmock-dev libbenchmark-dev libspdlog-dev libfmt-dev
-          python3 python3-jsonschema clang libclang-rt-14-dev)
+          python3 python3-jsonschema python3-pytest python3-setuptools python3-wheel
+          clang libclang-rt-14-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,127 @@
+"""The package's side of the C API: every prototype of gpuslack.h declared
+exactly (PROTOTYPES and DeviceStats against the header's text), where the
+library is found, and a library lacking a function."""
+import ctypes
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import LIBRARY, ROOT, SHIM, needs_library
+from gpuslack import _lib
+
+HEADER = os.path.join(ROOT, "include", "gpuslack", "gpuslack.h")
+
+# C type in the header -> the ctypes type it must be declared as.
+C_TYPES = {
+    "void": None,
+    "const char*": ctypes.c_char_p,
+    "char*": ctypes.c_void_p,  # owned by the caller: handed back to gpuslack_free
+    "int": ctypes.c_int,
+    "double": ctypes.c_double,
+    "unsigned long long": ctypes.c_ulonglong,
+    "size_t": ctypes.c_size_t,
+    "ssize_t": ctypes.c_ssize_t,
+    "void*": ctypes.c_void_p,
+    "struct CUstream_st*": ctypes.c_void_p,
+    "size_t*": ctypes.POINTER(ctypes.c_size_t),
+    "gpuslack_device_stats*": ctypes.POINTER(_lib.DeviceStats),
+}
+
+
+def header_text():
+    with open(HEADER) as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"\s+", " ", text)
+
+
+def c_type(decl):
+    """A parameter's type: 'const char* name' -> 'const char*'."""
+    t = re.sub(r"\s*\b\w+$", "", decl.strip())
+    return re.sub(r"\s+", " ", t).replace(" *", "*").strip()
+
+
+def header_prototypes():
+    out = {}
+    for m in re.finditer(r"GPUSLACK_API ([\w\s\*]+?)\s*\b(gpuslack_\w+)\s*\(([^)]*)\);", header_text()):
+        restype = re.sub(r"\s+", " ", m.group(1)).replace(" *", "*").strip()
+        args = m.group(3).strip()
+        argtypes = [] if args in ("", "void") else [c_type(a) for a in args.split(",")]
+        out[m.group(2)] = (restype, argtypes)
+    return out
+
+
+def test_every_function_of_the_header_is_declared_exactly():
+    header = header_prototypes()
+    assert len(header) >= 14, header
+    assert list(header) == list(_lib.PROTOTYPES), "PROTOTYPES must list the header's functions in its order"
+    for name, (restype, argtypes) in header.items():
+        assert restype in C_TYPES and all(a in C_TYPES for a in argtypes), (name, restype, argtypes)
+        assert _lib.PROTOTYPES[name] == (C_TYPES[restype], [C_TYPES[a] for a in argtypes]), name
+
+
+def test_device_stats_matches_the_struct_field_for_field():
+    body = re.search(r"typedef struct gpuslack_device_stats \{(.*?)\} gpuslack_device_stats;", header_text()).group(1)
+    fields = [(re.sub(r"\s+", " ", t).strip(), n) for t, n in re.findall(r"([\w ]+?)\s+(\w+);", body)]
+    c = {"unsigned long long": ctypes.c_ulonglong, "double": ctypes.c_double}
+    assert [(n, c[t]) for t, n in fields] == _lib.DeviceStats._fields_
+
+
+def test_the_prototypes_of_the_header_parser_see_the_pluggable_allocator_signatures():
+    # torch.cuda.memory.CUDAPluggableAllocator's documented signatures.
+    h = header_prototypes()
+    assert h["gpuslack_device_alloc"] == ("void*", ["ssize_t", "int", "struct CUstream_st*"])
+    assert h["gpuslack_device_free"] == ("void", ["void*", "size_t", "int", "struct CUstream_st*"])
+
+
+def run_python(code, **env):
+    e = dict(os.environ)
+    e.pop("GPUSLACK_LIBRARY", None)
+    e.pop("LD_PRELOAD", None)
+    e.update(env)
+    e["PYTHONPATH"] = SHIM
+    return subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=60)
+
+
+def test_a_missing_library_says_where_it_looked(tmp_path):
+    r = run_python("import gpuslack; gpuslack.version()", GPUSLACK_LIBRARY=str(tmp_path / "nope.so"))
+    assert r.returncode != 0
+    assert "GPUSLACK_LIBRARY=%s: no such file" % (tmp_path / "nope.so") in r.stderr, r.stderr
+
+
+def test_importing_the_package_loads_nothing():
+    r = run_python("import gpuslack, gpuslack.torch, gpuslack.report, gpuslack.launcher, sys\n"
+                   "assert 'torch' not in sys.modules\n"
+                   "assert not [l for l in open('/proc/self/maps') if 'libgpuslack' in l]\n"
+                   "print(gpuslack.__version__)", GPUSLACK_LIBRARY="/nonexistent/libgpuslack.so")
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_function_the_library_lacks_raises_a_clear_error():
+    lib = _lib.Library("libc.so.6")  # exports none of them
+    assert lib.missing == list(_lib.PROTOTYPES)
+    assert not lib.has("trim") and not lib.has("gpuslack_trim")
+    with pytest.raises(_lib.MissingFunction, match="libc.so.6 does not export gpuslack_trim"):
+        lib.trim(-1)
+
+
+@needs_library
+def test_every_function_is_exported_by_the_built_library():
+    r = run_python("from gpuslack import _lib; print(' '.join(_lib.load().missing))", GPUSLACK_LIBRARY=LIBRARY)
+    assert r.returncode == 0, r.stderr
+    if r.stdout.split():
+        pytest.xfail("not implemented in this build yet: %s" % r.stdout.strip())
+
+
+@needs_library
+def test_the_order_of_the_places_looked_at(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUSLACK_LIBRARY", LIBRARY)
+    where = [w for w, _ in _lib.candidates()]
+    assert where[-2:] == ["installed with the package", "the source checkout's build folder"]
+    assert where[0] == "GPUSLACK_LIBRARY"  # nothing is preloaded into pytest
+    assert _lib.library_path() == os.path.abspath(LIBRARY)
+    monkeypatch.delenv("GPUSLACK_LIBRARY")
+    assert "GPUSLACK_LIBRARY" not in [w for w, _ in _lib.candidates()]

@@ -93,9 +93,9 @@ def stats_and_trim():
     assert gtorch.memory_allocated("cuda:0") == 64 * MiB
     lib.device_free(p, 64 * MiB, 0, a)
     sim.sync()
-    q = alloc(lib, 4096, a)  # polls the free's fence
+    q = alloc(lib, 4096, a)  # a miss: fences the free (one event on a)
     s = gpuslack.device_stats(0)
-    assert s["allocated"] == 4096 and s["frees"] == 1 and s["pending_free"] == 0, s
+    assert s["allocated"] == 4096 and s["frees"] == 1, s
     assert gtorch.max_memory_allocated(0) >= 64 * MiB
     released = gpuslack.trim(0)
     assert released >= 62 * MiB, released  # the freed 64 MiB, whole granules
@@ -129,7 +129,7 @@ def bad_arguments_are_refused_quietly():
     assert not lib.device_alloc(-1, 0, a)
     assert not lib.device_alloc(1 << 20, 63, a)  # no such device
     p = alloc(lib, 1000, a)
-    lib.device_free(p, 999, 0, a)  # wrong size: logged, ignored
+    lib.device_free(p, 5000, 0, a)  # wrong size: logged, ignored
     lib.device_free(p, 1000, 1, a)  # wrong device: logged, ignored
     assert gpuslack.device_stats(0)["allocated"] >= 1000
     lib.device_free(0x1234000, 4096, 0, a)  # not a block: logged, ignored
@@ -196,7 +196,7 @@ def other_stream_waits_for_the_freeing_streams_work():
     q = alloc(lib, 4 * MiB, b)
     assert running(first), "the kernel ended before the test could look"
     assert q != p, "a block still in use on stream a went to stream b"
-    assert gpuslack.device_stats(0)["pending_free"] >= 4 * MiB
+    assert gpuslack.device_stats(0)["pending_free"] >= 1  # blocks
     other = sim.busy(b, q, 4 * MiB, 50, 0x22222222)
     finish(sim, first, other)
     # The work is done: the block is free for any stream now.

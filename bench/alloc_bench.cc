@@ -5,6 +5,12 @@
 //   BM_DeviceAllocator_Pair   - the same through DeviceAllocator (mutex,
 //                               epochs: the next allocation after a free
 //                               records the epoch's event);
+//   BM_DeviceAllocator_StreamPair
+//                             - a stream-ordered pair (allocate(bytes, s),
+//                               free(p, s)): the cached path, the block
+//                               freed on the stream taken back by it; with
+//                               1 and 8 threads (each its own stream, one
+//                               allocator: its mutex is shared);
 //   BM_CudaMallocFree_Native  - cudaMalloc+cudaFree of the (simulated)
 //                               runtime: its modeled costs and device waits;
 //   BM_CudaMallocFree_Vmm     - the same calls through libgpuslack.so's hooks
@@ -14,6 +20,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -47,6 +54,22 @@ void BM_DeviceAllocator_Pair(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DeviceAllocator_Pair)->Arg(64 << 10)->Arg(8 << 20);
+
+void BM_DeviceAllocator_StreamPair(benchmark::State& state) {
+  static DeviceAllocator* a = new DeviceAllocator(gpuslack::cuda::driver(), 0, 4ull << 30, 0);
+  // A stream handle per thread: the cache is keyed by handle, and nothing
+  // is enqueued on it (no event is recorded on the cached path).
+  auto stream = reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(0x1000 + state.thread_index()));
+  size_t bytes = static_cast<size_t>(state.range(0));
+  a->free(a->allocate(bytes, stream), stream);  // warm: the block is cached
+  for (auto _ : state) {
+    void* p = a->allocate(bytes, stream);
+    benchmark::DoNotOptimize(p);
+    a->free(p, stream);
+  }
+}
+BENCHMARK(BM_DeviceAllocator_StreamPair)->Arg(64 << 10)->Arg(8 << 20)->Threads(1)->Threads(8)
+    ->Repetitions(5)->ReportAggregatesOnly(true);
 
 using MallocFn = cudaError_t (*)(void**, size_t);
 using FreeFn = cudaError_t (*)(void*);

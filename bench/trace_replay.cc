@@ -123,20 +123,15 @@ Result replay(const Trace& t, uint64_t reserve, uint64_t cache_limit, bool verbo
         live += e.size;
         if (live > r.ideal_peak) r.ideal_peak = live;
         gpu.settle();
-        // TODO(stream-ordered alloc): replay through allocate(e.size, stream)
-        // once DeviceAllocator has it, with e.stream mapped to one simulated
-        // stream per trace stream; PyTorch and RMM reuse a block on its own
-        // stream at once, which the stream-less path cannot (it waits for
-        // the free's events), so their rows will then compare like for like.
-        ptr[e.id] = a.allocate(e.size);
+        // Stream-ordered, as PyTorch and RMM allocate: a block freed on the
+        // stream comes back at once for the same stream. Every trace event
+        // goes to the legacy stream, the one the replay's GPU model holds.
+        ptr[e.id] = a.allocate(e.size, nullptr);
         if (!ptr[e.id]) ++r.failed;
       } else {
         ++r.frees;
         live -= size[e.id];
-        // TODO(stream-ordered alloc): free(p, stream) on the stream of the
-        // block's allocation (the trace frees on it: PyTorch's free_requested
-        // and RMM's free both carry it).
-        if (ptr[e.id] && !a.free(ptr[e.id])) die("the allocator refused to free block " + std::to_string(e.id));
+        if (ptr[e.id] && !a.free(ptr[e.id], nullptr)) die("the allocator refused to free block " + std::to_string(e.id));
       }
       if (verbose) {
         DeviceStats s = a.stats();

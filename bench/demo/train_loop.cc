@@ -17,6 +17,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -108,6 +110,11 @@ int main(int argc, char** argv) {
   std::mt19937 rng(args.seed);
   std::uniform_int_distribution<size_t> seq_len(128, 2048);
   std::vector<double> step_ms;
+  // On the simulated device, the device synchronizations cudaFree made
+  // (gpusim_free_syncs; absent on a real GPU, where nothing counts them).
+  using CountFn = long (*)();
+  auto free_syncs = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "gpusim_free_syncs"));
+  long syncs_after_warmup = 0;
   for (int step = 0; step < args.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
     size_t len = seq_len(rng);
@@ -144,7 +151,11 @@ int main(int argc, char** argv) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
     std::printf("step %3d  seq_len %4zu  %8.2f ms\n", step, len, ms);
+    if (step == 0 && free_syncs) syncs_after_warmup = free_syncs();
   }
+  if (free_syncs && args.steps > 1)
+    std::printf("train_loop: device synchronizations by cudaFree in steady state (steps 1..%d): %ld\n",
+                args.steps - 1, free_syncs() - syncs_after_warmup);
 
   for (Rank& r : ranks) {
     CHECK_CUDA(cudaSetDevice(r.device));

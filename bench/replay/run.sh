@@ -44,4 +44,4 @@ while IFS= read -r file; do
 done < <(find "$traces" -type f \( -name '*.pickle' -o -name '*.csv' \) | LC_ALL=C sort)
 
 [ "$n" -gt 0 ] || { echo "run.sh: no *.pickle or *.csv under $traces" >&2; exit 1; }
-GPUSIM_DEVICE_MEMORY=${GPUSIM_DEVICE_MEMORY:-80G} "$replay" "${streams[@]}"
+GPUSIM_DEVICE_MEMORY=${GPUSIM_DEVICE_MEMORY:-80G} "$replay" ${GPUSLACK_REPLAY_ARGS:-} "${streams[@]}"

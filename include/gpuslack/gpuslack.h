@@ -47,7 +47,7 @@ typedef struct gpuslack_device_stats {
   unsigned long long reserved;        /* bytes of physical memory mapped */
   unsigned long long peak_reserved;
   unsigned long long largest_free;    /* largest free virtual range */
-  unsigned long long pending_free;    /* freed blocks the GPU may still use */
+  unsigned long long pending_free;    /* freed blocks (a count) not reusable yet */
   unsigned long long allocations;
   unsigned long long frees;
   unsigned long long granules_mapped;   /* over the process's life */

@@ -119,6 +119,10 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
     at = blocks_.allocate(bytes);
     if (at && map_.mapped_range(*at, blocks_.size_of(*at))) return served(*at);
   }
+  // About to grow: past the cache limit, give back the cached granules
+  // first, so that the mapped total follows what is in use rather than
+  // where blocks happened to land.
+  if (at && cache_limit_ && map_.mapped_bytes() > blocks_.allocated() + cache_limit_) trim_locked();
   CUresult mapped = CUDA_ERROR_OUT_OF_MEMORY;
   if (at) mapped = map_.map(*at, blocks_.size_of(*at));
   if (!at || mapped == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -206,7 +210,9 @@ bool DeviceAllocator::free(void* p, cudaStream_t stream) {
     on.push_back(stream);
     epochs_.close_on({offset}, on, false);
     recorded_.erase(rec);
-  } else if (streams_.put(stream, offset, freed_.at(offset)) > kStreamCacheBlocks) {
+  } else if (streams_.put(stream, offset, freed_.at(offset)) > kStreamCacheBlocks ||
+             (cache_limit_ && streams_.bytes() > cache_limit_)) {
+    // Too much held for one stream: fence it for everyone (one event).
     std::vector<uint64_t> blocks;
     streams_.flush(stream, &blocks);
     epochs_.close_on(std::move(blocks), {stream}, false);

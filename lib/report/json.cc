@@ -363,6 +363,21 @@ std::string format_json(const Summary& s) {
     w.key("granules_unmapped").integer(static_cast<int64_t>(a.stats.granules_unmapped));
     w.key("oom_retries").integer(static_cast<int64_t>(a.stats.oom_retries));
     w.key("stall_s").seconds(a.stats.stall_s);
+    w.key("failed_allocations").integer(static_cast<int64_t>(a.stats.failed_allocations));
+    w.key("stream_reuses").integer(static_cast<int64_t>(a.stats.stream_reuses));
+    w.key("deferred_frees").integer(static_cast<int64_t>(a.stats.deferred_frees));
+    w.key("capture_fallbacks").integer(static_cast<int64_t>(a.stats.capture_fallbacks));
+    w.key("timeline").begin_object();
+    w.key("t_s").begin_array();
+    for (double t : a.timeline.t_s) w.seconds(t);
+    w.end_array();
+    w.key("allocated").begin_array();
+    for (uint64_t v : a.timeline.allocated) w.integer(static_cast<int64_t>(v));
+    w.end_array();
+    w.key("reserved").begin_array();
+    for (uint64_t v : a.timeline.reserved) w.integer(static_cast<int64_t>(v));
+    w.end_array();
+    w.end_object();
     w.end_object();
   }
   w.end_array();

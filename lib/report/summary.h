@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "alloc/device_stats.h"
+#include "alloc/timeline.h"
 #include "ledger/api_call.h"
 #include "ledger/collectives.h"
 #include "ledger/communicators.h"
@@ -113,6 +114,7 @@ struct AllocatorRow {
   int device = 0;
   alloc::DeviceStats stats;  // frees: each a device sync cudaFree would have done
   double utilization = 0;
+  alloc::Timeline::Samples timeline;  // allocated/reserved over the run
 };
 
 struct Summary {

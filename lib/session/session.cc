@@ -145,6 +145,7 @@ report::RunInfo run_info(const char* reason) {
     report::AllocatorRow row;
     row.device = d;
     row.stats = a->stats();
+    row.timeline = a->timeline();
     run.allocator.push_back(row);
   }
   return run;

@@ -262,6 +262,13 @@ class Summary(unittest.TestCase):
         self.assertEqual(2, a["frees"])
         self.assertGreater(a["peak_reserved"], 0)
         self.assertGreater(a["utilization"], 0)
+        # The memory timeline: parallel arrays, the peak within them.
+        t = a["timeline"]
+        self.assertGreaterEqual(len(t["t_s"]), 1)
+        self.assertEqual(len(t["t_s"]), len(t["allocated"]))
+        self.assertEqual(len(t["t_s"]), len(t["reserved"]))
+        self.assertEqual(a["peak_allocated"], max(t["allocated"]))
+        self.assertEqual(a["peak_reserved"], max(t["reserved"]))
         path = glob.glob(os.path.join(self.out, "*.json"))[0]
         v = subprocess.run(["/usr/bin/python3", ENV["VALIDATOR"], ENV["SCHEMA"], path], capture_output=True, text=True)
         self.assertEqual(0, v.returncode, v.stdout + v.stderr)

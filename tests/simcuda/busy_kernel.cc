@@ -45,3 +45,9 @@ GPUSIM_EXPORT cudaError_t gpusim_busy_kernel(cudaStream_t h, void* buf, size_t b
 GPUSIM_EXPORT long gpusim_busy_kernel_violations(void) { return g_violations.load(); }
 
 GPUSIM_EXPORT size_t gpusim_device_used(int device) { return Memory::get().used(device); }
+
+namespace {
+std::atomic<long> g_free_syncs{0};
+}  // namespace
+void gpusim::count_free_sync() { g_free_syncs.fetch_add(1, std::memory_order_relaxed); }
+GPUSIM_EXPORT long gpusim_free_syncs(void) { return g_free_syncs.load(); }

@@ -104,6 +104,7 @@ GPUSIM_EXPORT cudaError_t cudaFree(void* p) {
   if (!Memory::get().find_start(p, MemKind::kDevice, MemKind::kManaged, &r)) return ret(cudaErrorInvalidValue);
   // cudaFree waits for the whole device: queued work may still use `p`.
   sync_device(r.device);
+  count_free_sync();
   charge(config().free_us);
   Memory::get().remove(r.base, nullptr);
   release(r);

@@ -26,6 +26,10 @@ cudaError_t gpusim_busy_kernel(cudaStream_t stream, void* buf, size_t bytes,
 // Busy kernels so far that saw their buffer change.
 long gpusim_busy_kernel_violations(void);
 
+// Device synchronizations cudaFree has performed so far (the simulated
+// libcudart's count; 0 when cudaFree never reached it).
+long gpusim_free_syncs(void);
+
 // Bytes of the device's capacity in use (allocations and physical handles).
 size_t gpusim_device_used(int device);
 

@@ -263,6 +263,8 @@ void sync_stream(CUstream_st* s);
 void drain_stream(CUstream_st* s);
 bool stream_idle(CUstream_st* s);
 void sync_device(int device);
+// Counts a device synchronization made by cudaFree (gpusim_free_syncs).
+void count_free_sync();
 // Implicit barrier: later work on any stream of `device` waits for all work
 // enqueued before.
 void device_barrier(int device);

@@ -132,6 +132,10 @@ GPUSLACK_API void gpuslack_device_init(int device) {
   on_device(device, [&] { return gpuslack::alloc::device_allocator(device); });
 }
 
+GPUSLACK_API void gpuslack_init(int device_count) {
+  for (int d = 0; d < device_count && d < gpuslack::alloc::kMaxDevices; ++d) gpuslack_device_init(d);
+}
+
 GPUSLACK_API void gpuslack_reset(void) { gpuslack_trim(-1); }
 
 GPUSLACK_API void gpuslack_set_memory_fraction(double fraction, int device) {

@@ -103,7 +103,11 @@ GPUSLACK_API void gpuslack_record_stream(void* ptr, struct CUstream_st* stream);
 
 /* Hooks for the optional setters of PyTorch's C++ CUDAPluggableAllocator
  * (torch::cuda::CUDAPluggableAllocator):
- *   set_init_fn            -> gpuslack_device_init(device): makes the
+ *   set_init_fn            -> gpuslack_init(device_count): torch passes
+ *                             the number of devices; makes the allocator of
+ *                             each of devices 0 .. device_count-1 now (as
+ *                             gpuslack_device_init does for one);
+ *   (any caller)           -> gpuslack_device_init(device): makes the
  *                             device's allocator now (reserves address
  *                             space) rather than at the first allocation;
  *   set_reset_fn           -> gpuslack_reset(): torch.cuda.empty_cache();
@@ -120,6 +124,7 @@ GPUSLACK_API void gpuslack_record_stream(void* ptr, struct CUstream_st* stream);
  *                             the live block holding `ptr`, its size in
  *                             *size; NULL (and *size 0) if none.
  * Each returns quietly for devices or pointers it does not serve. */
+GPUSLACK_API void gpuslack_init(int device_count);
 GPUSLACK_API void gpuslack_device_init(int device);
 GPUSLACK_API void gpuslack_reset(void);
 GPUSLACK_API void gpuslack_set_memory_fraction(double fraction, int device);

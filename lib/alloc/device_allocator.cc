@@ -257,8 +257,13 @@ uint64_t DeviceAllocator::trim() {
   std::lock_guard<std::mutex> lock(mu_);
   if (capturing()) return 0;
   settle_deferred();
+  // An explicit trim (torch.cuda.empty_cache) may wait, as PyTorch's own
+  // does: every freed block is fenced and waited for, so that all of it is
+  // released now rather than whenever its events happen to have completed.
   fence_all();
-  reclaim();
+  std::vector<uint64_t> ready;
+  epochs_.wait_all(&ready);
+  release(ready);
   uint64_t released = trim_locked();
   note_peaks();
   return released;

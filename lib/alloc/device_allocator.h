@@ -90,7 +90,9 @@ class DeviceAllocator {
     auto a = reinterpret_cast<uintptr_t>(p);
     return a >= base_ && a < base_ + size_;
   }
-  // Releases every cached granule; returns the bytes released.
+  // Releases every cached granule, after waiting for every freed block's
+  // fence (an explicit call may stall; nothing else here does); returns
+  // the bytes released.
   uint64_t trim();
   // Grants `peer` access to all of this allocator's memory, now and later.
   bool grant_peer(int peer);

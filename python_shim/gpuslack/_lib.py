@@ -77,6 +77,7 @@ PROTOTYPES = {
     "gpuslack_device_alloc": (ctypes.c_void_p, [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]),
     "gpuslack_device_free": (None, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]),
     "gpuslack_record_stream": (None, [ctypes.c_void_p, ctypes.c_void_p]),
+    "gpuslack_init": (None, [ctypes.c_int]),
     "gpuslack_device_init": (None, [ctypes.c_int]),
     "gpuslack_reset": (None, []),
     "gpuslack_set_memory_fraction": (None, [ctypes.c_double, ctypes.c_int]),

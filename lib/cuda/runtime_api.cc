@@ -31,6 +31,23 @@ GPUSLACK_RUNTIME_CALL(event_elapsed_ms, "cudaEventElapsedTime", (float* ms, cuda
 GPUSLACK_RUNTIME_CALL(event_destroy, "cudaEventDestroy", (cudaEvent_t event), (event))
 GPUSLACK_RUNTIME_CALL(stream_is_capturing, "cudaStreamIsCapturing",
                       (cudaStream_t stream, cudaStreamCaptureStatus * status), (stream, status))
+GPUSLACK_RUNTIME_CALL(host_alloc, "cudaHostAlloc", (void** ptr, size_t bytes, unsigned int flags), (ptr, bytes, flags))
+GPUSLACK_RUNTIME_CALL(free_host, "cudaFreeHost", (void* ptr), (ptr))
+GPUSLACK_RUNTIME_CALL(memcpy_async, "cudaMemcpyAsync",
+                      (void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream),
+                      (dst, src, bytes, kind, stream))
+GPUSLACK_RUNTIME_CALL(memcpy_2d_async, "cudaMemcpy2DAsync",
+                      (void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                       cudaMemcpyKind kind, cudaStream_t stream),
+                      (dst, dpitch, src, spitch, width, height, kind, stream))
+GPUSLACK_RUNTIME_CALL(launch_host_func, "cudaLaunchHostFunc", (cudaStream_t stream, cudaHostFn_t fn, void* user_data),
+                      (stream, fn, user_data))
+GPUSLACK_RUNTIME_CALL(stream_create_with_flags, "cudaStreamCreateWithFlags", (cudaStream_t * stream, unsigned int flags),
+                      (stream, flags))
+GPUSLACK_RUNTIME_CALL(stream_synchronize, "cudaStreamSynchronize", (cudaStream_t stream), (stream))
+GPUSLACK_RUNTIME_CALL(stream_query, "cudaStreamQuery", (cudaStream_t stream), (stream))
+GPUSLACK_RUNTIME_CALL(stream_get_flags, "cudaStreamGetFlags", (cudaStream_t stream, unsigned int* flags),
+                      (stream, flags))
 #undef GPUSLACK_RUNTIME_CALL
 
 }  // namespace cuda

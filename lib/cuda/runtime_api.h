@@ -31,5 +31,20 @@ cudaError_t event_elapsed_ms(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t event_destroy(cudaEvent_t event);
 cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
 
+// Staged copies (pin/staged_copy.h): pinned staging memory from the real
+// cudaHostAlloc (never through gpuslack's own hooks), the copies in and out
+// of it, and the stream queries the copies need. A `stream` here is a real
+// handle: the per-thread default stream is cudaStreamPerThread, never 0.
+cudaError_t host_alloc(void** ptr, size_t bytes, unsigned int flags);
+cudaError_t free_host(void* ptr);
+cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t memcpy_2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                            cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t launch_host_func(cudaStream_t stream, cudaHostFn_t fn, void* user_data);
+cudaError_t stream_create_with_flags(cudaStream_t* stream, unsigned int flags);
+cudaError_t stream_synchronize(cudaStream_t stream);
+cudaError_t stream_query(cudaStream_t stream);
+cudaError_t stream_get_flags(cudaStream_t stream, unsigned int* flags);
+
 }  // namespace cuda
 }  // namespace gpuslack

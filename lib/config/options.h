@@ -47,7 +47,19 @@ namespace gpuslack {
   X(collective_timing_every, int, 8,                                           \
     "time the GPU side of one NCCL call in this many (each costs two events)") \
   X(expected_busbw_gbps, double, 0.0,                                          \
-    "warn when large collectives run below half this bus bandwidth (0: off)")
+    "warn when large collectives run below half this bus bandwidth (0: off)") \
+  X(stage_copies, bool, true,                                                  \
+    "copy pageable host memory through gpuslack's pinned staging (no stream drain)") \
+  X(exact_copy_semantics, bool, false,                                         \
+    "pageable host-to-device copies drain their stream as the driver's do")   \
+  X(async_d2h, bool, false,                                                    \
+    "pageable device-to-host cudaMemcpyAsync returns before the data lands (README)") \
+  X(staging_budget_mb, int, 256,                                               \
+    "pinned staging memory, MiB at most (copies wait for it, then go native)") \
+  X(staging_chunk_kb, int, 1024,                                               \
+    "staged copies move in pipelined chunks of this many KiB")                \
+  X(staging_threshold_kb, int, 0,                                              \
+    "pageable copies smaller than this many KiB go to the runtime's own call")
 
 struct Options {
 #define GPUSLACK_OPTION_FIELD(key, type, def, doc) type key = def;

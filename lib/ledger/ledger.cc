@@ -63,6 +63,12 @@ struct SiteFigures {
   uint64_t max_ticks = 0;
 };
 
+struct PageableFigures {
+  uint64_t samples = 0;
+  uint64_t copies = 0;
+  uint64_t bytes = 0;
+};
+
 struct Shard {
   Shard* next = nullptr;
   int tid = 0;
@@ -77,6 +83,7 @@ struct Shard {
   // A plain pthread mutex: taken only on that slow path and by reports.
   std::mutex sites_mu;
   std::unordered_map<SiteKey, SiteFigures, SiteKeyHash> sites;  // guarded by sites_mu
+  std::unordered_map<SiteKey, PageableFigures, SiteKeyHash> pageable_sites;  // guarded by sites_mu
 };
 
 std::atomic<Shard*> g_shards{nullptr};
@@ -143,6 +150,20 @@ void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, 
   f.max_ticks = std::max(f.max_ticks, ticks);
 }
 
+void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames) {
+  Shard* s = my_shard();
+  if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return;
+  SiteKey key{};
+  key.call = call.id;
+  key.n = static_cast<uint8_t>(std::min(n_frames, kMaxFrames));
+  std::copy(frames, frames + key.n, key.frames);
+  std::lock_guard<std::mutex> lock(s->sites_mu);
+  PageableFigures& f = s->pageable_sites[key];
+  ++f.samples;
+  f.copies += copies;
+  f.bytes += bytes;
+}
+
 void reset() {
   for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
     for (Counter& c : s->category_ticks) c.store(0, std::memory_order_relaxed);
@@ -161,6 +182,7 @@ void reset() {
       }
     std::lock_guard<std::mutex> lock(s->sites_mu);
     s->sites.clear();
+    s->pageable_sites.clear();
   }
 }
 
@@ -199,6 +221,12 @@ std::vector<ThreadFigures> snapshot() {
         if (call == nullptr) continue;
         t.call_sites.push_back(
             {call, std::vector<void*>(key.frames, key.frames + key.n), f.count, f.ticks, f.max_ticks});
+      }
+      for (const auto& [key, f] : s->pageable_sites) {
+        const ApiCall* call = g_calls[key.call].load(std::memory_order_acquire);
+        if (call == nullptr) continue;
+        t.pageable_sites.push_back(
+            {call, std::vector<void*>(key.frames, key.frames + key.n), f.samples, f.copies, f.bytes});
       }
     }
     bool any = !t.calls.empty();

@@ -38,6 +38,11 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 // drops them).
 void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames);
 
+// Records a sample of pageable copies (Note [Pageable call sites] in
+// pin/staged_copy.cc): `bytes` and `copies` made by the calling thread since
+// its previous sample, attributed to the call site `frames` of `call`.
+void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames);
+
 // Forgets every figure (a forked child starts clean).
 void reset();
 
@@ -68,6 +73,14 @@ struct CallSiteFigures {
   uint64_t max_ticks = 0;  // the longest single call
 };
 
+struct PageableSiteFigures {
+  const ApiCall* call = nullptr;
+  std::vector<void*> frames;  // innermost first, as captured
+  uint64_t samples = 0;
+  uint64_t copies = 0;  // pageable copies the samples stand for
+  uint64_t bytes = 0;
+};
+
 struct ThreadFigures {
   int tid = 0;                         // kernel thread id
   std::string name;                    // pthread name when it was first seen
@@ -75,6 +88,7 @@ struct ThreadFigures {
   std::vector<CallFigures> calls;      // only ids with count > 0
   std::vector<CopyFigures> copies;     // only cells with count > 0
   std::vector<CallSiteFigures> call_sites;
+  std::vector<PageableSiteFigures> pageable_sites;
 };
 
 // Every thread's figures, as of now.

@@ -246,6 +246,71 @@ void call_site(const CallSiteRow& c, Writer* w) {
   w->end_object();
 }
 
+void staging_direction(const pin::StagingStats::Direction& d, Writer* w) {
+  w->begin_object();
+  w->key("seen").unsigned_integer(d.seen);
+  w->key("seen_bytes").unsigned_integer(d.seen_bytes);
+  w->key("staged").unsigned_integer(d.staged);
+  w->key("staged_bytes").unsigned_integer(d.staged_bytes);
+  w->key("passed").unsigned_integer(d.passed);
+  w->key("passed_bytes").unsigned_integer(d.passed_bytes);
+  w->key("blocked_s").seconds(static_cast<double>(d.blocked_ns) * 1e-9);
+  w->key("native_estimate_s").seconds(static_cast<double>(d.native_estimate_ns) * 1e-9);
+  w->end_object();
+}
+
+void staging(const StagingSection& st, Writer* w) {
+  const pin::StagingStats& s = st.stats;
+  w->begin_object();
+  w->key("enabled").boolean(s.enabled);
+  w->key("exact_copy_semantics").boolean(s.exact);
+  w->key("async_d2h").boolean(s.async_d2h);
+  w->key("threshold_bytes").unsigned_integer(s.threshold_bytes);
+  w->key("chunk_bytes").unsigned_integer(s.chunk_bytes);
+  w->key("h2d");
+  staging_direction(s.h2d, w);
+  w->key("d2h");
+  staging_direction(s.d2h, w);
+  w->key("passed_because").begin_object();
+  w->key("off").unsigned_integer(s.passed_off);
+  w->key("small").unsigned_integer(s.passed_small);
+  w->key("capture").unsigned_integer(s.passed_capture);
+  w->key("exact").unsigned_integer(s.passed_exact);
+  w->key("error_pending").unsigned_integer(s.passed_error_pending);
+  w->key("unsupported").unsigned_integer(s.passed_unsupported);
+  w->key("measured_faster").unsigned_integer(s.passed_measured);
+  w->key("unknown_work").unsigned_integer(s.passed_unknown_work);
+  w->end_object();
+  w->key("partial").unsigned_integer(s.partial);
+  w->key("host_work_waits").unsigned_integer(s.host_work_waits);
+  w->key("host_work_wait_s").seconds(static_cast<double>(s.host_work_wait_ns) * 1e-9);
+  w->key("budget_waits").unsigned_integer(s.budget_waits);
+  w->key("budget_wait_s").seconds(static_cast<double>(s.budget_wait_ns) * 1e-9);
+  w->key("legacy_h2d").unsigned_integer(s.legacy_h2d);
+  w->key("legacy_other_streams").unsigned_integer(s.legacy_other_streams);
+  w->key("async_d2h_copies").unsigned_integer(s.async_d2h_copies);
+  w->key("budget_bytes").unsigned_integer(s.budget_bytes);
+  w->key("pinned_bytes").unsigned_integer(s.pinned_bytes);
+  w->key("peak_in_use_bytes").unsigned_integer(s.peak_in_use_bytes);
+  w->key("pin_failures").unsigned_integer(s.pin_failures);
+  w->key("drains_measured").unsigned_integer(s.drains_measured);
+  w->key("drains_pending").unsigned_integer(s.drains_pending);
+  w->key("sites").begin_array();
+  for (const PageableSiteRow& r : st.sites) {
+    w->begin_object();
+    w->key("api").string(r.api);
+    w->key("bytes").unsigned_integer(r.bytes);
+    w->key("copies").unsigned_integer(r.copies);
+    w->key("samples").unsigned_integer(r.samples);
+    w->key("frames").begin_array();
+    for (const std::string& f : r.frames) w->string(f);
+    w->end_array();
+    w->end_object();
+  }
+  w->end_array();
+  w->end_object();
+}
+
 void collectives(const CollectivesSection& c, Writer* w) {
   w->begin_object();
   w->key("nccl_version").integer(c.nccl_version);
@@ -381,6 +446,12 @@ std::string format_json(const Summary& s) {
     w.end_object();
   }
   w.end_array();
+  w.key("staging");
+  if (s.staging.present) {
+    staging(s.staging, &w);
+  } else {
+    w.null();
+  }
   w.end_object();
   return w.take();
 }

@@ -26,6 +26,7 @@
 
 #include "build_info.h"
 #include "report/collectives.h"
+#include "report/staging.h"
 #include "report/symbolize.h"
 
 namespace gpuslack {
@@ -253,6 +254,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
     a.utilization = st.peak_reserved ? static_cast<double>(st.peak_allocated) / static_cast<double>(st.peak_reserved) : 0;
     s.allocator.push_back(a);
   }
+  s.staging = build_staging(threads, run);
   return s;
 }
 

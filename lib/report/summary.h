@@ -20,6 +20,7 @@
 #include "ledger/collectives.h"
 #include "ledger/communicators.h"
 #include "ledger/ledger.h"
+#include "pin/staging_stats.h"
 
 namespace gpuslack {
 namespace report {
@@ -117,6 +118,25 @@ struct AllocatorRow {
   alloc::Timeline::Samples timeline;  // allocated/reserved over the run
 };
 
+// One call site of pageable copies ("pin these buffers"), from the ledger's
+// byte-sampled sites (Note [Pageable call sites] in pin/staged_copy.cc):
+// copies and bytes are what its samples stand for, an estimate.
+struct PageableSiteRow {
+  std::string api;
+  uint64_t samples = 0;
+  uint64_t copies = 0;
+  uint64_t bytes = 0;
+  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
+};
+
+// Copies between device and pageable host memory, and gpuslack's staging of
+// them (pin/staging_stats.h says what each figure means).
+struct StagingSection {
+  bool present = false;  // a pageable copy was seen
+  pin::StagingStats stats;
+  std::vector<PageableSiteRow> sites;  // most bytes first, top_call_sites of them
+};
+
 struct Summary {
   int schema_version = kSchemaVersion;
   std::string gpuslack_version;
@@ -140,6 +160,7 @@ struct Summary {
                                          // order, most blocked first within each
   CollectivesSection collectives;
   std::vector<AllocatorRow> allocator;  // empty unless allocator:vmm served a device
+  StagingSection staging;
 };
 
 // Facts about the process that the ledger does not hold.
@@ -159,6 +180,8 @@ struct RunInfo {
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check
   std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
+  bool staging_present = false;         // session.cc fills these from pin::existing_stager()
+  pin::StagingStats staging;
 };
 
 // Builds the summary from ledger figures. Symbolizes call-site frames.

@@ -231,6 +231,58 @@ void allocator_lines(const Summary& s, std::string* out) {
   }
 }
 
+std::string copies_text(uint64_t n) { return count_text(n) + (n == 1 ? " copy" : " copies"); }
+
+// "H2D 10 copies (417.6 KiB): 9 staged, 1 passed through"
+std::string staging_direction(const char* name, const pin::StagingStats::Direction& d) {
+  return std::string(name) + " " + copies_text(d.seen) + " (" + bytes_text(d.seen_bytes) + "): " +
+         count_text(d.staged) + " staged, " + count_text(d.passed) + " passed through";
+}
+
+// The staged copies (README, "Staged copies"), when a pageable copy was seen.
+void staging_lines(const Summary& s, std::string* out) {
+  const StagingSection& st = s.staging;
+  if (!st.present) return;
+  const pin::StagingStats& g = st.stats;
+  std::string title = "pageable copies: " + staging_direction("H2D", g.h2d) + "; " + staging_direction("D2H", g.d2h);
+  if (!g.enabled) title += " (stage_copies:false)";
+  line(out, title);
+  double blocked = static_cast<double>(g.h2d.blocked_ns + g.d2h.blocked_ns) * 1e-9;
+  double native = static_cast<double>(g.h2d.native_estimate_ns + g.d2h.native_estimate_ns) * 1e-9;
+  if (g.h2d.staged + g.d2h.staged > 0)
+    line(out, "  staged copies blocked " + duration(blocked) + " (H2D " + duration(g.h2d.blocked_ns * 1e-9) +
+                  ", D2H " + duration(g.d2h.blocked_ns * 1e-9) + "); natively ~" + duration(native) +
+                  " (estimate: H2D ~" + duration(g.h2d.native_estimate_ns * 1e-9) + ", D2H ~" +
+                  duration(g.d2h.native_estimate_ns * 1e-9) + ")");
+  line(out, "  copy stalls: " + count_text(g.host_work_waits) + " waits for the application's D2H copies and host "
+                "functions (" + duration(g.host_work_wait_ns * 1e-9) + "), " + count_text(g.budget_waits) +
+                " waits for staging memory (" + duration(g.budget_wait_ns * 1e-9) + ")");
+  std::string why;
+  auto reason = [&](uint64_t n, const char* text) {
+    if (n > 0) why += (why.empty() ? "" : ", ") + std::string(text) + " " + count_text(n);
+  };
+  reason(g.passed_off, "staging off");
+  reason(g.passed_small, "below the threshold");
+  reason(g.passed_capture, "graph capture");
+  reason(g.passed_exact, "exact_copy_semantics");
+  reason(g.passed_error_pending, "error pending");
+  reason(g.passed_unsupported, "2D rows wider than a chunk");
+  reason(g.passed_measured, "D2H measured faster natively");
+  reason(g.passed_unknown_work, "unknown pending work");
+  reason(g.partial, "staged in part");
+  if (!why.empty()) line(out, "  passed through: " + why);
+  if (g.pinned_bytes > 0)
+    line(out, "  staging memory: " + bytes_text(g.pinned_bytes) + " pinned, peak in use " +
+                  bytes_text(g.peak_in_use_bytes) + ", budget " + bytes_text(g.budget_bytes));
+  if (st.sites.empty()) return;
+  line(out, "pin these buffers (pageable copies by call site, sampled by bytes):");
+  for (const PageableSiteRow& site : st.sites) {
+    line(out, "  " + bytes_text(site.bytes) + " in ~" + copies_text(site.copies) + " (" + printable(site.api) + ")");
+    for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
+    if (site.frames.empty()) line(out, "      (no frames outside gpuslack)");
+  }
+}
+
 void worst_thread(const Summary& s, std::string* out) {
   if (s.threads.empty()) return;
   const ThreadRow& t = s.worst_thread;
@@ -271,6 +323,7 @@ std::string format_text(const Summary& summary) {
   copy_table(summary, &out);
   collective_table(summary, &out);
   allocator_lines(summary, &out);
+  staging_lines(summary, &out);
   worst_thread(summary, &out);
   call_sites(summary, &out);
   return out;

@@ -18,6 +18,7 @@
 #include "ledger/ledger.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
+#include "pin/staged_copy.h"
 #include "report/json.h"
 #include "report/output.h"
 #include "report/summary.h"
@@ -147,6 +148,10 @@ report::RunInfo run_info(const char* reason) {
     row.stats = a->stats();
     row.timeline = a->timeline();
     run.allocator.push_back(row);
+  }
+  if (const pin::Stager* st = pin::existing_stager()) {
+    run.staging = st->stats();
+    run.staging_present = run.staging.h2d.seen + run.staging.d2h.seen > 0;
   }
   return run;
 }

@@ -48,6 +48,10 @@ cudaError_t cudaMemsetAsync_ptsz(void*, int, size_t, cudaStream_t);
 cudaError_t cudaMemset2D_ptds(void*, size_t, int, size_t, size_t);
 cudaError_t cudaMemset2DAsync_ptsz(void*, size_t, int, size_t, size_t, cudaStream_t);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t, cudaEvent_t, unsigned int);
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t, cudaHostFn_t, void*);
+cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t, cudaStreamCallback_t, void*, unsigned int);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
 }
 
 #define GPUSLACK_ALLOC Category::kAllocation
@@ -165,4 +169,23 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
   X(cudaStreamEndCapture_ptsz, cudaError_t, (cudaStream_t s, cudaGraph_t * graph), (s, graph),          \
     GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
   X(cudaDeviceEnablePeerAccess, cudaError_t, (int peer, unsigned int flags), (peer, flags), GPUSLACK_OTHER, \
-    0, CallInfo{})
+    0, CallInfo{})                                                                                       \
+  /* ---- what staged copies follow: work whose effect the host sees, cross-stream waits ---- */        \
+  X(cudaLaunchHostFunc, cudaError_t, (cudaStream_t s, cudaHostFn_t fn, void* data), (s, fn, data),       \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaLaunchHostFunc_ptsz, cudaError_t, (cudaStream_t s, cudaHostFn_t fn, void* data), (s, fn, data),  \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaStreamAddCallback, cudaError_t,                                                                  \
+    (cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned int flags), (s, cb, data, flags),     \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaStreamAddCallback_ptsz, cudaError_t,                                                             \
+    (cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned int flags), (s, cb, data, flags),     \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaGraphLaunch, cudaError_t, (cudaGraphExec_t exec, cudaStream_t s), (exec, s), GPUSLACK_OTHER, 0,  \
+    CallInfo{})                                                                                          \
+  X(cudaGraphLaunch_ptsz, cudaError_t, (cudaGraphExec_t exec, cudaStream_t s), (exec, s), GPUSLACK_OTHER, \
+    0, CallInfo{})                                                                                       \
+  X(cudaStreamWaitEvent, cudaError_t, (cudaStream_t s, cudaEvent_t e, unsigned int flags), (s, e, flags), \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cudaStreamWaitEvent_ptsz, cudaError_t, (cudaStream_t s, cudaEvent_t e, unsigned int flags),          \
+    (s, e, flags), GPUSLACK_OTHER, 0, CallInfo{})

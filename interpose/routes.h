@@ -22,6 +22,16 @@
 //   cudaStreamCreateWithPriority,
 //   cudaStreamDestroy            -> the stream registry the allocator fences
 //                                   frees against (alloc/stream_registry.h)
+//   cudaMemcpy, cudaMemcpyAsync,
+//   cudaMemcpy2D, cudaMemcpy2DAsync
+//                                -> the staged copies (pin/staged_copy.h):
+//                                   pageable memory through pinned staging
+//   cudaMemcpyBatchAsync,
+//   cudaLaunchHostFunc,
+//   cudaStreamAddCallback,
+//   cudaGraphLaunch,
+//   cudaStreamWaitEvent          -> host-visible work the staged copies
+//                                   must wait for (pin/host_work.h)
 //
 // Included by hooks.cc only, after the tables are expanded (it names their
 // ids and slots).
@@ -34,6 +44,8 @@
 #include "config/options.h"
 #include "cuda/runtime_api.h"
 #include "log/log.h"
+#include "pin/host_work.h"
+#include "pin/staged_copy.h"
 
 namespace gpuslack {
 namespace interpose {
@@ -251,6 +263,7 @@ cudaError_t routed_create_with_priority(cudaStream_t* s, unsigned int flags, int
 cudaError_t routed_destroy(cudaStream_t s) {
   alloc::stream_destroying(s);
   alloc::forget_stream(s);
+  pin::host_work_stream_destroyed(s);
   return real_of<DestroyFn>(slot_cudaStreamDestroy)(s);
 }
 
@@ -266,6 +279,171 @@ template <>
 struct Route<kId_cudaStreamDestroy> {
   static DestroyFn get(DestroyFn) { return &routed_destroy; }
 };
+
+// ---- staged copies (pin/staged_copy.h) ----
+
+using MemcpyFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
+using MemcpyAsyncFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
+using Memcpy2DFn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind);
+using Memcpy2DAsyncFn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind,
+                                        cudaStream_t);
+
+// The runtime's own call for a CopyCall, per signature.
+cudaError_t native_memcpy(const pin::CopyCall& c, void* real) {
+  return reinterpret_cast<MemcpyFn>(real)(c.dst, c.src, c.width, c.kind);
+}
+cudaError_t native_memcpy_async(const pin::CopyCall& c, void* real) {
+  return reinterpret_cast<MemcpyAsyncFn>(real)(c.dst, c.src, c.width, c.kind, c.stream);
+}
+cudaError_t native_memcpy_2d(const pin::CopyCall& c, void* real) {
+  return reinterpret_cast<Memcpy2DFn>(real)(c.dst, c.dpitch, c.src, c.spitch, c.width, c.height, c.kind);
+}
+cudaError_t native_memcpy_2d_async(const pin::CopyCall& c, void* real) {
+  return reinterpret_cast<Memcpy2DAsyncFn>(real)(c.dst, c.dpitch, c.src, c.spitch, c.width, c.height, c.kind,
+                                                 c.stream);
+}
+
+pin::CopyCall copy_call(void* dst, const void* src, size_t width, size_t height, cudaMemcpyKind kind,
+                        cudaStream_t s, bool per_thread, bool sync_api, const ApiCall& api) {
+  pin::CopyCall c;
+  c.dst = dst;
+  c.src = src;
+  c.width = width;
+  c.height = height;
+  c.kind = kind;
+  c.stream = s;
+  c.per_thread_default = per_thread;
+  c.sync_api = sync_api;
+  c.api = &api;
+  return c;
+}
+
+template <bool kPtds>
+cudaError_t routed_memcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  pin::CopyCall c = copy_call(dst, src, n, 1, kind, nullptr, kPtds, true,
+                              kPtds ? kCall_cudaMemcpy_ptds : kCall_cudaMemcpy);
+  return pin::stager().copy(c, &native_memcpy, real_address(kPtds ? slot_cudaMemcpy_ptds : slot_cudaMemcpy));
+}
+template <bool kPtsz>
+cudaError_t routed_memcpy_async(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  pin::CopyCall c = copy_call(dst, src, n, 1, kind, s, kPtsz, false,
+                              kPtsz ? kCall_cudaMemcpyAsync_ptsz : kCall_cudaMemcpyAsync);
+  return pin::stager().copy(c, &native_memcpy_async,
+                            real_address(kPtsz ? slot_cudaMemcpyAsync_ptsz : slot_cudaMemcpyAsync));
+}
+template <bool kPtds>
+cudaError_t routed_memcpy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h,
+                             cudaMemcpyKind kind) {
+  pin::CopyCall c = copy_call(dst, src, w, h, kind, nullptr, kPtds, true,
+                              kPtds ? kCall_cudaMemcpy2D_ptds : kCall_cudaMemcpy2D);
+  c.dpitch = dpitch;
+  c.spitch = spitch;
+  return pin::stager().copy(c, &native_memcpy_2d, real_address(kPtds ? slot_cudaMemcpy2D_ptds : slot_cudaMemcpy2D));
+}
+template <bool kPtsz>
+cudaError_t routed_memcpy_2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h,
+                                   cudaMemcpyKind kind, cudaStream_t s) {
+  pin::CopyCall c = copy_call(dst, src, w, h, kind, s, kPtsz, false,
+                              kPtsz ? kCall_cudaMemcpy2DAsync_ptsz : kCall_cudaMemcpy2DAsync);
+  c.dpitch = dpitch;
+  c.spitch = spitch;
+  return pin::stager().copy(c, &native_memcpy_2d_async,
+                            real_address(kPtsz ? slot_cudaMemcpy2DAsync_ptsz : slot_cudaMemcpy2DAsync));
+}
+
+template <>
+struct Route<kId_cudaMemcpy> {
+  static MemcpyFn get(MemcpyFn) { return &routed_memcpy<false>; }
+};
+template <>
+struct Route<kId_cudaMemcpy_ptds> {
+  static MemcpyFn get(MemcpyFn) { return &routed_memcpy<true>; }
+};
+template <>
+struct Route<kId_cudaMemcpyAsync> {
+  static MemcpyAsyncFn get(MemcpyAsyncFn) { return &routed_memcpy_async<false>; }
+};
+template <>
+struct Route<kId_cudaMemcpyAsync_ptsz> {
+  static MemcpyAsyncFn get(MemcpyAsyncFn) { return &routed_memcpy_async<true>; }
+};
+template <>
+struct Route<kId_cudaMemcpy2D> {
+  static Memcpy2DFn get(Memcpy2DFn) { return &routed_memcpy_2d<false>; }
+};
+template <>
+struct Route<kId_cudaMemcpy2D_ptds> {
+  static Memcpy2DFn get(Memcpy2DFn) { return &routed_memcpy_2d<true>; }
+};
+template <>
+struct Route<kId_cudaMemcpy2DAsync> {
+  static Memcpy2DAsyncFn get(Memcpy2DAsyncFn) { return &routed_memcpy_2d_async<false>; }
+};
+template <>
+struct Route<kId_cudaMemcpy2DAsync_ptsz> {
+  static Memcpy2DAsyncFn get(Memcpy2DAsyncFn) { return &routed_memcpy_2d_async<true>; }
+};
+
+// Calls that enqueue work whose effect the host can see: after they
+// succeed, the staged copies learn of it (Note [The drain a staged copy
+// keeps], pin/host_work.h). A batch may hold device->host copies; a graph
+// may hold copies and host nodes: both count, cautiously.
+using BatchFn = cudaError_t (*) GPUSLACK_P_BATCH;
+using HostFuncFn = cudaError_t (*)(cudaStream_t, cudaHostFn_t, void*);
+using CallbackFn = cudaError_t (*)(cudaStream_t, cudaStreamCallback_t, void*, unsigned int);
+using GraphLaunchFn = cudaError_t (*)(cudaGraphExec_t, cudaStream_t);
+using WaitEventFn = cudaError_t (*)(cudaStream_t, cudaEvent_t, unsigned int);
+
+template <bool kPtsz>
+cudaError_t routed_batch GPUSLACK_P_BATCH {
+  cudaError_t r = real_of<BatchFn>(kPtsz ? slot_cudaMemcpyBatchAsync_ptsz : slot_cudaMemcpyBatchAsync)
+      GPUSLACK_A_BATCH;
+  if (r == cudaSuccess) pin::note_host_work(s, kPtsz);
+  return r;
+}
+template <bool kPtsz>
+cudaError_t routed_host_func(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  cudaError_t r = real_of<HostFuncFn>(kPtsz ? slot_cudaLaunchHostFunc_ptsz : slot_cudaLaunchHostFunc)(s, fn, data);
+  if (r == cudaSuccess) pin::note_host_work(s, kPtsz);
+  return r;
+}
+template <bool kPtsz>
+cudaError_t routed_callback(cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned int flags) {
+  cudaError_t r =
+      real_of<CallbackFn>(kPtsz ? slot_cudaStreamAddCallback_ptsz : slot_cudaStreamAddCallback)(s, cb, data, flags);
+  if (r == cudaSuccess) pin::note_host_work(s, kPtsz);
+  return r;
+}
+template <bool kPtsz>
+cudaError_t routed_graph_launch(cudaGraphExec_t exec, cudaStream_t s) {
+  cudaError_t r = real_of<GraphLaunchFn>(kPtsz ? slot_cudaGraphLaunch_ptsz : slot_cudaGraphLaunch)(exec, s);
+  if (r == cudaSuccess) pin::note_host_work(s, kPtsz);
+  return r;
+}
+// The waiting stream inherits whatever the event's stream had pending:
+// noted (only while anything is pending anywhere, which is cheap to ask).
+template <bool kPtsz>
+cudaError_t routed_wait_event(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  cudaError_t r = real_of<WaitEventFn>(kPtsz ? slot_cudaStreamWaitEvent_ptsz : slot_cudaStreamWaitEvent)(s, e, flags);
+  if (r == cudaSuccess) pin::note_host_work(s, kPtsz, /*always=*/false);
+  return r;
+}
+
+#define GPUSLACK_ROUTE_BOTH(sym, Fn, fn)                          \
+  template <>                                                     \
+  struct Route<kId_##sym> {                                       \
+    static Fn get(Fn) { return &fn<false>; }                      \
+  };                                                              \
+  template <>                                                     \
+  struct Route<kId_##sym##_ptsz> {                                \
+    static Fn get(Fn) { return &fn<true>; }                       \
+  };
+GPUSLACK_ROUTE_BOTH(cudaMemcpyBatchAsync, BatchFn, routed_batch)
+GPUSLACK_ROUTE_BOTH(cudaLaunchHostFunc, HostFuncFn, routed_host_func)
+GPUSLACK_ROUTE_BOTH(cudaStreamAddCallback, CallbackFn, routed_callback)
+GPUSLACK_ROUTE_BOTH(cudaGraphLaunch, GraphLaunchFn, routed_graph_launch)
+GPUSLACK_ROUTE_BOTH(cudaStreamWaitEvent, WaitEventFn, routed_wait_event)
+#undef GPUSLACK_ROUTE_BOTH
 
 }  // namespace
 }  // namespace interpose

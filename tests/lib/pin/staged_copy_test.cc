@@ -1,0 +1,462 @@
+// The Stager on the simulated device: staged copies give the bytes the
+// runtime's own copies give (every direction, sizes from 1 B to 256 MiB,
+// unaligned ends, eight threads on four streams), keep what an application
+// can observe of the driver's stream drain (device->host copies and host
+// functions it enqueued earlier), never drain for a kernel alone, return
+// device->host data when the runtime would, and wait for staging memory,
+// then recover, when the budget is used up.
+#include "pin/staged_copy.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "cuda/pointer_kind.h"
+#include "gpusim.h"
+#include "pin/host_work.h"
+
+namespace gpuslack {
+namespace pin {
+namespace {
+
+constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// The runtime's own calls, as interpose/routes.h makes them.
+cudaError_t native(const CopyCall& c, void*) {
+  if (c.height > 1) {
+    return c.sync_api ? cudaMemcpy2D(c.dst, c.dpitch, c.src, c.spitch, c.width, c.height, c.kind)
+                      : cudaMemcpy2DAsync(c.dst, c.dpitch, c.src, c.spitch, c.width, c.height, c.kind, c.stream);
+  }
+  return c.sync_api ? cudaMemcpy(c.dst, c.src, c.width, c.kind)
+                    : cudaMemcpyAsync(c.dst, c.src, c.width, c.kind, c.stream);
+}
+
+CopyCall call(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s, bool sync_api = false) {
+  CopyCall c;
+  c.dst = dst;
+  c.src = src;
+  c.width = n;
+  c.kind = kind;
+  c.stream = s;
+  c.sync_api = sync_api;
+  return c;
+}
+
+StagerConfig config(size_t chunk = 256 * kKiB, size_t budget = 8 * kMiB) {
+  StagerConfig c;
+  c.enabled = true;
+  c.chunk_bytes = chunk;
+  c.budget_bytes = budget;
+  c.threshold_bytes = 0;
+  return c;
+}
+
+std::vector<char> random_bytes(size_t n, unsigned seed) {
+  std::vector<char> v(n);
+  std::mt19937_64 rng(seed);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x = rng();
+    std::memcpy(v.data() + i, &x, 8);
+  }
+  for (; i < n; ++i) v[i] = static_cast<char>(rng());
+  return v;
+}
+
+// The hooks invalidate gpuslack's pointer-kind cache whenever memory is
+// allocated or freed; these tests call the runtime directly, so they do it
+// themselves (a freed pinned range's address may come back as pageable).
+void free_host(void* p) {
+  cudaFreeHost(p);
+  cuda::invalidate_pointer_kinds();
+}
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaSuccess, cudaMalloc(&p, n)); }
+  ~DeviceBuffer() {
+    cudaFree(p);
+    cuda::invalidate_pointer_kinds();
+  }
+  char* at(size_t off) const { return static_cast<char*>(p) + off; }
+};
+
+// Every direction and API at one size, with unaligned starts: the staged
+// copy must land the bytes the runtime's own copy lands.
+void round_trip(Stager& st, size_t n, size_t src_off, size_t dst_off, cudaStream_t s, unsigned seed) {
+  SCOPED_TRACE(testing::Message() << "n=" << n << " src_off=" << src_off << " dst_off=" << dst_off);
+  std::vector<char> host = random_bytes(n + src_off, seed);
+  DeviceBuffer staged(n + 64), native_dev(n + 64);
+  // H2D, asynchronous: staged against native.
+  ASSERT_EQ(cudaSuccess, st.copy(call(staged.at(dst_off), host.data() + src_off, n, cudaMemcpyHostToDevice, s),
+                                 &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(native_dev.at(dst_off), host.data() + src_off, n, cudaMemcpyHostToDevice, s));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  ASSERT_EQ(0, std::memcmp(staged.at(dst_off), native_dev.at(dst_off), n));  // device memory is host memory here
+  ASSERT_EQ(0, std::memcmp(staged.at(dst_off), host.data() + src_off, n));
+  // D2H, asynchronous (returns when the data is there) and synchronous.
+  std::vector<char> back(n + dst_off + 8, 0), back_sync(n + dst_off + 8, 0);
+  ASSERT_EQ(cudaSuccess, st.copy(call(back.data() + dst_off, staged.at(dst_off), n, cudaMemcpyDeviceToHost, s),
+                                 &native, nullptr));
+  ASSERT_EQ(0, std::memcmp(back.data() + dst_off, host.data() + src_off, n));
+  ASSERT_EQ(cudaSuccess, st.copy(call(back_sync.data() + dst_off, staged.at(dst_off), n, cudaMemcpyDefault, nullptr,
+                                      /*sync_api=*/true),
+                                 &native, nullptr));
+  ASSERT_EQ(0, std::memcmp(back_sync.data() + dst_off, host.data() + src_off, n));
+  // Nothing written outside the copy.
+  for (size_t i = 0; i < dst_off; ++i) ASSERT_EQ(0, back[i]);
+  for (size_t i = dst_off + n; i < back.size(); ++i) ASSERT_EQ(0, back[i]);
+  // H2D, synchronous, over the first copy.
+  std::vector<char> again = random_bytes(n, seed + 1);
+  ASSERT_EQ(cudaSuccess,
+            st.copy(call(staged.at(dst_off), again.data(), n, cudaMemcpyHostToDevice, nullptr, true), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  ASSERT_EQ(0, std::memcmp(staged.at(dst_off), again.data(), n));
+}
+
+TEST(StagedCopy, SameBytesAsTheRuntimeAtEverySize) {
+  Stager st(config());
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t sizes[] = {1, 2, 3, 7, 64, 4095, 4096, 4097, 65537, 256 * kKiB - 1, 256 * kKiB, 256 * kKiB + 1,
+                          kMiB + 3, 3 * kMiB + 5, 17 * kMiB + 11};
+  unsigned seed = 1;
+  for (size_t n : sizes)
+    for (size_t so : {0, 1, 3})
+      for (size_t doff : {0, 5}) round_trip(st, n, so, doff, s, seed++);
+  StagingStats stats = st.stats();
+  EXPECT_EQ(stats.h2d.seen, stats.h2d.staged);
+  EXPECT_EQ(0u, stats.partial);
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, SameBytesAt256MiB) {
+  Stager st(config(kMiB, 64 * kMiB));
+  round_trip(st, 256 * kMiB, 1, 3, nullptr, 42);
+  EXPECT_EQ(0u, st.stats().partial);
+}
+
+TEST(StagedCopy, TwoDimensionalCopiesStageByRows) {
+  Stager st(config(64 * kKiB));
+  const size_t w = 1000, h = 300, spitch = 1024 + 7, dpitch = 1536;
+  std::vector<char> host = random_bytes(spitch * h, 9);
+  DeviceBuffer dev(dpitch * h);
+  CopyCall c = call(dev.p, host.data(), w, cudaMemcpyHostToDevice, nullptr);
+  c.height = h;
+  c.spitch = spitch;
+  c.dpitch = dpitch;
+  ASSERT_EQ(cudaSuccess, st.copy(c, &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  for (size_t r = 0; r < h; ++r) ASSERT_EQ(0, std::memcmp(dev.at(r * dpitch), host.data() + r * spitch, w)) << r;
+  std::vector<char> back(spitch * h, 0);
+  CopyCall d = call(back.data(), dev.p, w, cudaMemcpyDeviceToHost, nullptr);
+  d.height = h;
+  d.spitch = dpitch;
+  d.dpitch = spitch;
+  ASSERT_EQ(cudaSuccess, st.copy(d, &native, nullptr));
+  for (size_t r = 0; r < h; ++r) {
+    ASSERT_EQ(0, std::memcmp(back.data() + r * spitch, host.data() + r * spitch, w)) << r;
+    for (size_t i = w; i < spitch; ++i) ASSERT_EQ(0, back[r * spitch + i]);
+  }
+  EXPECT_EQ(1u, st.stats().h2d.staged);
+}
+
+TEST(StagedCopy, EightThreadsOnFourStreams) {
+  Stager st(config(128 * kKiB, 4 * kMiB));  // small budget: blocks are recycled all the time
+  cudaStream_t streams[4];
+  for (cudaStream_t& s : streams) ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t + 100);
+      DeviceBuffer dev(3 * kMiB + 64);
+      for (int i = 0; i < 24; ++i) {
+        cudaStream_t s = streams[(t + i) % 4];
+        size_t n = 1 + rng() % (i % 3 == 0 ? 3 * kMiB : 64 * kKiB);
+        size_t off = rng() % 8;
+        std::vector<char> host = random_bytes(n, t * 1000 + i), back(n, 0);
+        if (st.copy(call(dev.at(off), host.data(), n, cudaMemcpyHostToDevice, s), &native, nullptr) != cudaSuccess ||
+            st.copy(call(back.data(), dev.at(off), n, cudaMemcpyDeviceToHost, s), &native, nullptr) != cudaSuccess ||
+            std::memcmp(back.data(), host.data(), n) != 0)
+          ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(0, failures.load());
+  StagingStats stats = st.stats();
+  EXPECT_EQ(8u * 24, stats.h2d.seen);
+  EXPECT_LE(stats.pinned_bytes, 4 * kMiB);
+  for (cudaStream_t s : streams) cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, OverwritingTheBufferRightAfterTheCallChangesNothingOnTheDevice) {
+  Stager st(config());
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(2 * kMiB);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 30000, 7, nullptr));  // the DMA waits behind it
+  std::vector<char> host = random_bytes(2 * kMiB, 5), original = host;
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice, s), &native, nullptr));
+  std::memset(host.data(), 0x5a, host.size());
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(dev.p, original.data(), original.size()));
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, BehindABusyKernelAloneItReturnsAtOnce) {
+  Stager st(config());
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(kMiB);
+  std::vector<char> host = random_bytes(kMiB, 3);
+  // Warm the pool: its first slab is pinned here, not below.
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 100000, 7, nullptr));
+  auto t = Clock::now();
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  EXPECT_LT(ms_since(t), 50.0);  // the driver would have drained: 100 ms
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(dev.p, host.data(), kMiB));
+  StagingStats stats = st.stats();
+  EXPECT_EQ(0u, stats.host_work_waits);
+  EXPECT_EQ(1u, stats.drains_measured + stats.drains_pending);
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, BehindAnUnfinishedDeviceToHostCopyItWaitsForThatCopy) {
+  reset_host_work();
+  Stager st(config());
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(kMiB), dev2(kMiB);
+  std::vector<char> host = random_bytes(kMiB, 4), next = random_bytes(kMiB, 8);
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice));
+  void* pinned = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMallocHost(&pinned, kMiB));
+  std::memset(pinned, 0, kMiB);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 60000, 7, nullptr));
+  // The application's D2H copy into pinned memory: asynchronous, pending
+  // behind the kernel.
+  ASSERT_EQ(cudaSuccess, st.copy(call(pinned, dev.p, kMiB, cudaMemcpyDeviceToHost, s), &native, nullptr));
+  EXPECT_TRUE(host_work_pending());
+  auto t = Clock::now();
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev2.p, next.data(), kMiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  // The driver's drain would have landed the D2H copy before returning: so does the staged copy.
+  EXPECT_GE(ms_since(t), 40.0);
+  EXPECT_EQ(0, std::memcmp(pinned, host.data(), kMiB));
+  StagingStats stats = st.stats();
+  EXPECT_EQ(1u, stats.host_work_waits);
+  EXPECT_GE(stats.host_work_wait_ns, 40u * 1000 * 1000);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(dev2.p, next.data(), kMiB));
+  free_host(pinned);
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, OnTheLegacyStreamItWaitsForBlockingStreamsNotNonBlockingOnes) {
+  reset_host_work();
+  Stager st(config());
+  cudaStream_t blocking, nonblocking;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreate(&blocking));
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), busy2(4096), dev(kMiB), dev2(kMiB);
+  void* pinned = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMallocHost(&pinned, 2 * kMiB));
+  std::vector<char> host = random_bytes(kMiB, 6);
+  // A D2H copy pending on a non-blocking stream: an H2D on another
+  // non-blocking-unrelated stream (the legacy one) need not wait for it.
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(nonblocking, busy2.p, 4096, 60000, 7, nullptr));
+  ASSERT_EQ(cudaSuccess, st.copy(call(pinned, dev.p, kMiB, cudaMemcpyDeviceToHost, nonblocking), &native, nullptr));
+  // And one on a blocking stream: the legacy stream's drain covers it.
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(blocking, busy.p, 4096, 60000, 7, nullptr));
+  ASSERT_EQ(cudaSuccess,
+            st.copy(call(static_cast<char*>(pinned) + kMiB, dev.p, kMiB, cudaMemcpyDeviceToHost, blocking), &native,
+                    nullptr));
+  auto t = Clock::now();
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev2.p, host.data(), kMiB, cudaMemcpyHostToDevice, nullptr), &native, nullptr));
+  EXPECT_GE(ms_since(t), 40.0);
+  StagingStats stats = st.stats();
+  EXPECT_EQ(1u, stats.legacy_h2d);
+  EXPECT_EQ(1u, stats.legacy_other_streams);  // the blocking stream, not the non-blocking one
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  free_host(pinned);
+  cudaStreamDestroy(blocking);
+  cudaStreamDestroy(nonblocking);
+}
+
+TEST(StagedCopy, HostFunctionsAreWaitedForLikeCopies) {
+  reset_host_work();
+  Stager st(config());
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(kMiB);
+  static std::atomic<int> ran{0};
+  ran = 0;
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 50000, 7, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaLaunchHostFunc(s, [](void*) { ran = 1; }, nullptr));
+  note_host_work(s, false);  // what the hook of cudaLaunchHostFunc does
+  std::vector<char> host = random_bytes(kMiB, 2);
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  EXPECT_EQ(1, ran.load());
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, DeviceToHostDataIsThereWhenTheCallReturns) {
+  Stager st(config());
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(2 * kMiB);
+  std::vector<char> host = random_bytes(2 * kMiB, 11);
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice));
+  for (int i = 0; i < 6; ++i) {  // the chooser tries both ways: each must hold
+    std::vector<char> back(host.size(), 0);
+    ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 20000, 7, nullptr));
+    ASSERT_EQ(cudaSuccess, st.copy(call(back.data(), dev.p, back.size(), cudaMemcpyDeviceToHost, s), &native, nullptr));
+    ASSERT_EQ(0, std::memcmp(back.data(), host.data(), host.size())) << i;
+  }
+  StagingStats stats = st.stats();
+  EXPECT_GE(stats.d2h.staged, 2u);
+  EXPECT_GE(stats.passed_measured, 2u);
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, AsyncDeviceToHostLandsAtTheStreamSynchronization) {
+  reset_host_work();
+  StagerConfig cfg = config();
+  cfg.async_d2h = true;
+  Stager st(cfg);
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(3 * kMiB);
+  std::vector<char> host = random_bytes(3 * kMiB, 12), back(3 * kMiB, 0);
+  ASSERT_EQ(cudaSuccess, cudaMemcpy(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice));
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 60000, 7, nullptr));
+  auto t = Clock::now();
+  ASSERT_EQ(cudaSuccess, st.copy(call(back.data(), dev.p, back.size(), cudaMemcpyDeviceToHost, s), &native, nullptr));
+  EXPECT_LT(ms_since(t), 30.0);  // returned before the kernel, hence before the copy
+  EXPECT_NE(0, std::memcmp(back.data(), host.data(), host.size()));  // not there yet
+  EXPECT_TRUE(host_work_pending());  // a later pageable H2D on s would wait for it
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(back.data(), host.data(), host.size()));
+  EXPECT_EQ(1u, st.stats().async_d2h_copies);
+  // cudaMemcpy (synchronous) stays synchronous in this mode.
+  std::vector<char> sync_back(host.size(), 0);
+  ASSERT_EQ(cudaSuccess, st.copy(call(sync_back.data(), dev.p, host.size(), cudaMemcpyDeviceToHost, nullptr, true),
+                                 &native, nullptr));
+  EXPECT_EQ(0, std::memcmp(sync_back.data(), host.data(), host.size()));
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, AnExhaustedBudgetBlocksThenRecovers) {
+  // One slab of 128 KiB: two 64 KiB blocks.
+  Stager st(config(64 * kKiB, 128 * kKiB));
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(kMiB);
+  std::vector<char> host = random_bytes(kMiB, 13);
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), 64 * kKiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 40000, 7, nullptr));
+  // 256 KiB = 4 blocks behind the kernel: the third waits for it.
+  auto t = Clock::now();
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), 256 * kKiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  EXPECT_GE(ms_since(t), 30.0);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(dev.p, host.data(), 256 * kKiB));
+  StagingStats stats = st.stats();
+  EXPECT_GE(stats.budget_waits, 1u);
+  EXPECT_EQ(0u, stats.partial);
+  EXPECT_EQ(128 * kKiB, stats.pinned_bytes);
+  // Behind a kernel longer than the pool waits, it gives up and lets the
+  // runtime copy the rest: slower, never wrong.
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 300000, 7, nullptr));
+  std::vector<char> more = random_bytes(kMiB, 14);
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, more.data(), kMiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(dev.p, more.data(), kMiB));
+  EXPECT_EQ(1u, st.stats().partial);
+  // And recovers once the stream has moved on.
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice, s), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(dev.p, host.data(), kMiB));
+  EXPECT_EQ(1u, st.stats().partial);
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, WhatItLeavesToTheRuntime) {
+  StagerConfig cfg = config();
+  cfg.threshold_bytes = 4 * kKiB;
+  Stager st(cfg);
+  DeviceBuffer dev(kMiB);
+  std::vector<char> host = random_bytes(kMiB, 15);
+  // Below the threshold.
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), 100, cudaMemcpyHostToDevice, nullptr), &native, nullptr));
+  // Pinned memory: not a pageable copy at all.
+  void* pinned = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMallocHost(&pinned, kMiB));
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, pinned, kMiB, cudaMemcpyHostToDevice, nullptr), &native, nullptr));
+  // Device to device.
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, dev.at(4096), 4096, cudaMemcpyDeviceToDevice, nullptr), &native, nullptr));
+  // A capturing stream: the runtime answers (the simulated one, like the
+  // real one, refuses a pageable copy into a capture).
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ASSERT_EQ(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  cudaError_t captured = st.copy(call(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice, s), &native, nullptr);
+  cudaGraph_t g = nullptr;
+  cudaStreamEndCapture(s, &g);
+  EXPECT_EQ(cudaErrorStreamCaptureUnsupported, captured);
+  cudaGetLastError();
+  // A runtime error pending on the thread: left untouched, and still pending.
+  void* huge = nullptr;
+  ASSERT_NE(cudaSuccess, cudaMalloc(&huge, 1ull << 50));
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice, nullptr), &native, nullptr));
+  EXPECT_EQ(cudaErrorMemoryAllocation, cudaGetLastError());
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  EXPECT_EQ(0, std::memcmp(dev.p, host.data(), kMiB));
+  StagingStats stats = st.stats();
+  EXPECT_EQ(3u, stats.h2d.seen);
+  EXPECT_EQ(0u, stats.h2d.staged);
+  EXPECT_EQ(1u, stats.passed_small);
+  EXPECT_EQ(1u, stats.passed_capture);
+  EXPECT_EQ(1u, stats.passed_error_pending);
+  // Exact semantics: host-to-device copies are the runtime's.
+  StagerConfig exact = config();
+  exact.exact = true;
+  Stager ex(exact);
+  ASSERT_EQ(cudaSuccess, ex.copy(call(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice, nullptr), &native, nullptr));
+  EXPECT_EQ(1u, ex.stats().passed_exact);
+  free_host(pinned);
+  cudaStreamDestroy(s);
+}
+
+TEST(StagedCopy, ARefusedCopyIsRefusedTheSameWay) {
+  Stager st(config());
+  DeviceBuffer dev(4096);
+  std::vector<char> host(64 * kKiB, 1);
+  // Past the end of the device allocation: the runtime's answer, as its last error too.
+  cudaError_t r = st.copy(call(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice, nullptr), &native, nullptr);
+  cudaError_t n = cudaMemcpyAsync(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice, nullptr);
+  cudaGetLastError();
+  EXPECT_EQ(n, r);
+  EXPECT_NE(cudaSuccess, r);
+  r = st.copy(call(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice, nullptr), &native, nullptr);
+  EXPECT_EQ(r, cudaGetLastError());
+}
+
+}  // namespace
+}  // namespace pin
+}  // namespace gpuslack

@@ -77,7 +77,8 @@ class Summary(unittest.TestCase):
         self.assertEqual("exit", doc["reason"])
 
     def test_pageable_copy_behind_a_kernel_is_a_copy_stall(self):
-        r = self.stall("pageable")
+        # Without staging, the driver's drain: the stall gpuslack reports.
+        r = self.stall("pageable", conf="stage_copies:false")
         self.assertEqual(0, r.returncode, r.stderr)
         doc = summary(self.out)
         self.assertGreaterEqual(doc["categories"]["copy"]["seconds"], STALL)
@@ -87,6 +88,31 @@ class Summary(unittest.TestCase):
         self.assertEqual("pageable", h2d[0]["host"])
         self.assertEqual(1 << 20, h2d[0]["bytes"])
         self.assertGreaterEqual(h2d[0]["total_s"], STALL)
+
+    def test_staged_pageable_copy_behind_a_kernel_does_not_stall(self):
+        r = self.stall("pageable")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        self.assertLess(call(doc, "cudaMemcpyAsync")["max_s"], STALL / 2)
+        st = doc["staging"]
+        self.assertIsNotNone(st)
+        self.assertEqual(1, st["h2d"]["seen"])
+        self.assertEqual(1, st["h2d"]["staged"])
+        self.assertEqual(1 << 20, st["h2d"]["staged_bytes"])
+        self.assertEqual(0, st["host_work_waits"])
+        # The buffer to pin, by call site.
+        self.assertEqual(1, len(st["sites"]), st["sites"])
+        self.assertEqual("cudaMemcpyAsync", st["sites"][0]["api"])
+        self.assertTrue(any("main" in f for f in st["sites"][0]["frames"]), st["sites"][0]["frames"])
+        self.assertIn("gpuslack: pin these buffers", r.stderr)
+        self.assertIn("gpuslack: pageable copies: H2D 1 copy (1.0 MiB): 1 staged", r.stderr)
+
+    def test_exact_copy_semantics_keeps_the_drain(self):
+        r = self.stall("pageable", conf="exact_copy_semantics:true")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        self.assertGreaterEqual(call(doc, "cudaMemcpyAsync")["max_s"], STALL)
+        self.assertEqual(1, doc["staging"]["passed_because"]["exact"])
 
     def test_explicit_sync_is_waiting_for_the_gpu_not_lost(self):
         r = self.stall("sync")

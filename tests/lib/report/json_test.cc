@@ -90,9 +90,17 @@ TEST(FormatJson, WorstThreadIsNullWithoutThreadsAndArraysAreEmpty) {
   Summary s;
   std::string json = format_json(s);
   EXPECT_TRUE(has(json, "\"worst_thread\": null,\n  \"threads\": [],\n  \"calls\": [],\n  \"copies\": [],\n"
-                        "  \"call_sites\": [],\n  \"collectives\": null,\n  \"allocator\": []\n}\n"))
+                        "  \"call_sites\": [],\n  \"collectives\": null,\n  \"allocator\": [],\n  \"staging\": null\n}\n"))
       << json;
   EXPECT_TRUE(has(json, "\"rank\": -1,\n  \"local_rank\": -1,")) << json;
+}
+
+TEST(FormatJson, StagingIsNullWithoutPageableCopies) {
+  Summary s;
+  EXPECT_TRUE(has(format_json(s), "\"staging\": null")) << format_json(s);
+  std::string json = format_json(sample_summary());
+  EXPECT_TRUE(has(json, "\"native_estimate_s\": 0.6")) << json;
+  EXPECT_TRUE(has(json, "\"api\": \"cudaMemcpyAsync\",\n        \"bytes\": 2147483648,")) << json;
 }
 
 TEST(FormatJson, RowsCarryEnumKeys) {

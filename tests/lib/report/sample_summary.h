@@ -76,6 +76,23 @@ inline Summary sample_summary() {
       CallSiteRow{Category::kAllocation, "cudaFree", 0.4, 100, {"caching_allocator_free+0x10 (app)"}},
       CallSiteRow{Category::kCopy, "cudaMemcpy", 0.8, 40, {"copy_\"weights\"\t+0x8 (app)", "??"}},
       CallSiteRow{Category::kSync, "cudaDeviceSynchronize", 3.2, 300, {"main+0x99 (app)"}}};
+
+  // Pageable copies: 30 H2D, 28 of them staged; 2 D2H passed through.
+  pin::StagingStats& g = s.staging.stats;
+  s.staging.present = true;
+  g.enabled = true;
+  g.chunk_bytes = 1u << 20;
+  g.h2d = {30, 2ull << 30, 28, (2ull << 30) - (2u << 20), 2, 2u << 20, 40000000, 600000000};
+  g.d2h = {2, 4096, 0, 0, 2, 4096, 0, 0};
+  g.passed_small = 2;
+  g.passed_measured = 2;
+  g.host_work_waits = 3;
+  g.host_work_wait_ns = 1500000;
+  g.budget_bytes = 256u << 20;
+  g.pinned_bytes = 4u << 20;
+  g.peak_in_use_bytes = 3u << 20;
+  g.drains_measured = 20;
+  s.staging.sites = {PageableSiteRow{"cudaMemcpyAsync", 2048, 30, 2ull << 30, {"load_batch+0x2a (app)", "main+0x10 (app)"}}};
   return s;
 }
 

@@ -101,6 +101,24 @@ TEST(FormatText, TopCallSitesWithIndentedFrames) {
   EXPECT_TRUE(contains_line(text, "gpuslack: top call sites, waiting for the GPU:")) << text;
 }
 
+TEST(FormatText, StagedCopiesAndTheBuffersToPin) {
+  std::string text = format_text(sample_summary());
+  EXPECT_TRUE(contains_line(text, "gpuslack: pageable copies: H2D 30 copies (2.0 GiB): 28 staged, 2 passed through; "
+                                  "D2H 2 copies (4.0 KiB): 0 staged, 2 passed through"))
+      << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack:   staged copies blocked 40.0 ms (H2D 40.0 ms, D2H 0); natively ~600.0 ms "
+                                  "(estimate: H2D ~600.0 ms, D2H ~0)"))
+      << text;
+  EXPECT_TRUE(contains_line(text, "gpuslack:   passed through: below the threshold 2, D2H measured faster natively 2"))
+      << text;
+  std::vector<std::string> lines = lines_of(text);
+  size_t i = 0;
+  while (i < lines.size() && lines[i].find("pin these buffers") == std::string::npos) ++i;
+  ASSERT_LT(i + 3, lines.size()) << text;
+  EXPECT_EQ("gpuslack:   2.0 GiB in ~30 copies (cudaMemcpyAsync)", lines[i + 1]);
+  EXPECT_EQ("gpuslack:       at load_batch+0x2a (app)", lines[i + 2]);
+}
+
 TEST(FormatText, EmptySummaryIsJustTheHeadline) {
   Summary s;
   s.pid = 9;

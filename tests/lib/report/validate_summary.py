@@ -75,7 +75,11 @@ def broken_copies(doc):
         edit("a number as a frame", lambda d: d["call_sites"][0]["frames"].append(1)),
         edit("an unknown field in a call site", lambda d: d["call_sites"][0].update(extra=0)),
         edit("a rank below -1", lambda d: d.update(rank=-2)),
-    ]
+    ] + ([
+        edit("an unknown field in staging", lambda d: d["staging"].update(extra=0)),
+        edit("a negative staged H2D count", lambda d: d["staging"]["h2d"].update(staged=-1)),
+        edit("a number as a pageable site frame", lambda d: d["staging"]["sites"][0]["frames"].append(1)),
+    ] if doc.get("staging") and doc["staging"]["sites"] else [])
 
 
 def main(argv):

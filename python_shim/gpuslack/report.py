@@ -3,7 +3,8 @@
 `format_text(doc)` renders the same lines, in the same order and units, as
 the library's own text summary (lib/report/text.cc): the headline with the
 share lost, the context line, one table per category, copies by kind,
-collectives, the allocator lines, the worst thread and the call sites.
+collectives, the allocator lines, the staged copies, the worst thread and
+the call sites.
 Keep the two in step: tests/python/test_launcher.py compares them on the
 demo. `load(path)` reads and checks a file; a file that is missing, is not
 JSON or is not a summary raises ReportError with one line saying why.
@@ -244,6 +245,55 @@ def _allocator_lines(doc, out):
                              a["granules_unmapped"], a["oom_retries"], seconds_1(a["stall_s"])))
 
 
+def _copies_text(n):
+    return "%d %s" % (n, "copy" if n == 1 else "copies")
+
+
+def _staging_direction(name, d):
+    return "%s %s (%s): %d staged, %d passed through" % (name, _copies_text(d["seen"]), bytes_text(d["seen_bytes"]),
+                                                         d["staged"], d["passed"])
+
+
+def _staging_lines(doc, out):
+    g = doc.get("staging")
+    if not g:
+        return
+    h2d, d2h = g["h2d"], g["d2h"]
+    title = "pageable copies: %s; %s" % (_staging_direction("H2D", h2d), _staging_direction("D2H", d2h))
+    if not g["enabled"]:
+        title += " (stage_copies:false)"
+    out.append(PREFIX + title)
+    if h2d["staged"] + d2h["staged"] > 0:
+        out.append(PREFIX + "  staged copies blocked %s (H2D %s, D2H %s); natively ~%s (estimate: H2D ~%s, D2H ~%s)" % (
+            duration(h2d["blocked_s"] + d2h["blocked_s"]), duration(h2d["blocked_s"]), duration(d2h["blocked_s"]),
+            duration(h2d["native_estimate_s"] + d2h["native_estimate_s"]), duration(h2d["native_estimate_s"]),
+            duration(d2h["native_estimate_s"])))
+    out.append(PREFIX + "  copy stalls: %d waits for the application's D2H copies and host functions (%s), "
+               "%d waits for staging memory (%s)" % (g["host_work_waits"], duration(g["host_work_wait_s"]),
+                                                      g["budget_waits"], duration(g["budget_wait_s"])))
+    p = g["passed_because"]
+    reasons = [(p["off"], "staging off"), (p["small"], "below the threshold"), (p["capture"], "graph capture"),
+               (p["exact"], "exact_copy_semantics"), (p["error_pending"], "error pending"),
+               (p["unsupported"], "2D rows wider than a chunk"), (p["measured_faster"], "D2H measured faster natively"),
+               (p["unknown_work"], "unknown pending work"), (g["partial"], "staged in part")]
+    why = ", ".join("%s %d" % (text, n) for n, text in reasons if n > 0)
+    if why:
+        out.append(PREFIX + "  passed through: " + why)
+    if g["pinned_bytes"] > 0:
+        out.append(PREFIX + "  staging memory: %s pinned, peak in use %s, budget %s" % (
+            bytes_text(g["pinned_bytes"]), bytes_text(g["peak_in_use_bytes"]), bytes_text(g["budget_bytes"])))
+    if not g["sites"]:
+        return
+    out.append(PREFIX + "pin these buffers (pageable copies by call site, sampled by bytes):")
+    for site in g["sites"]:
+        out.append(PREFIX + "  %s in ~%s (%s)" % (bytes_text(site["bytes"]), _copies_text(site["copies"]),
+                                                 printable(site["api"])))
+        for frame in site["frames"]:
+            out.append(PREFIX + "      at " + printable(frame))
+        if not site["frames"]:
+            out.append(PREFIX + "      (no frames outside gpuslack)")
+
+
 def _worst_thread(doc, out):
     t = doc.get("worst_thread")
     if not doc["threads"] or not t:
@@ -286,6 +336,7 @@ def format_text(doc):
     _copy_table(doc, out)
     _collective_table(doc, out)
     _allocator_lines(doc, out)
+    _staging_lines(doc, out)
     _worst_thread(doc, out)
     _call_sites(doc, out)
     return "".join(line + "\n" for line in out)

@@ -5,15 +5,18 @@
 // and on the simulated device):
 //   - allocates activation buffers sized by this step's sequence length
 //     (cudaMalloc: the fallback path of a fragmented caching allocator);
-//   - copies a pageable input batch host->device (cudaMemcpyAsync from
-//     ordinary std::vector memory, as a naive data loader does);
+//   - prefetches the next step's input batch host->device at the end of the
+//     step, behind the step's work on the same stream (cudaMemcpyAsync from
+//     ordinary std::vector memory, as a naive data loader does: the driver
+//     drains the stream first, so the host waits for the whole step there);
 //   - "computes": device-to-device copies and memsets over the activations;
 //   - frees the activations (cudaFree);
 //   - all-reduces the gradients over every visible device (NCCL);
 //   - synchronizes, and reports the step's time.
 //
-// Usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S]
-// Prints one line per step and a summary line with the median step time.
+// Usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S] [--grad-mib G]
+// Prints one line per step, a line with the host time blocked in the input
+// copies, and a summary line with the median step time.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -52,6 +55,7 @@ struct Args {
   size_t hidden = 1024;
   size_t batch = 8;
   unsigned seed = 1;
+  size_t grad_mib = 64;  // float32 gradients all-reduced each step
 };
 
 Args parse(int argc, char** argv) {
@@ -67,8 +71,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--hidden") a.hidden = static_cast<size_t>(v);
     else if (k == "--batch") a.batch = static_cast<size_t>(v);
     else if (k == "--seed") a.seed = static_cast<unsigned>(v);
+    else if (k == "--grad-mib") a.grad_mib = static_cast<size_t>(v);
     else {
-      std::fprintf(stderr, "usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S]\n");
+      std::fprintf(stderr, "usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S] [--grad-mib G]\n");
       std::exit(2);
     }
   }
@@ -81,7 +86,15 @@ struct Rank {
   cudaStream_t stream;
   ncclComm_t comm;
   float* grads;
+  int32_t* input;  // the batch of the coming step, prefetched
 };
+
+// A naive loader's batch: pageable host memory.
+std::vector<int32_t> make_batch(std::mt19937& rng, size_t tokens) {
+  std::vector<int32_t> batch(tokens);
+  for (auto& t : batch) t = static_cast<int32_t>(rng() % 50000);
+  return batch;
+}
 
 }  // namespace
 
@@ -94,7 +107,7 @@ int main(int argc, char** argv) {
   std::printf("train_loop: %d device(s), device 0: %s; %d steps, batch %zu, hidden %zu\n", ndev, prop.name,
               args.steps, args.batch, args.hidden);
 
-  const size_t grad_count = 16u << 20;  // 64 MiB of float32 gradients
+  const size_t grad_count = args.grad_mib << 18;  // float32 gradients: 64 MiB by default
   std::vector<Rank> ranks(ndev);
   std::vector<ncclComm_t> comms(ndev);
   CHECK_NCCL(ncclCommInitAll(comms.data(), ndev, nullptr));
@@ -105,10 +118,24 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaStreamCreateWithFlags(&ranks[d].stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaMalloc(&ranks[d].grads, grad_count * sizeof(float)));
     CHECK_CUDA(cudaMemsetAsync(ranks[d].grads, 0, grad_count * sizeof(float), ranks[d].stream));
+    CHECK_CUDA(cudaMalloc(&ranks[d].input, args.batch * 2048 * sizeof(int32_t)));
   }
 
   std::mt19937 rng(args.seed);
   std::uniform_int_distribution<size_t> seq_len(128, 2048);
+  // Host time blocked in the input copies, per step.
+  std::vector<double> copy_ms;
+  auto prefetch = [&](const std::vector<int32_t>& batch) {
+    auto t = std::chrono::steady_clock::now();
+    for (Rank& r : ranks) {
+      CHECK_CUDA(cudaSetDevice(r.device));
+      CHECK_CUDA(cudaMemcpyAsync(r.input, batch.data(), batch.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                 r.stream));
+    }
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
+  size_t len = seq_len(rng);
+  prefetch(make_batch(rng, args.batch * len));
   std::vector<double> step_ms;
   // On the simulated device, the device synchronizations cudaFree made
   // (gpusim_free_syncs; absent on a real GPU, where nothing counts them).
@@ -117,22 +144,15 @@ int main(int argc, char** argv) {
   long syncs_after_warmup = 0;
   for (int step = 0; step < args.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
-    size_t len = seq_len(rng);
     size_t tokens = args.batch * len;
-    // A naive loader's batch: pageable host memory.
-    std::vector<int32_t> batch(tokens);
-    for (auto& t : batch) t = static_cast<int32_t>(rng() % 50000);
     for (Rank& r : ranks) {
       CHECK_CUDA(cudaSetDevice(r.device));
       const size_t act_bytes = tokens * args.hidden * 2;  // bf16 activations
-      void *input, *act_a, *act_b, *scratch;
-      CHECK_CUDA(cudaMalloc(&input, tokens * sizeof(int32_t)));
+      void *act_a, *act_b, *scratch;
       CHECK_CUDA(cudaMalloc(&act_a, act_bytes));
       CHECK_CUDA(cudaMalloc(&act_b, act_bytes));
       CHECK_CUDA(cudaMalloc(&scratch, act_bytes / 4 + 512 * (len % 7)));
-      CHECK_CUDA(cudaMemcpyAsync(input, batch.data(), tokens * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                 r.stream));
-      // "Forward and backward": four layers of copies and memsets.
+      // "Forward and backward" (reading r.input): four layers of copies and memsets.
       for (int layer = 0; layer < 4; ++layer) {
         CHECK_CUDA(cudaMemsetAsync(act_a, layer, act_bytes, r.stream));
         CHECK_CUDA(cudaMemcpyAsync(act_b, act_a, act_bytes, cudaMemcpyDeviceToDevice, r.stream));
@@ -141,12 +161,15 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaFree(scratch));
       CHECK_CUDA(cudaFree(act_b));
       CHECK_CUDA(cudaFree(act_a));
-      CHECK_CUDA(cudaFree(input));
     }
     CHECK_NCCL(ncclGroupStart());
     for (Rank& r : ranks)
       CHECK_NCCL(ncclAllReduce(r.grads, r.grads, grad_count, ncclFloat32, ncclSum, r.comm, r.stream));
     CHECK_NCCL(ncclGroupEnd());
+    // The next step's batch, queued behind this step's work (the last
+    // step's prefetch is wasted, as a loader's would be).
+    len = seq_len(rng);
+    copy_ms.push_back(prefetch(make_batch(rng, args.batch * len)));
     for (Rank& r : ranks) CHECK_CUDA(cudaStreamSynchronize(r.stream));
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
@@ -157,8 +180,16 @@ int main(int argc, char** argv) {
     std::printf("train_loop: device synchronizations by cudaFree in steady state (steps 1..%d): %ld\n",
                 args.steps - 1, free_syncs() - syncs_after_warmup);
 
+  double copy_total = 0;
+  for (double ms : copy_ms) copy_total += ms;
+  std::vector<double> copy_sorted = copy_ms;
+  std::sort(copy_sorted.begin(), copy_sorted.end());
+  std::printf("train_loop: host time blocked in the input copies: %.3f ms in total, median %.3f ms per step\n",
+              copy_total, copy_sorted.empty() ? 0.0 : copy_sorted[copy_sorted.size() / 2]);
+
   for (Rank& r : ranks) {
     CHECK_CUDA(cudaSetDevice(r.device));
+    CHECK_CUDA(cudaFree(r.input));
     CHECK_CUDA(cudaFree(r.grads));
     CHECK_CUDA(cudaStreamDestroy(r.stream));
     CHECK_NCCL(ncclCommDestroy(r.comm));

@@ -59,7 +59,9 @@ namespace gpuslack {
   X(staging_chunk_kb, int, 1024,                                               \
     "staged copies move in pipelined chunks of this many KiB")                \
   X(staging_threshold_kb, int, 0,                                              \
-    "pageable copies smaller than this many KiB go to the runtime's own call")
+    "pageable copies smaller than this many KiB go to the runtime's own call") \
+  X(staging_copy_threads, int, 1,                                              \
+    "host threads copying each large chunk in and out of staging (1 to 8)")
 
 struct Options {
 #define GPUSLACK_OPTION_FIELD(key, type, def, doc) type key = def;

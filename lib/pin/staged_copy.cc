@@ -4,6 +4,7 @@
 // is below, one function per direction.
 #include "pin/staged_copy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "cuda/runtime_api.h"
 #include "ledger/backtrace.h"
 #include "ledger/ledger.h"
+#include "pin/host_copy.h"
 #include "pin/host_work.h"
 
 namespace gpuslack {
@@ -121,6 +123,7 @@ StagerConfig stager_config_from_options() {
   c.budget_bytes = static_cast<size_t>(o.staging_budget_mb) << 20;
   c.chunk_bytes = static_cast<size_t>(o.staging_chunk_kb) << 10;
   c.threshold_bytes = static_cast<size_t>(o.staging_threshold_kb) << 10;
+  c.copy_threads = std::clamp(o.staging_copy_threads, 1, kMaxCopyThreads);
   if (c.chunk_bytes == 0) c.chunk_bytes = 1u << 20;
   if (c.budget_bytes < c.chunk_bytes) c.budget_bytes = c.chunk_bytes;
   return c;
@@ -241,8 +244,11 @@ cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy 
       break;
     }
     uint64_t t = DrainProbes::now_ns();
-    for (size_t r = 0; r < k.rows; ++r)
-      std::memcpy(b.data + r * k.len, src + (k.row + r) * spitch + k.offset, k.len);
+    if (k.rows == 1) {
+      host_copy(b.data, src + k.row * spitch + k.offset, k.len, config_.copy_threads);
+    } else {
+      for (size_t r = 0; r < k.rows; ++r) std::memcpy(b.data + r * k.len, src + (k.row + r) * spitch, k.len);
+    }
     host_copy_ns += DrainProbes::now_ns() - t;
     char* to = dst + k.row * dpitch + k.offset;
     cudaError_t e = k.rows == 1 ? cuda::memcpy_async(to, b.data, k.len, cudaMemcpyHostToDevice, s.handle)
@@ -291,7 +297,9 @@ cudaError_t Stager::stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy 
     return pass(c, native, real, d2h_, passed_measured_);
   }
   const uint64_t waited = elapsed_ns(start);
-  const CopyWay way = chooser_.pick(bytes);
+  const CopyWay way = config_.d2h_way == StagerConfig::D2hWay::kMeasure ? chooser_.pick(bytes)
+                      : config_.d2h_way == StagerConfig::D2hWay::kStaged ? CopyWay::kStaged
+                                                                         : CopyWay::kNative;
   const uint64_t t = DrainProbes::now_ns();
   if (way == CopyWay::kNative) {
     cudaError_t r = pass(c, native, real, d2h_, passed_measured_);
@@ -358,8 +366,12 @@ cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* 
       result = w;
       break;
     }
-    for (size_t r = 0; r < f.chunk.rows; ++r)
-      std::memcpy(dst + (f.chunk.row + r) * dpitch + f.chunk.offset, f.block.data + r * f.chunk.len, f.chunk.len);
+    if (f.chunk.rows == 1) {
+      host_copy(dst + f.chunk.row * dpitch + f.chunk.offset, f.block.data, f.chunk.len, config_.copy_threads);
+    } else {
+      for (size_t r = 0; r < f.chunk.rows; ++r)
+        std::memcpy(dst + (f.chunk.row + r) * dpitch, f.block.data + r * f.chunk.len, f.chunk.len);
+    }
     *staged_bytes += f.chunk.bytes();
     pool_.release(f.block);
     give_event(f.event);

@@ -75,6 +75,10 @@ struct StagerConfig {
   size_t budget_bytes = 256u << 20;
   size_t chunk_bytes = 1u << 20;
   size_t threshold_bytes = 0;  // smaller copies pass through
+  int copy_threads = 1;        // staging_copy_threads: host threads per chunk's copy (host_copy.h)
+  // How device->host copies choose between the two ways: by measuring
+  // (the product), or always one way (benchmarks).
+  enum class D2hWay { kMeasure, kStaged, kNative } d2h_way = D2hWay::kMeasure;
 };
 StagerConfig stager_config_from_options();
 

@@ -1,7 +1,9 @@
 // libcudart.so.13 of the simulated device: copies and memsets, with the
 // blocking rules of "API synchronization behavior" for each kind of memory.
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "cudart_internal.h"
@@ -31,6 +33,30 @@ struct Rows {
 };
 
 enum class Api { kAsync, kSync };
+
+// The driver's staging memory for pageable host->device copies: reused, as
+// the driver's own pinned staging buffers are, so that a copy costs the one
+// host copy the model charges for, not fresh pages (faults, zeroing).
+std::shared_ptr<char> staging_buffer(size_t n) {
+  static std::mutex mu;
+  static auto* free_lists = new std::multimap<size_t, char*>();  // by capacity; never freed
+  size_t cap = 4096;
+  while (cap < n) cap *= 2;
+  char* p = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = free_lists->find(cap);
+    if (it != free_lists->end()) {
+      p = it->second;
+      free_lists->erase(it);
+    }
+  }
+  if (!p) p = new char[cap];
+  return std::shared_ptr<char>(p, [cap](char* q) {
+    std::lock_guard<std::mutex> l(mu);
+    free_lists->emplace(cap, q);
+  });
+}
 
 // A GPU op that performs `rows` and takes `us` of GPU time.
 std::function<void()> timed(Rows rows, double us) {
@@ -74,11 +100,11 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
     // buffer to pinned staging and returns; the DMA may still be running.
     drain_stream(s);
     auto t0 = Clock::now();
-    auto staged = std::make_shared<std::vector<char>>(c.bytes());
-    Rows in{staged->data(), c.src, c.width, c.spitch, c.width, c.height};
+    std::shared_ptr<char> staged = staging_buffer(c.bytes());
+    Rows in{staged.get(), c.src, c.width, c.spitch, c.width, c.height};
     in.run();
     wait_until(after(t0, transfer_us(c.bytes(), cfg.pageable_gbps)));
-    Rows dma{c.dst, staged->data(), c.dpitch, c.width, c.width, c.height};
+    Rows dma{c.dst, staged.get(), c.dpitch, c.width, c.width, c.height};
     double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_h2d_gbps);
     enqueue(s, [dma, us, staged] {
       auto t = Clock::now();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cuda/pointer_kind.h"
 #include "cuda/runtime_api.h"
 
 namespace gpuslack {
@@ -71,6 +72,8 @@ StagingPool::~StagingPool() {
     for (InFlight& f : q.entries) give_event(f.event);
   for (Slab& s : slabs_)
     if (cuda::free_host(s.base) != cudaSuccess) cuda::get_last_error();
+  // The addresses may come back as other memory: no cached kind may outlive them.
+  if (!slabs_.empty()) cuda::invalidate_pointer_kinds();
 }
 
 bool StagingPool::fit_locked(size_t units, StagingBlock* out) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -268,6 +269,63 @@ TEST(Hooks, EightThreadsAtOnceLoseNoCount) {
   for (auto& t : threads) t.join();
   std::string json = summary_json();
   EXPECT_EQ(before + kThreads * kCalls, count_in_summary(json, "cudaMemGetInfo")) << json;
+}
+
+// Pageable copies through the hooks, staged (stage_copies is on by
+// default): eight threads on four streams, random sizes, each thread's bytes
+// round-tripped host -> device -> host through cudaMemcpyAsync and
+// cudaMemcpy, with device->host copies into pinned memory and host
+// functions in between (what a staged copy must wait for).
+TEST(Hooks, StagedCopiesFromEightThreadsOnFourStreamsKeepEveryByte) {
+  ASSERT_NE(nullptr, gpuslack_handle());
+  const Api& a = hooks();
+  cudaStream_t streams[4];
+  for (cudaStream_t& s : streams) ASSERT_EQ(cudaSuccess, a.cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      uint64_t x = 0x9E3779B97F4A7C15ull * (t + 1);
+      auto next = [&x] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+      void* d = nullptr;
+      void* pinned = nullptr;
+      const size_t max = 3 << 20;
+      if (a.cudaMalloc(&d, max + 64) != cudaSuccess || a.cudaMallocHost(&pinned, max) != cudaSuccess) {
+        ++bad;
+        return;
+      }
+      for (int i = 0; i < 12; ++i) {
+        // cudaMemcpy goes on the legacy stream, which the non-blocking
+        // streams do not order with: that iteration stays on it.
+        const bool sync_api = i % 3 == 0;
+        cudaStream_t s = sync_api ? nullptr : streams[(t + i) % 4];
+        size_t n = 1 + next() % (i % 4 == 0 ? max : 70000), off = next() % 16;
+        std::vector<char> in(n), out(n, 0);
+        for (char& c : in) c = static_cast<char>(next() >> 56);
+        const std::vector<char> expected = in;
+        cudaError_t r = sync_api ? a.cudaMemcpy(static_cast<char*>(d) + off, in.data(), n, cudaMemcpyHostToDevice)
+                                 : a.cudaMemcpyAsync(static_cast<char*>(d) + off, in.data(), n,
+                                                     cudaMemcpyHostToDevice, s);
+        std::fill(in.begin(), in.end(), 0x5a);  // the buffer is the application's again at once
+        if (r != cudaSuccess) ++bad;
+        if (i % 2 == 0) {  // a D2H copy into pinned memory, then a host function
+          if (a.cudaMemcpyAsync(pinned, static_cast<char*>(d) + off, n, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
+              a.cudaLaunchHostFunc(s, [](void*) {}, nullptr) != cudaSuccess)
+            ++bad;
+        }
+        r = a.cudaMemcpyAsync(out.data(), static_cast<char*>(d) + off, n, cudaMemcpyDeviceToHost, s);
+        if (r != cudaSuccess) ++bad;
+        if (out != expected) ++bad;
+        if (i % 2 == 0 && std::memcmp(pinned, expected.data(), n) != 0) ++bad;
+      }
+      a.cudaFreeHost(pinned);
+      a.cudaFree(d);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(0, bad.load());
+  for (cudaStream_t s : streams) a.cudaStreamDestroy(s);
+  std::string json = summary_json();
+  EXPECT_NE(std::string::npos, json.find("\"staging\": {")) << json;
 }
 
 }  // namespace

@@ -9,10 +9,10 @@ namespace gpuslack {
 namespace alloc {
 
 DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes,
-                                 uint64_t cache_limit)
+                                 uint64_t cache_limit, uint64_t map_chunk)
     : device_(device),
       cache_limit_(cache_limit),
-      map_(api, device, reserve_bytes),
+      map_(api, device, reserve_bytes, map_chunk),
       base_(static_cast<uintptr_t>(map_.base())),
       size_(map_.size()),
       blocks_(map_.size()),
@@ -298,6 +298,8 @@ DeviceStats DeviceAllocator::stats() {
   s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size();
   s.granules_mapped = map_.granules_mapped_total();
   s.granules_unmapped = map_.granules_unmapped_total();
+  s.chunks_mapped = map_.chunks_mapped_total();
+  s.chunks_unmapped = map_.chunks_unmapped_total();
   s.epochs = epochs_.epochs_closed();
   return s;
 }

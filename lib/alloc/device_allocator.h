@@ -55,8 +55,11 @@ namespace alloc {
 class DeviceAllocator {
  public:
   // Reserves `reserve_bytes` of address space on `device`; keeps at most
-  // `cache_limit` bytes of mapped-but-free memory (0: no limit).
-  DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes, uint64_t cache_limit);
+  // `cache_limit` bytes of mapped-but-free memory (0: no limit); maps
+  // physical memory in chunks of up to `map_chunk` bytes (GranuleMap; 0:
+  // one granule each).
+  DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes, uint64_t cache_limit,
+                  uint64_t map_chunk = 0);
 
   bool ok() const { return map_.ok(); }
   const std::string& why() const { return map_.why(); }

@@ -44,6 +44,8 @@ namespace gpuslack {
     "vmm: keep cudaFree's device synchronization (for code that relied on it)") \
   X(cache_limit_mb, int, 0,                                                    \
     "vmm: release free physical memory past this many MiB (0: only on demand)") \
+  X(map_chunk_mb, int, 16,                                                     \
+    "vmm: back runs of granules with physical chunks of up to this many MiB")   \
   X(collective_timing_every, int, 8,                                           \
     "time the GPU side of one NCCL call in this many (each costs two events)") \
   X(expected_busbw_gbps, double, 0.0,                                          \

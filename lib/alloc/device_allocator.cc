@@ -304,6 +304,13 @@ DeviceStats DeviceAllocator::stats() {
   return s;
 }
 
+void DeviceAllocator::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  note_peaks();
+  stats_.peak_allocated = stats_.allocated;
+  stats_.peak_reserved = stats_.reserved;
+}
+
 Timeline::Samples DeviceAllocator::timeline() {
   std::lock_guard<std::mutex> lock(mu_);
   return timeline_.samples();

@@ -106,6 +106,9 @@ class DeviceAllocator {
   uint64_t cached_bytes();
 
   DeviceStats stats();
+  // Restarts the peaks from the current values (torch's
+  // reset_peak_memory_stats).
+  void reset_peaks();
   Timeline::Samples timeline();
 
  private:

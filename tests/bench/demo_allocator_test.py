@@ -76,8 +76,8 @@ class DemoAllocator(unittest.TestCase):
         self.assertLess(vmm["free_s"], native["free_s"] / 100)
         self.assertLess(vmm["alloc_s"], native["alloc_s"])
         # After the warm-up step: what is left is mapping for sequences
-        # longer than any seen yet (about 1/18 of native measured alone).
-        self.assertLess(vmm["steady_alloc_ms"], native["steady_alloc_ms"] / 5)
+        # longer than any seen yet (1/6 to 1/18 of native, by the load).
+        self.assertLess(vmm["steady_alloc_ms"], native["steady_alloc_ms"] / 3)
 
 
 if __name__ == "__main__":

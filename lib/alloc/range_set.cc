@@ -3,9 +3,17 @@
 namespace gpuslack {
 namespace alloc {
 
+namespace {
+// Stale size keys allowed beyond one per range before drop_stale_if_many()
+// drops them all (Note [Stale size keys]): enough that a set of a few
+// ranges (a small-pool page's) does not rebuild its index every few ops.
+constexpr size_t kStaleSlack = 16;
+}  // namespace
+
 // by_end_ maps each range's end to its start; a change that keeps a range's
-// end writes its start in place. by_size_'s key always changes with a
-// range's size: its entry is erased and inserted again.
+// end writes its start in place. by_size_ gains the key of each new or
+// changed range (often still there, stale, from before) and keeps the old
+// one, stale (Note [Stale size keys]).
 
 bool RangeSet::insert(uint64_t offset, uint64_t size) {
   if (size == 0 || offset + size < offset) return false;
@@ -16,65 +24,91 @@ bool RangeSet::insert(uint64_t offset, uint64_t size) {
   if (next != by_end_.end() && next->second < end) return false;
   bool merge_next = next != by_end_.end() && next->second == end;
   bool merge_prev = next != by_end_.begin() && std::prev(next)->first == offset;
-  uint64_t start = offset;
-  if (merge_prev) {
-    auto prev = std::prev(next);
-    start = prev->second;
-    by_size_.erase({offset - start, start});
-  }
+  uint64_t start = merge_prev ? std::prev(next)->second : offset;
   if (merge_next) {  // the merged range ends where `next` does: `next` grows down in place
-    by_size_.erase({next->first - next->second, next->second});
+    end = next->first;
     next->second = start;
-    by_size_.emplace(next->first - start, start);
     if (merge_prev) by_end_.erase(std::prev(next));
   } else if (merge_prev) {  // `prev` grows up: its end, the key, changes
     auto after = by_end_.erase(std::prev(next));
     by_end_.emplace_hint(after, end, start);
-    by_size_.emplace(end - start, start);
   } else {
     by_end_.emplace_hint(next, end, start);
-    by_size_.emplace(size, start);
   }
+  // Larger than the keys it leaves stale: the largest key stays current.
+  by_size_.emplace(end - start, start);
   total_ += size;
+  drop_stale_if_many();
   return true;
 }
 
 std::optional<uint64_t> RangeSet::take_best_fit(uint64_t size) {
   if (size == 0) return std::nullopt;
-  auto fit = by_size_.lower_bound({size, 0});
-  if (fit == by_size_.end()) return std::nullopt;
-  auto [len, start] = *fit;
-  by_size_.erase(fit);
-  carve(by_end_.find(start + len), start, size);
-  return start;
+  for (auto fit = by_size_.lower_bound({size, 0}); fit != by_size_.end();) {
+    uint64_t start = fit->second;
+    auto range = by_end_.find(start + fit->first);
+    if (range != by_end_.end() && range->second == start) {
+      carve(range, start, size);
+      return start;
+    }
+    fit = by_size_.erase(fit);  // stale: dropped where met
+  }
+  return std::nullopt;
 }
 
 bool RangeSet::take(uint64_t offset, uint64_t size) {
   if (size == 0 || offset + size < offset) return false;
   auto range = by_end_.upper_bound(offset);
   if (range == by_end_.end() || range->second > offset || offset + size > range->first) return false;
-  by_size_.erase({range->first - range->second, range->second});
   carve(range, offset, size);
   return true;
 }
 
 void RangeSet::carve(ByEnd::iterator range, uint64_t offset, uint64_t size) {
+  using Key = std::pair<uint64_t, uint64_t>;
   uint64_t start = range->second, range_end = range->first, end = offset + size;
+  Key old_key{range_end - start, start}, head{0, 0}, tail{0, 0};  // (0, 0): no such piece
+  bool was_largest = *by_size_.rbegin() == old_key;
   total_ -= size;
   if (end < range_end) {  // a tail stays, with the range's end: its start moves up in place
     range->second = end;
-    by_size_.emplace(range_end - end, end);
+    tail = {range_end - end, end};
+    by_size_.insert(tail);
     if (offset > start) {  // and a head, just before it
       by_end_.emplace_hint(range, offset, start);
-      by_size_.emplace(offset - start, start);
+      head = {offset - start, start};
+      by_size_.insert(head);
     }
   } else if (offset > start) {  // only a head stays: the end, the key, changes
     auto after = by_end_.erase(range);
     by_end_.emplace_hint(after, offset, start);
-    by_size_.emplace(offset - start, start);
+    head = {offset - start, start};
+    by_size_.insert(head);
   } else {
     by_end_.erase(range);
   }
+  if (was_largest) {
+    // The old key, stale now, is still the largest (the pieces are smaller):
+    // it goes, and so do the stale keys under it, down to a current one. A
+    // piece just indexed is current without a lookup.
+    by_size_.erase(std::prev(by_size_.end()));
+    for (auto top = std::prev(by_size_.end()); *top != head && *top != tail && !current(*top);
+         top = std::prev(by_size_.end())) {
+      by_size_.erase(top);
+    }
+  }
+  drop_stale_if_many();
+}
+
+bool RangeSet::current(const std::pair<uint64_t, uint64_t>& key) const {
+  if (key.first == 0) return key.second == 0;  // the sentinel
+  auto range = by_end_.find(key.second + key.first);
+  return range != by_end_.end() && range->second == key.second;
+}
+
+void RangeSet::drop_stale_if_many() {
+  if (by_size_.size() - 1 - by_end_.size() <= by_end_.size() + kStaleSlack) return;
+  for (auto it = by_size_.begin(); it != by_size_.end();) it = current(*it) ? std::next(it) : by_size_.erase(it);
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> RangeSet::containing(uint64_t offset) const {
@@ -86,7 +120,9 @@ std::optional<std::pair<uint64_t, uint64_t>> RangeSet::containing(uint64_t offse
 std::string RangeSet::check() const {
   if (by_size_.empty() || *by_size_.begin() != std::make_pair(uint64_t{0}, uint64_t{0}))
     return "the size index lost its sentinel";
-  if (by_end_.size() + 1 != by_size_.size()) return "the two indexes differ in size";
+  if (!current(*by_size_.rbegin())) return "the largest size key is stale";
+  if (by_size_.size() - 1 < by_end_.size()) return "the size index misses ranges";
+  if (by_size_.size() - 1 - by_end_.size() > by_end_.size() + kStaleSlack) return "too many stale size keys";
   uint64_t sum = 0, prev_end = 0;
   bool first = true;
   for (const auto& [end, start] : by_end_) {

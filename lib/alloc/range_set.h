@@ -6,7 +6,7 @@
 // over the same ranges: by address (to merge a freed range with its
 // neighbours at once, so two free ranges are never adjacent) and by
 // (size, address) (to find the smallest range that fits, lowest address
-// among equals, in O(log n)).
+// among equals, in O(log n) amortized).
 //
 // Built for the allocator's cached path (BlockManager keeps one RangeSet for
 // the large space and one per small-pool page, and every allocation and
@@ -19,9 +19,25 @@
 //     after it, keep that end, so they update a value in place instead of
 //     erasing and inserting a key. Taking from the start is all that
 //     take_best_fit does, and an allocation freed back is that merge.
+//   - The size index drops stale keys lazily (Note [Stale size keys]): a
+//     range that shrinks or merges leaves its old (size, offset) key behind
+//     instead of erasing it, and a lookup that meets such a key drops it
+//     then. An allocation freed back finds its range's old key still
+//     there, so an alloc+free pair often changes neither index's shape
+//     (bench/alloc_latency_bench.cc: 8 MiB pairs ~95 -> ~70 ns).
 //   - The size index holds a sentinel (0, 0) that no lookup matches, so it
 //     is never emptied: an empty B-tree frees its root node, which the next
 //     insert would allocate again.
+//
+// Note [Stale size keys]: by_size_ holds the key (size, start) of every
+// free range, the sentinel, and stale keys (of no range). A key is stale
+// unless by_end_ has a range at that start of that size: one lookup, which
+// a best-fit search makes anyway for the range it found. Stale keys are
+// dropped when a best-fit search meets them; when the largest key is one
+// (the largest range shrank), at once, so that largest() stays exact and
+// O(1); and all of them when they outnumber the ranges (plus a slack),
+// which bounds the index at twice the ranges and keeps every operation
+// O(log n) amortized.
 //
 // Plain data, no CUDA, no locking: the caller serializes. check() verifies
 // every invariant, for tests and debug builds.
@@ -128,17 +144,22 @@ class RangeSet {
   Ranges ranges() const { return Ranges(&by_end_); }
 
   // "" when every invariant holds, else the first violation: the indexes
-  // agree, ranges are non-empty, disjoint, never adjacent, and total() is
-  // their sum.
+  // agree (up to the stale keys allowed), ranges are non-empty, disjoint,
+  // never adjacent, and total() is their sum.
   std::string check() const;
 
  private:
-  // Takes [offset, offset + size) from the range at `range`, which holds it
-  // and whose size-index entry the caller has already erased.
+  // Takes [offset, offset + size) from the range at `range`, which holds it.
   void carve(ByEnd::iterator range, uint64_t offset, uint64_t size);
+  // Whether a size-index key is a free range's (or the sentinel).
+  bool current(const std::pair<uint64_t, uint64_t>& key) const;
+  // Drops every stale size key if they outnumber the ranges (plus a slack):
+  // Note [Stale size keys].
+  void drop_stale_if_many();
 
   ByEnd by_end_;
-  absl::btree_set<std::pair<uint64_t, uint64_t>, PairLess> by_size_;  // (size, start), and the sentinel (0, 0)
+  // (size, start) of every range, the sentinel (0, 0), and stale keys.
+  absl::btree_set<std::pair<uint64_t, uint64_t>, PairLess> by_size_;
   uint64_t total_ = 0;
 };
 

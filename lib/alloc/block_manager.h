@@ -14,18 +14,19 @@
 //   - A small-pool page goes back to the large space when its last block
 //     is freed.
 //
-// Note [The cached path]: an allocation or a free that maps nothing costs
-// a few B-tree and hash-table operations and no scan. Live blocks are in a
-// hash table that also names each small block's page. Pages are indexed by
-// their largest free range in buckets, one per possible size (a page's
-// ranges are multiples of 512 B below 2 MiB: 4096 of them), a bitmap of the
+// Note [The cached path]: an allocation or a free that maps nothing costs a
+// few B-tree and hash-table operations and no scan (RangeSet's header says
+// how its indexes keep their share small). Live blocks are in a hash table
+// that also names each small block's page. Pages are indexed by their
+// largest free range in buckets, one per possible size (a page's ranges are
+// multiples of 512 B below 2 MiB: 4096 of them), a two-level bitmap of the
 // non-empty buckets and, in each bucket, a heap of its pages by address: a
 // small request's page (the one whose largest free range is the smallest
-// that fits, lowest address among equals) is found with two bit scans and
-// a heap's root, and a page whose largest range changes moves between two
+// that fits, lowest address among equals) is found with two bit scans and a
+// heap's root, and a page whose largest range changes moves between two
 // heaps that usually hold one page each. The heaps are pairing heaps linked
-// through the pages themselves (O(1) insert, O(log n) amortized removal), so
-// 4096 buckets cost one array of roots and no allocation.
+// through the pages themselves (O(1) insert, O(log n) amortized removal),
+// so 4096 buckets cost one array of roots and no allocation.
 // bench/alloc_latency_bench.cc measures the path; bench/README.md has the
 // figures.
 //
@@ -81,6 +82,7 @@ class BlockManager {
   static constexpr uint32_t kNoPage = ~0u;
   // The page index's buckets: one per page largest free range / kAlignment.
   static constexpr uint32_t kBuckets = kPageSize / kAlignment;
+  static_assert(kBuckets == 64 * 64, "the bucket bitmap is two levels of 64 bits");
   struct Block {
     uint64_t size;
     uint32_t page;  // its small-pool page's index in pages_; kNoPage: a large block

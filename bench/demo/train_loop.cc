@@ -14,7 +14,9 @@
 //   - all-reduces the gradients over every visible device (NCCL);
 //   - synchronizes, and reports the step's time.
 //
-// Usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S] [--grad-mib G]
+// Usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G]
+// (the first W steps, 1 by default, are the warm-up: the steady-state
+// figures printed at the end count the steps after them)
 // Prints one line per step, a line with the host time blocked in the input
 // copies, and a summary line with the median step time.
 #include <cuda_runtime_api.h>
@@ -52,6 +54,7 @@ namespace {
 
 struct Args {
   int steps = 20;
+  int warmup = 1;
   size_t hidden = 1024;
   size_t batch = 8;
   unsigned seed = 1;
@@ -68,12 +71,14 @@ Args parse(int argc, char** argv) {
       std::exit(2);
     }
     if (k == "--steps") a.steps = static_cast<int>(v);
+    else if (k == "--warmup") a.warmup = static_cast<int>(v);
     else if (k == "--hidden") a.hidden = static_cast<size_t>(v);
     else if (k == "--batch") a.batch = static_cast<size_t>(v);
     else if (k == "--seed") a.seed = static_cast<unsigned>(v);
     else if (k == "--grad-mib") a.grad_mib = static_cast<size_t>(v);
     else {
-      std::fprintf(stderr, "usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S] [--grad-mib G]\n");
+      std::fprintf(stderr,
+                   "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G]\n");
       std::exit(2);
     }
   }
@@ -142,6 +147,22 @@ int main(int argc, char** argv) {
   using CountFn = long (*)();
   auto free_syncs = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "gpusim_free_syncs"));
   long syncs_after_warmup = 0;
+  // Under gpuslack (LD_PRELOAD), its C API: the time lost to allocation so
+  // far, read from the live summary, to print the steady state's share.
+  using SummaryFn = char* (*)();
+  using FreeFn = void (*)(void*);
+  auto summary = reinterpret_cast<SummaryFn>(dlsym(RTLD_DEFAULT, "gpuslack_summary_json"));
+  auto summary_free = reinterpret_cast<FreeFn>(dlsym(RTLD_DEFAULT, "gpuslack_free"));
+  auto allocation_s = [&]() -> double {
+    if (!summary || !summary_free) return -1;
+    char* json = summary();
+    if (!json) return -1;
+    const char* at = std::strstr(json, "\"allocation\": {\"seconds\": ");
+    double v = at ? std::strtod(at + std::strlen("\"allocation\": {\"seconds\": "), nullptr) : -1;
+    summary_free(json);
+    return v;
+  };
+  double allocation_after_warmup = -1;
   for (int step = 0; step < args.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
     size_t tokens = args.batch * len;
@@ -174,11 +195,15 @@ int main(int argc, char** argv) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
     std::printf("step %3d  seq_len %4zu  %8.2f ms\n", step, len, ms);
-    if (step == 0 && free_syncs) syncs_after_warmup = free_syncs();
+    if (step == args.warmup - 1 && free_syncs) syncs_after_warmup = free_syncs();
+    if (step == args.warmup - 1) allocation_after_warmup = allocation_s();
   }
-  if (free_syncs && args.steps > 1)
-    std::printf("train_loop: device synchronizations by cudaFree in steady state (steps 1..%d): %ld\n",
-                args.steps - 1, free_syncs() - syncs_after_warmup);
+  if (double end = allocation_s(); end >= 0 && allocation_after_warmup >= 0 && args.steps > args.warmup)
+    std::printf("train_loop: gpuslack: time lost to allocation in steady state (steps %d..%d): %.3f ms\n",
+                args.warmup, args.steps - 1, (end - allocation_after_warmup) * 1e3);
+  if (free_syncs && args.steps > args.warmup)
+    std::printf("train_loop: device synchronizations by cudaFree in steady state (steps %d..%d): %ld\n",
+                args.warmup, args.steps - 1, free_syncs() - syncs_after_warmup);
 
   double copy_total = 0;
   for (double ms : copy_ms) copy_total += ms;

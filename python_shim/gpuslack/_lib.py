@@ -73,6 +73,7 @@ PROTOTYPES = {
     "gpuslack_summary_json": (ctypes.c_void_p, []),
     "gpuslack_write_summary": (ctypes.c_int, []),
     "gpuslack_device_stats_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(DeviceStats)]),
+    "gpuslack_reset_peak_stats": (None, [ctypes.c_int]),
     "gpuslack_trim": (ctypes.c_ulonglong, [ctypes.c_int]),
     "gpuslack_device_alloc": (ctypes.c_void_p, [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]),
     "gpuslack_device_free": (None, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]),

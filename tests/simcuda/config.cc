@@ -140,7 +140,16 @@ void wait_until(Clock::time_point deadline) {
 
 void charge(double us) {
   if (us <= 0) return;
-  wait_until(after(Clock::now(), us));
+  Clock::time_point deadline = after(Clock::now(), us);
+  if (us < 20) {
+    // Host work of a few microseconds keeps its CPU, as real host work
+    // does: a sched_yield here can lose the CPU for a whole scheduler slice
+    // (milliseconds) on a loaded machine.
+    while (Clock::now() < deadline) {
+    }
+    return;
+  }
+  wait_until(deadline);
 }
 
 }  // namespace gpusim

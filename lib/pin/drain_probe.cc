@@ -11,6 +11,7 @@ namespace {
 constexpr uint64_t kRecalibrateNs = 60ull * 1000 * 1000 * 1000;
 constexpr int kPollBatch = 8;
 constexpr uint64_t kCalibrateNs = 200 * 1000;
+constexpr uint64_t kRetryNs = 100ull * 1000 * 1000;
 
 }  // namespace
 
@@ -61,6 +62,8 @@ DrainProbes::Reference* DrainProbes::reference_locked(int device) {
   }
   uint64_t now = now_ns();
   if (r->event && r->host_ns != 0 && now - r->host_ns < kRecalibrateNs) return r;
+  if (now < r->next_try_ns) return nullptr;  // the last try failed: not again so soon
+  r->next_try_ns = now + kRetryNs;
   if (!r->stream && cuda::stream_create_with_flags(&r->stream, cudaStreamNonBlocking) != cudaSuccess) {
     cuda::get_last_error();
     r->stream = nullptr;

@@ -9,7 +9,7 @@
 // on a private idle stream and polled for at most 200 us (re-done every
 // minute, so that cudaEventElapsedTime's float milliseconds keep
 // microsecond precision; never a long wait on a copy's path: a reference
-// that does not complete in time is tried again later); poll() resolves
+// that does not complete in time is tried again 100 ms later); poll() resolves
 // completed probes as later copies come by. So the figure is an estimate
 // (reference error: the 200 us at most, typically microseconds), and probes
 // still pending when the summary is written are not in it.
@@ -60,6 +60,7 @@ class DrainProbes {
     cudaStream_t stream = nullptr;
     cudaEvent_t event = nullptr;
     uint64_t host_ns = 0;  // when the GPU reached `event`, in host time
+    uint64_t next_try_ns = 0;  // no new calibration before this
   };
   Reference* reference_locked(int device);
   cudaEvent_t take_locked();

@@ -44,6 +44,7 @@ GPUSLACK_RUNTIME_CALL(launch_host_func, "cudaLaunchHostFunc", (cudaStream_t stre
                       (stream, fn, user_data))
 GPUSLACK_RUNTIME_CALL(stream_create_with_flags, "cudaStreamCreateWithFlags", (cudaStream_t * stream, unsigned int flags),
                       (stream, flags))
+GPUSLACK_RUNTIME_CALL(stream_destroy, "cudaStreamDestroy", (cudaStream_t stream), (stream))
 GPUSLACK_RUNTIME_CALL(stream_synchronize, "cudaStreamSynchronize", (cudaStream_t stream), (stream))
 GPUSLACK_RUNTIME_CALL(stream_query, "cudaStreamQuery", (cudaStream_t stream), (stream))
 GPUSLACK_RUNTIME_CALL(stream_get_flags, "cudaStreamGetFlags", (cudaStream_t stream, unsigned int* flags),

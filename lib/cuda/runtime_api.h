@@ -42,6 +42,7 @@ cudaError_t memcpy_2d_async(void* dst, size_t dpitch, const void* src, size_t sp
                             cudaMemcpyKind kind, cudaStream_t stream);
 cudaError_t launch_host_func(cudaStream_t stream, cudaHostFn_t fn, void* user_data);
 cudaError_t stream_create_with_flags(cudaStream_t* stream, unsigned int flags);
+cudaError_t stream_destroy(cudaStream_t stream);
 cudaError_t stream_synchronize(cudaStream_t stream);
 cudaError_t stream_query(cudaStream_t stream);
 cudaError_t stream_get_flags(cudaStream_t stream, unsigned int* flags);

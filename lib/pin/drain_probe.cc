@@ -21,6 +21,16 @@ uint64_t DrainProbes::now_ns() {
           .count());
 }
 
+DrainProbes::~DrainProbes() {
+  for (const Probe& p : pending_) cuda::event_destroy(p.event);
+  for (cudaEvent_t e : free_) cuda::event_destroy(e);
+  for (Reference& r : refs_) {
+    if (r.event) cuda::event_destroy(r.event);
+    if (r.stream) cuda::stream_destroy(r.stream);
+  }
+  cuda::get_last_error();
+}
+
 cudaEvent_t DrainProbes::take_locked() {
   if (!free_.empty()) {
     cudaEvent_t e = free_.back();

@@ -41,6 +41,13 @@ class DrainProbes {
  public:
   static constexpr size_t kMaxPending = 256;
 
+  DrainProbes() = default;
+  // Destroys its events and streams (a pending event's resources go back
+  // once it completes).
+  ~DrainProbes();
+  DrainProbes(const DrainProbes&) = delete;
+  DrainProbes& operator=(const DrainProbes&) = delete;
+
   // `call_ns`: steady-clock ns when the copy was called.
   void start(const StreamRef& s, uint64_t call_ns);
   // Resolves up to a few completed probes.

@@ -10,8 +10,8 @@ namespace {
 
 constexpr uint64_t kRecalibrateNs = 60ull * 1000 * 1000 * 1000;
 constexpr int kPollBatch = 8;
-constexpr uint64_t kCalibrateNs = 200 * 1000;
-constexpr uint64_t kRetryNs = 100ull * 1000 * 1000;
+constexpr uint64_t kCalibrateNs = 50 * 1000;
+constexpr uint64_t kRetryNs = 10ull * 1000 * 1000;
 
 }  // namespace
 

@@ -6,13 +6,17 @@
 // stream before the copy's own work: it completes when the stream's earlier
 // work does, which is when the driver's drain would have returned. Its GPU
 // timestamp becomes host time through a reference event per device, recorded
-// on a private idle stream and polled for at most 200 us (re-done every
+// on a private idle stream and polled for at most 50 us (re-done every
 // minute, so that cudaEventElapsedTime's float milliseconds keep
 // microsecond precision; never a long wait on a copy's path: a reference
-// that does not complete in time is tried again 100 ms later); poll() resolves
-// completed probes as later copies come by. So the figure is an estimate
-// (reference error: the 200 us at most, typically microseconds), and probes
-// still pending when the summary is written are not in it.
+// that does not complete in time is tried again 10 ms later); poll()
+// resolves completed probes as later copies come by. So the figure is an
+// estimate (reference error: the 50 us at most, typically microseconds),
+// and probes not resolved when the summary is written are not in it (the
+// summary says how many). On the simulated device, whose cudaMalloc and
+// cudaMallocHost order all later work after all earlier work, a reference
+// recorded while the device is busy cannot complete at once, and drains go
+// unmeasured there more often than on a GPU.
 //
 // Thread safety: any thread; one mutex. The caller checks that no runtime
 // error is pending and no graph is being captured.

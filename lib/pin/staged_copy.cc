@@ -62,20 +62,23 @@ bool capturing(const StreamRef& s) {
 }
 
 // Note [Pageable call sites]: the summary's "pin these buffers" list. A
-// backtrace costs microseconds, so pageable copies are sampled by bytes:
-// a thread records its call site when it has copied another kSampleBytes of
-// pageable memory since its last sample (or at its first pageable copy),
-// and the sample stands for every pageable copy and byte since then. Sites
-// that move the most bytes are the most likely to be sampled, and their
-// totals converge on the truth.
+// backtrace costs microseconds, so pageable copies are sampled: a thread
+// records the call site of each of its first kExactSamples pageable
+// copies, and after that of the copy that brings its pageable bytes since
+// the last sample to kSampleBytes; a sample stands for every pageable copy
+// and byte since the previous one. Sites that move the most bytes are the
+// most likely to be sampled, and their totals converge on the truth.
 constexpr uint64_t kSampleBytes = 1u << 20;
-thread_local uint64_t t_bytes_since_sample = kSampleBytes;
+constexpr uint64_t kExactSamples = 64;
+thread_local uint64_t t_bytes_since_sample = 0;
 thread_local uint64_t t_copies_since_sample = 0;
+thread_local uint64_t t_samples = 0;
 
 __attribute__((noinline)) void sample_site(const CopyCall& c, uint64_t bytes) {
   t_bytes_since_sample += bytes;
   ++t_copies_since_sample;
-  if (t_bytes_since_sample < kSampleBytes || c.api == nullptr) return;
+  if ((t_samples >= kExactSamples && t_bytes_since_sample < kSampleBytes) || c.api == nullptr) return;
+  ++t_samples;
   void* frames[ledger::kMaxFrames + 6];
   int n = ledger::capture_backtrace(frames, ledger::kMaxFrames + 6);
   ledger::record_pageable_site(*c.api, t_bytes_since_sample, t_copies_since_sample, frames, n);

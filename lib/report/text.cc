@@ -249,11 +249,15 @@ void staging_lines(const Summary& s, std::string* out) {
   line(out, title);
   double blocked = static_cast<double>(g.h2d.blocked_ns + g.d2h.blocked_ns) * 1e-9;
   double native = static_cast<double>(g.h2d.native_estimate_ns + g.d2h.native_estimate_ns) * 1e-9;
-  if (g.h2d.staged + g.d2h.staged > 0)
+  if (g.h2d.staged + g.d2h.staged > 0) {
+    std::string unmeasured;
+    if (g.drains_pending > 0)
+      unmeasured = "; " + count_text(g.drains_pending) + " skipped stream drains not measured, not included";
     line(out, "  staged copies blocked " + duration(blocked) + " (H2D " + duration(g.h2d.blocked_ns * 1e-9) +
                   ", D2H " + duration(g.d2h.blocked_ns * 1e-9) + "); natively ~" + duration(native) +
                   " (estimate: H2D ~" + duration(g.h2d.native_estimate_ns * 1e-9) + ", D2H ~" +
-                  duration(g.d2h.native_estimate_ns * 1e-9) + ")");
+                  duration(g.d2h.native_estimate_ns * 1e-9) + unmeasured + ")");
+  }
   line(out, "  copy stalls: " + count_text(g.host_work_waits) + " waits for the application's D2H copies and host "
                 "functions (" + duration(g.host_work_wait_ns * 1e-9) + "), " + count_text(g.budget_waits) +
                 " waits for staging memory (" + duration(g.budget_wait_ns * 1e-9) + ")");

@@ -264,10 +264,13 @@ def _staging_lines(doc, out):
         title += " (stage_copies:false)"
     out.append(PREFIX + title)
     if h2d["staged"] + d2h["staged"] > 0:
-        out.append(PREFIX + "  staged copies blocked %s (H2D %s, D2H %s); natively ~%s (estimate: H2D ~%s, D2H ~%s)" % (
+        unmeasured = ""
+        if g["drains_pending"] > 0:
+            unmeasured = "; %d skipped stream drains not measured, not included" % g["drains_pending"]
+        out.append(PREFIX + "  staged copies blocked %s (H2D %s, D2H %s); natively ~%s (estimate: H2D ~%s, D2H ~%s%s)" % (
             duration(h2d["blocked_s"] + d2h["blocked_s"]), duration(h2d["blocked_s"]), duration(d2h["blocked_s"]),
             duration(h2d["native_estimate_s"] + d2h["native_estimate_s"]), duration(h2d["native_estimate_s"]),
-            duration(d2h["native_estimate_s"])))
+            duration(d2h["native_estimate_s"]), unmeasured))
     out.append(PREFIX + "  copy stalls: %d waits for the application's D2H copies and host functions (%s), "
                "%d waits for staging memory (%s)" % (g["host_work_waits"], duration(g["host_work_wait_s"]),
                                                       g["budget_waits"], duration(g["budget_wait_s"])))

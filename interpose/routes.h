@@ -33,6 +33,12 @@
 //   cudaStreamWaitEvent          -> host-visible work the staged copies
 //                                   must wait for (pin/host_work.h)
 //
+// The copy routes are not plain forwarding (Note [What a hook may never
+// do] in hooks.cc): a pageable copy takes the stager's locks and records
+// events, and a device->host copy into pinned memory, a host function, a
+// graph launch (and a cross-stream wait while such work is pending) record
+// one event each, under the host-work table's lock (pin/host_work.h).
+//
 // Included by hooks.cc only, after the tables are expanded (it names their
 // ids and slots).
 #pragma once

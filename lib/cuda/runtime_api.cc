@@ -31,6 +31,8 @@ GPUSLACK_RUNTIME_CALL(event_elapsed_ms, "cudaEventElapsedTime", (float* ms, cuda
 GPUSLACK_RUNTIME_CALL(event_destroy, "cudaEventDestroy", (cudaEvent_t event), (event))
 GPUSLACK_RUNTIME_CALL(stream_is_capturing, "cudaStreamIsCapturing",
                       (cudaStream_t stream, cudaStreamCaptureStatus * status), (stream, status))
+GPUSLACK_RUNTIME_CALL(host_alloc, "cudaHostAlloc", (void** p, size_t size, unsigned int flags), (p, size, flags))
+GPUSLACK_RUNTIME_CALL(free_host, "cudaFreeHost", (void* p), (p))
 #undef GPUSLACK_RUNTIME_CALL
 
 }  // namespace cuda

@@ -31,5 +31,10 @@ cudaError_t event_elapsed_ms(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t event_destroy(cudaEvent_t event);
 cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
 
+// Pinned host memory: the chunks of the pinned heap (pin/pinned_chunks.h).
+// These are the runtime's own calls, never gpuslack's hooks of them.
+cudaError_t host_alloc(void** p, size_t size, unsigned int flags);
+cudaError_t free_host(void* p);
+
 }  // namespace cuda
 }  // namespace gpuslack

@@ -95,9 +95,10 @@ void* PinnedHeap::allocate_locked(size_t bytes) {
   chunks_.clear_cap_refused();
   if (void* p = try_allocate(bytes, true)) return p;
   if (!chunks_.cap_refused()) return nullptr;  // the runtime refused: its own call will say why
-  // At the cap: give free extents back to their chunks, release the chunks
-  // no block uses, and try once more.
-  release_locked();
+  // At the cap: trim (wait for the pending frees' fences: a stall, counted;
+  // give free extents back to their chunks; release the chunks no block
+  // uses), and try once more.
+  stats_.stall_s += trim_locked();
   chunks_.clear_cap_refused();
   if (void* p = try_allocate(bytes, true)) return p;
   if (chunks_.cap_refused()) ++stats_.cap_hits;
@@ -183,17 +184,24 @@ uint64_t PinnedHeap::release_locked() {
   return released;
 }
 
+double PinnedHeap::trim_locked() {
+  settle_deferred();
+  // Every freed block is fenced and waited for, so that all of it can be
+  // released now.
+  std::vector<uintptr_t> ready;
+  double waited = fences_.wait_all(&ready);
+  open_bytes_ = 0;
+  give_back(ready);
+  release_locked();
+  return waited;
+}
+
 uint64_t PinnedHeap::trim() {
   std::lock_guard<std::mutex> lock(mu_);
   if (alloc::capturing()) return 0;
-  settle_deferred();
-  // An explicit trim may wait: every freed block is fenced and waited for,
-  // so that all of it can be released now.
-  std::vector<uintptr_t> ready;
-  fences_.wait_all(&ready);
-  open_bytes_ = 0;
-  give_back(ready);
-  return release_locked();
+  uint64_t before = stats_.trimmed;
+  trim_locked();
+  return stats_.trimmed - before;
 }
 
 void PinnedHeap::note_chunks() {

@@ -28,11 +28,11 @@
 //   - blocks are page-aligned; their usable size may exceed `bytes`;
 //   - memory freed and fenced is reused first; then a free range of a chunk;
 //     then a new chunk, within the cap (pinned_cap_mb);
-//   - at the cap: free extents are handed back to their chunks and chunks
-//     no block uses are released (a trim that waits for nothing), then a
-//     new chunk is tried once more; if the cap still forbids it, nullptr
-//     (a cap hit): the caller makes the runtime's own call, so the
-//     application gets what it would have got without gpuslack;
+//   - at the cap: a trim (below: it waits for the pending frees' fences, a
+//     stall counted in stats().stall_s, and releases the chunks no block
+//     uses), then a new chunk is tried once more; if the cap still forbids
+//     it, nullptr (a cap hit): the caller makes the runtime's own call, so
+//     the application gets what it would have got without gpuslack;
 //   - a failing cudaHostAlloc: nullptr, the same way.
 //
 // Graph capture (Note [Frees during capture] in alloc/device_allocator.h):
@@ -106,6 +106,7 @@ class PinnedHeap {
   void reclaim(bool close_open);
   void give_back(const std::vector<uintptr_t>& ready);
   uint64_t release_locked();
+  double trim_locked();  // the seconds waited
   void note_chunks();
 
   std::mutex mu_;

@@ -253,6 +253,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
     a.utilization = st.peak_reserved ? static_cast<double>(st.peak_allocated) / static_cast<double>(st.peak_reserved) : 0;
     s.allocator.push_back(a);
   }
+  s.pinned = run.pinned;
   return s;
 }
 

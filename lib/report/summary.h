@@ -20,6 +20,7 @@
 #include "ledger/collectives.h"
 #include "ledger/communicators.h"
 #include "ledger/ledger.h"
+#include "pin/pinned_stats.h"
 
 namespace gpuslack {
 namespace report {
@@ -117,6 +118,13 @@ struct AllocatorRow {
   alloc::Timeline::Samples timeline;  // allocated/reserved over the run
 };
 
+// The pinned host heap (pin on), once it was made: its figures as
+// pin::PinnedStats.
+struct PinnedSection {
+  bool present = false;
+  pin::PinnedStats stats;
+};
+
 struct Summary {
   int schema_version = kSchemaVersion;
   std::string gpuslack_version;
@@ -140,6 +148,7 @@ struct Summary {
                                          // order, most blocked first within each
   CollectivesSection collectives;
   std::vector<AllocatorRow> allocator;  // empty unless allocator:vmm served a device
+  PinnedSection pinned;                 // "pinned" in the JSON only when present
 };
 
 // Facts about the process that the ledger does not hold.
@@ -159,6 +168,7 @@ struct RunInfo {
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check
   std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
+  PinnedSection pinned;                 // session.cc fills it
 };
 
 // Builds the summary from ledger figures. Symbolizes call-site frames.

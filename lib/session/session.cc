@@ -18,6 +18,7 @@
 #include "ledger/ledger.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
+#include "pin/process_heap.h"
 #include "report/json.h"
 #include "report/output.h"
 #include "report/summary.h"
@@ -147,6 +148,10 @@ report::RunInfo run_info(const char* reason) {
     row.stats = a->stats();
     row.timeline = a->timeline();
     run.allocator.push_back(row);
+  }
+  if (pin::PinnedHeap* heap = pin::existing_pinned_heap()) {
+    run.pinned.present = true;
+    run.pinned.stats = heap->stats();
   }
   return run;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cuda/runtime_api.h"
+#include "ledger/clock.h"
 #include "log/log.h"
 
 namespace gpuslack {
@@ -84,6 +85,7 @@ PinnedChunks::Map::value_type* PinnedChunks::grow(size_t size, size_t alignment)
     return nullptr;
   }
   void* base = nullptr;
+  const double start = clock::monotonic_seconds();
   cudaError_t r = cuda::host_alloc(&base, want, kChunkFlags);
   if (r != cudaSuccess && want > least) {
     cuda::get_last_error();  // ours, not the application's
@@ -95,6 +97,7 @@ PinnedChunks::Map::value_type* PinnedChunks::grow(size_t size, size_t alignment)
     log::debug("pinned heap: cudaHostAlloc of a {}-byte chunk failed (error {})", want, static_cast<int>(r));
     return nullptr;
   }
+  seconds_per_byte_ = (clock::monotonic_seconds() - start) / static_cast<double>(want);
   auto it = chunks_.emplace(reinterpret_cast<uintptr_t>(base), Chunk{}).first;
   Chunk& c = it->second;
   c.size = want;
@@ -106,6 +109,12 @@ PinnedChunks::Map::value_type* PinnedChunks::grow(size_t size, size_t alignment)
   if (b < low_) low_ = b;
   if (b + want > high_) high_ = b + want;
   return &*it;
+}
+
+double PinnedChunks::pin_seconds(size_t size) const {
+  uint64_t chunk = round_up(size, kChunkAlign);
+  if (chunk < chunk_size_) chunk = chunk_size_;
+  return seconds_per_byte_ * static_cast<double>(chunk);
 }
 
 void PinnedChunks::give(void* addr, size_t size) {

@@ -70,6 +70,11 @@ class PinnedChunks {
   bool cap_refused() const { return cap_refused_; }
   void clear_cap_refused() { cap_refused_ = false; }
 
+  // What pinning the chunk an extent of `size` would take has cost: the
+  // seconds per byte of the last chunk pinned, times that chunk's size; 0
+  // before any.
+  double pin_seconds(size_t size) const;
+
   uint64_t pinned() const { return pinned_; }
   uint64_t peak_pinned() const { return peak_pinned_; }
   uint64_t chunk_size() const { return chunk_size_; }
@@ -103,6 +108,7 @@ class PinnedChunks {
   uint64_t peak_pinned_ = 0;
   uint64_t allocated_total_ = 0;
   uint64_t released_total_ = 0;
+  double seconds_per_byte_ = 0;  // of the last cudaHostAlloc of a chunk
   uintptr_t low_ = UINTPTR_MAX;
   uintptr_t high_ = 0;
 };

@@ -2,8 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <thread>
+
 #include "alloc/stream_registry.h"
 #include "cuda/runtime_api.h"
+#include "ledger/clock.h"
 #include "log/log.h"
 
 namespace gpuslack {
@@ -49,7 +52,7 @@ bool PinnedHeap::ensure_arena() {
 }
 
 void* PinnedHeap::allocate(size_t bytes, unsigned int flags) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (!serves(flags)) {
     ++stats_.passthrough;
     return nullptr;
@@ -57,7 +60,7 @@ void* PinnedHeap::allocate(size_t bytes, unsigned int flags) {
   if (bytes == 0) return nullptr;
   int device = 0;
   if (cuda::get_device(&device) == cudaSuccess) fences_.saw_device(device);
-  void* p = ensure_arena() ? allocate_locked(bytes) : nullptr;
+  void* p = ensure_arena() ? allocate_locked(bytes, lock) : nullptr;
   if (!p) {
     ++stats_.fallbacks;
     note_chunks();
@@ -79,7 +82,7 @@ void* PinnedHeap::try_allocate(size_t bytes, bool grow) {
   return p;
 }
 
-void* PinnedHeap::allocate_locked(size_t bytes) {
+void* PinnedHeap::allocate_locked(size_t bytes, std::unique_lock<std::mutex>& lock) {
   // Note [Frees during capture]: only memory jemalloc holds already.
   if (alloc::capturing()) return try_allocate(bytes, false);
   settle_deferred();
@@ -91,6 +94,13 @@ void* PinnedHeap::allocate_locked(size_t bytes) {
   if (fences_.pending_blocks() > 0) {
     reclaim(true);
     if (void* p = try_allocate(bytes, false)) return p;
+  }
+  // Pinning a chunk costs milliseconds (the runtime touches and locks every
+  // page); fences recorded a moment ago usually complete sooner. If the
+  // blocks they hold back would serve, poll them first, for at most what
+  // pinning would cost.
+  if (pending_bytes_ >= bytes) {
+    if (void* p = poll_pending(bytes, lock)) return p;
   }
   chunks_.clear_cap_refused();
   if (void* p = try_allocate(bytes, true)) return p;
@@ -105,6 +115,26 @@ void* PinnedHeap::allocate_locked(size_t bytes) {
   return nullptr;
 }
 
+void* PinnedHeap::poll_pending(size_t bytes, std::unique_lock<std::mutex>& lock) {
+  // What the chunk this allocation would pin costs, as measured so far.
+  double budget = chunks_.pin_seconds(bytes);
+  if (budget < kMinPollSeconds) budget = kMinPollSeconds;
+  if (budget > kMaxPollSeconds) budget = kMaxPollSeconds;
+  const double start = clock::monotonic_seconds();
+  void* p = nullptr;
+  do {
+    // Without the lock: frees and other allocations go on meanwhile.
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    lock.lock();
+    if (alloc::capturing()) break;  // no event may be queried now
+    reclaim(false);
+    p = try_allocate(bytes, false);
+  } while (!p && pending_bytes_ >= bytes && clock::monotonic_seconds() - start < budget);
+  stats_.stall_s += clock::monotonic_seconds() - start;
+  return p;
+}
+
 // --------------------------------------------------------------- freeing ---
 
 bool PinnedHeap::free(void* p) {
@@ -116,6 +146,7 @@ bool PinnedHeap::free(void* p) {
   live_.erase(it);
   stats_.live -= size;
   freed_[block] = size;
+  pending_bytes_ += size;
   ++stats_.frees;
   int device = 0;
   if (cuda::get_device(&device) == cudaSuccess) fences_.saw_device(device);
@@ -156,6 +187,7 @@ void PinnedHeap::give_back(const std::vector<uintptr_t>& ready) {
   for (uintptr_t block : ready) {
     auto it = freed_.find(block);
     if (it == freed_.end()) continue;  // cannot happen; never twice
+    pending_bytes_ -= it->second;
     freed_.erase(it);
     arena_.free(reinterpret_cast<void*>(block));
   }

@@ -27,7 +27,13 @@
 //     counted as passthrough: the caller makes the runtime's own call;
 //   - blocks are page-aligned; their usable size may exceed `bytes`;
 //   - memory freed and fenced is reused first; then a free range of a chunk;
-//     then a new chunk, within the cap (pinned_cap_mb);
+//     then, if blocks freed but not yet reusable would serve, their fences
+//     are polled (the lock released in between) for at most what pinning a
+//     chunk has cost so far (measured; 0.5 to 100 ms): pinning is paid once
+//     in time and for good in memory, while fences recorded a moment ago
+//     usually complete sooner, and waiting no longer than the alternative
+//     costs at most twice the better choice. The time polled counts in
+//     stats().stall_s. Then a new chunk, within the cap (pinned_cap_mb);
 //   - at the cap: a trim (below: it waits for the pending frees' fences, a
 //     stall counted in stats().stall_s, and releases the chunks no block
 //     uses), then a new chunk is tried once more; if the cap still forbids
@@ -98,10 +104,15 @@ class PinnedHeap {
   // Batches are fenced at this many blocks or bytes at free time.
   static constexpr size_t kEpochBlocks = 64;
   static constexpr uint64_t kEpochBytes = 8ull << 20;
+  // How long an allocation polls pending frees before pinning a chunk:
+  // what pinning that chunk costs (PinnedChunks::pin_seconds), within these.
+  static constexpr double kMinPollSeconds = 0.0005;
+  static constexpr double kMaxPollSeconds = 0.1;
 
   bool ensure_arena();
-  void* allocate_locked(size_t bytes);
+  void* allocate_locked(size_t bytes, std::unique_lock<std::mutex>& lock);
   void* try_allocate(size_t bytes, bool grow);
+  void* poll_pending(size_t bytes, std::unique_lock<std::mutex>& lock);
   void settle_deferred();
   void reclaim(bool close_open);
   void give_back(const std::vector<uintptr_t>& ready);
@@ -119,6 +130,7 @@ class PinnedHeap {
   // Freed, not yet back in the arena: start -> usable size.
   std::unordered_map<uintptr_t, size_t> freed_;
   uint64_t open_bytes_ = 0;         // of the open batch
+  uint64_t pending_bytes_ = 0;      // of every block in freed_
   std::vector<uintptr_t> deferred_;  // freed during a capture
   PinnedStats stats_;
   // Bounds of every chunk ever held (owns() rejects outside without the lock).

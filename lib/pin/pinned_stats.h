@@ -26,7 +26,7 @@ struct PinnedStats {
   uint64_t fallbacks = 0;       // allocations left to the runtime for any reason (cap hits included)
   uint64_t passthrough = 0;     // flags the heap does not serve (write-combined, unknown)
   uint64_t trimmed = 0;         // bytes given back by trims
-  double stall_s = 0;           // waited for pending frees' fences at the cap
+  double stall_s = 0;           // waited for pending frees' fences (polling before pinning more, and at the cap)
 };
 
 }  // namespace pin

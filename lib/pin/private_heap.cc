@@ -15,9 +15,17 @@
 // retain, jemalloc grows an arena by ever larger requests to its extent
 // hooks and keeps what it did not use, which the pinned arena could then
 // never give back to its chunks (pinned_arena.h); without it, the hooks are
-// asked for exactly what jemalloc needs.
+// asked for exactly what jemalloc needs. Free extents are reused whatever
+// their size (lg_extent_max_active_fit:64 turns the limit off): by default
+// jemalloc will not split a free extent 64 times larger than a request, and
+// asks its hooks for new memory instead, so that a loop of pinned
+// allocations and frees, whose freed blocks coalesce, pinned a new chunk
+// every few hundred pairs. (jemalloc also pads every large extent by a
+// page, cache-obliviously, which 5.3 cannot turn off at run time: a 64 MiB
+// block takes a chunk of 66 MiB, chunks being whole 2 MiB.)
 extern "C" {
-const char* je_malloc_conf = "background_thread:false,narenas:2,percpu_arena:disabled,retain:false";
+const char* je_malloc_conf =
+    "background_thread:false,narenas:2,percpu_arena:disabled,retain:false,lg_extent_max_active_fit:64";
 }
 
 namespace gpuslack {

@@ -213,6 +213,22 @@ TEST_F(PinnedHeapTest, BlockUsedOnAnotherDeviceIsFencedThere) {
   cudaSetDevice(0);
 }
 
+// A loop of allocations and frees, with nothing on the GPU: the freed
+// blocks are reused, not replaced by more pinned memory. (Two ways this
+// went wrong: jemalloc preferring new extents to splitting a coalesced free
+// one, and an allocation pinning a chunk rather than waiting microseconds
+// for a fence recorded a moment before.)
+TEST_F(PinnedHeapTest, AllocFreeLoopsStayInTheirChunks) {
+  for (size_t bytes : {size_t(4096), size_t(64 << 10), size_t(kMiB), size_t(8 * kMiB)}) {
+    PinnedHeap heap(16 * kMiB, 1024 * kMiB);
+    for (int i = 0; i < 3000; ++i) heap.free(heap.allocate(bytes, 0));
+    PinnedStats s = heap.stats();
+    EXPECT_EQ(3000u, s.allocations) << bytes;
+    EXPECT_LE(s.chunks_allocated, 2u) << bytes;
+    EXPECT_LE(s.peak_pinned, 32 * kMiB) << bytes;
+  }
+}
+
 TEST_F(PinnedHeapTest, FreeDoesNotWaitForTheDeviceWhereTheRuntimesDoes) {
   PinnedHeap heap(8 * kMiB, 64 * kMiB);
   void* busy = nullptr;

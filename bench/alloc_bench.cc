@@ -11,6 +11,10 @@
 //                               freed on the stream taken back by it; with
 //                               1 and 8 threads (each its own stream, one
 //                               allocator: its mutex is shared);
+//   BM_GranuleMap_Map64MiB    - mapping then releasing 64 MiB, backed by
+//                               physical chunks of 2 (one granule each),
+//                               16 or 64 MiB: the driver calls' cost, on
+//                               the simulated driver's cost model;
 //   BM_CudaMallocFree_Native  - cudaMalloc+cudaFree of the (simulated)
 //                               runtime: its modeled costs and device waits;
 //   BM_CudaMallocFree_Vmm     - the same calls through libgpuslack.so's hooks
@@ -26,6 +30,7 @@
 
 #include "alloc/block_manager.h"
 #include "alloc/device_allocator.h"
+#include "alloc/granule_map.h"
 #include "cuda/driver_api.h"
 
 namespace {
@@ -70,6 +75,16 @@ void BM_DeviceAllocator_StreamPair(benchmark::State& state) {
 }
 BENCHMARK(BM_DeviceAllocator_StreamPair)->Arg(64 << 10)->Arg(8 << 20)->Threads(1)->Threads(8)
     ->Repetitions(5)->ReportAggregatesOnly(true);
+
+void BM_GranuleMap_Map64MiB(benchmark::State& state) {
+  gpuslack::alloc::GranuleMap m(gpuslack::cuda::driver(), 0, 1ull << 30, static_cast<uint64_t>(state.range(0)) << 20);
+  for (auto _ : state) {
+    if (m.map(0, 64ull << 20) != CUDA_SUCCESS) state.SkipWithError("map failed");
+    m.unmap(0, 64ull << 20);
+  }
+  state.counters["handles"] = static_cast<double>(m.chunks_mapped_total()) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_GranuleMap_Map64MiB)->Arg(2)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
 
 using MallocFn = cudaError_t (*)(void**, size_t);
 using FreeFn = cudaError_t (*)(void*);

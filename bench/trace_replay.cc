@@ -3,7 +3,7 @@
 // trace what it cost in physical memory, beside the ideal and, where the
 // trace records it, PyTorch's caching allocator on the same requests.
 //
-//   trace_replay [--tsv] [--verbose] [--cache-limit-mb N] STREAM...
+//   trace_replay [--tsv] [--verbose] [--cache-limit-mb N] [--map-chunk-mb N] STREAM...
 //
 // Each STREAM is an event stream from bench/replay/trace_events.py
 // (bench/replay/event_stream.h); bench/replay/run.sh converts and replays
@@ -21,8 +21,11 @@
 // allocator); peak allocated = DeviceStats::peak_allocated (512-byte
 // rounded); peak reserved = the peak of mapped physical memory;
 // utilization = peak allocated / peak reserved (the definition);
-// granules = physical granules mapped / unmapped over the replay (one
-// cuMemCreate+cuMemMap, resp. cuMemUnmap+cuMemRelease, each).
+// granules = physical granules mapped / unmapped over the replay;
+// chunks = the physical handles behind them (one cuMemCreate + cuMemMap +
+// cuMemSetAccess, resp. cuMemUnmap + cuMemRelease, each; --map-chunk-mb N
+// backs runs of granules with one handle of up to N MiB, as the
+// map_chunk_mb knob does; 16 by default, as the knob; 2: one granule each).
 //
 // Note [The replay's GPU]: a free through the stream-less path becomes
 // reusable only once events recorded behind it complete (free_epochs.h). A
@@ -107,9 +110,9 @@ struct Result {
   DeviceStats stats;
 };
 
-Result replay(const Trace& t, uint64_t reserve, uint64_t cache_limit, bool verbose) {
+Result replay(const Trace& t, uint64_t reserve, uint64_t cache_limit, uint64_t map_chunk, bool verbose) {
   Result r;
-  DeviceAllocator a(gpuslack::cuda::driver(), 0, reserve, cache_limit);
+  DeviceAllocator a(gpuslack::cuda::driver(), 0, reserve, cache_limit, map_chunk);
   if (!a.ok()) die("no VMM allocator: " + a.why());
   std::vector<void*> ptr(t.blocks, nullptr);
   std::vector<uint64_t> size(t.blocks, 0);
@@ -176,27 +179,30 @@ void print_row(const Trace& t, const Result& r, bool tsv) {
     versus = buf;
   }
   std::string failed = r.failed ? " (" + std::to_string(r.failed) + " failed)" : "";
-  std::printf("| %s | %zu | %s | %s | %s | %.1f%% | %llu / %llu | %s | %s |\n", (t.name + failed).c_str(),
-              t.events.size(), human(r.ideal_peak).c_str(), human(s.peak_allocated).c_str(),
-              human(s.peak_reserved).c_str(), 100 * util, (unsigned long long)s.granules_mapped,
-              (unsigned long long)s.granules_unmapped, pytorch.c_str(), versus.c_str());
+  std::printf("| %s | %zu | %s | %s | %s | %.1f%% | %llu / %llu | %llu / %llu | %s | %s |\n",
+              (t.name + failed).c_str(), t.events.size(), human(r.ideal_peak).c_str(),
+              human(s.peak_allocated).c_str(), human(s.peak_reserved).c_str(), 100 * util,
+              (unsigned long long)s.granules_mapped, (unsigned long long)s.granules_unmapped,
+              (unsigned long long)s.chunks_mapped, (unsigned long long)s.chunks_unmapped, pytorch.c_str(),
+              versus.c_str());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   bool tsv = false, verbose = false;
-  uint64_t cache_limit = 0;
+  uint64_t cache_limit = 0, map_chunk = 16ull << 20;  // libgpuslack.so's defaults
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--tsv") tsv = true;
     else if (arg == "--verbose") verbose = true;
     else if (arg == "--cache-limit-mb" && i + 1 < argc) cache_limit = std::strtoull(argv[++i], nullptr, 10) << 20;
-    else if (!arg.empty() && arg[0] == '-') die("usage: trace_replay [--tsv] [--verbose] [--cache-limit-mb N] STREAM...");
+    else if (arg == "--map-chunk-mb" && i + 1 < argc) map_chunk = std::strtoull(argv[++i], nullptr, 10) << 20;
+    else if (!arg.empty() && arg[0] == '-') die("usage: trace_replay [--tsv] [--verbose] [--cache-limit-mb N] [--map-chunk-mb N] STREAM...");
     else files.push_back(arg);
   }
-  if (files.empty()) die("usage: trace_replay [--tsv] [--verbose] [--cache-limit-mb N] STREAM...");
+  if (files.empty()) die("usage: trace_replay [--tsv] [--verbose] [--cache-limit-mb N] [--map-chunk-mb N] STREAM...");
   // The simulated driver keeps a memfd open per mapped granule: a trace
   // that maps thousands must not stop at the default soft limit of 1024.
   struct rlimit files_limit;
@@ -214,8 +220,9 @@ int main(int argc, char** argv) {
                 "granules_unmapped\tpytorch_peak_reserved\tfailed\n");
   } else {
     std::printf("| trace | events | ideal (peak live) | peak allocated | peak reserved | utilization | "
-                "granules mapped / unmapped | PyTorch peak reserved | reserved vs PyTorch |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                "granules mapped / unmapped | chunks mapped / unmapped | PyTorch peak reserved | "
+                "reserved vs PyTorch |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   }
   for (const std::string& file : files) {
     std::ifstream in(file);
@@ -223,7 +230,7 @@ int main(int argc, char** argv) {
     Trace t;
     std::string error;
     if (!gpuslack::bench::read_trace(in, &t, &error)) die(file + ": " + error);
-    Result r = replay(t, reserve, cache_limit, verbose);
+    Result r = replay(t, reserve, cache_limit, map_chunk, verbose);
     print_row(t, r, tsv);
     std::fflush(stdout);
   }

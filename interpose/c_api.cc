@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "alloc/stream_registry.h"
 #include "alloc/vmm.h"
 #include "pin/process_heap.h"
 #include "cuda/runtime_api.h"
@@ -81,6 +82,13 @@ GPUSLACK_API int gpuslack_device_stats_get(int device, gpuslack_device_stats* ou
   return 0;
 }
 
+GPUSLACK_API void gpuslack_reset_peak_stats(int device) {
+  for (int d = 0; d < gpuslack::alloc::kMaxDevices; ++d) {
+    if (device >= 0 && d != device) continue;
+    if (gpuslack::alloc::DeviceAllocator* a = gpuslack::alloc::existing_allocator(d)) a->reset_peaks();
+  }
+}
+
 GPUSLACK_API unsigned long long gpuslack_trim(int device) {
   unsigned long long released = 0;
   for (int d = 0; d < gpuslack::alloc::kMaxDevices; ++d) {
@@ -110,12 +118,17 @@ GPUSLACK_API unsigned long long gpuslack_pinned_trim(void) {
 GPUSLACK_API void* gpuslack_device_alloc(ssize_t size, int device, CUstream_st* stream) {
   if (size <= 0 || device < 0 || device >= gpuslack::alloc::kMaxDevices) return nullptr;
   gpuslack::interpose::ensure_session();
-  return on_device(device, [&]() -> void* {
+  void* p = on_device(device, [&]() -> void* {
     DeviceAllocator* a = gpuslack::alloc::device_allocator(device);
     if (!a) return nullptr;
     std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
     return on ? a->allocate(static_cast<size_t>(size), *on) : a->allocate(static_cast<size_t>(size));
   });
+  if (!p)
+    gpuslack::log::warn("gpuslack_device_alloc: no block of {} bytes on device {}{}", size, device,
+                        gpuslack::alloc::capturing() ? " (a graph capture is running: nothing new can be mapped)"
+                                                     : "");
+  return p;
 }
 
 GPUSLACK_API void gpuslack_device_free(void* ptr, size_t size, int device, CUstream_st* stream) {

@@ -115,6 +115,22 @@ int main(int argc, char** argv) {
   using CountFn = long (*)();
   auto free_syncs = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "gpusim_free_syncs"));
   long syncs_after_warmup = 0;
+  // Under gpuslack (LD_PRELOAD), its C API: the time lost to allocation so
+  // far, read from the live summary, to print the steady state's share.
+  using SummaryFn = char* (*)();
+  using FreeFn = void (*)(void*);
+  auto summary = reinterpret_cast<SummaryFn>(dlsym(RTLD_DEFAULT, "gpuslack_summary_json"));
+  auto summary_free = reinterpret_cast<FreeFn>(dlsym(RTLD_DEFAULT, "gpuslack_free"));
+  auto allocation_s = [&]() -> double {
+    if (!summary || !summary_free) return -1;
+    char* json = summary();
+    if (!json) return -1;
+    const char* at = std::strstr(json, "\"allocation\": {\"seconds\": ");
+    double v = at ? std::strtod(at + std::strlen("\"allocation\": {\"seconds\": "), nullptr) : -1;
+    summary_free(json);
+    return v;
+  };
+  double allocation_after_warmup = -1;
   for (int step = 0; step < args.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
     size_t len = seq_len(rng);
@@ -152,7 +168,11 @@ int main(int argc, char** argv) {
     step_ms.push_back(ms);
     std::printf("step %3d  seq_len %4zu  %8.2f ms\n", step, len, ms);
     if (step == 0 && free_syncs) syncs_after_warmup = free_syncs();
+    if (step == 0) allocation_after_warmup = allocation_s();
   }
+  if (double end = allocation_s(); end >= 0 && allocation_after_warmup >= 0 && args.steps > 1)
+    std::printf("train_loop: gpuslack: time lost to allocation in steady state (steps 1..%d): %.3f ms\n",
+                args.steps - 1, (end - allocation_after_warmup) * 1e3);
   if (free_syncs && args.steps > 1)
     std::printf("train_loop: device synchronizations by cudaFree in steady state (steps 1..%d): %ld\n",
                 args.steps - 1, free_syncs() - syncs_after_warmup);

@@ -61,6 +61,10 @@ typedef struct gpuslack_device_stats {
  * serving that device (not selected, not used yet, or passing through). */
 GPUSLACK_API int gpuslack_device_stats_get(int device, gpuslack_device_stats* out);
 
+/* Restarts the peaks of `device` (-1: every device) from the current
+ * figures, as torch.cuda.reset_peak_memory_stats does. */
+GPUSLACK_API void gpuslack_reset_peak_stats(int device);
+
 /* Releases the physical memory the VMM allocator keeps cached on `device`
  * (-1: every device). Returns the bytes released. */
 GPUSLACK_API unsigned long long gpuslack_trim(int device);
@@ -118,8 +122,10 @@ struct CUstream_st;
 
 /* A block of at least `size` bytes on `device` (256-byte aligned), usable
  * on `stream`; NULL when the device is out of memory after trimming and
- * waiting, when `size` is negative, or when the VMM allocator cannot serve
- * `device` (no VMM support: one log line says why). size 0 gives NULL. */
+ * waiting, during a graph capture when no mapped memory holds it, when
+ * `size` is negative, or when the VMM allocator cannot serve `device` (no
+ * VMM support). Every NULL for a positive size is logged (one line each):
+ * PyTorch does not check this function's result. size 0 gives NULL. */
 GPUSLACK_API void* gpuslack_device_alloc(ssize_t size, int device, struct CUstream_st* stream);
 
 /* Frees a block from gpuslack_device_alloc, in the order of `stream` (see

@@ -9,14 +9,42 @@ namespace gpuslack {
 namespace alloc {
 
 DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes,
-                                 uint64_t cache_limit)
-    : device_(device),
+                                 uint64_t cache_limit, uint64_t map_chunk)
+    : api_(api),
+      device_(device),
+      reserve_bytes_(reserve_bytes),
       cache_limit_(cache_limit),
-      map_(api, device, reserve_bytes),
-      base_(static_cast<uintptr_t>(map_.base())),
-      size_(map_.size()),
-      blocks_(map_.size()),
-      epochs_(device) {}
+      map_chunk_(map_chunk),
+      first_(new Reservation(api, device, reserve_bytes, map_chunk)),
+      epochs_(device) {
+  reservations_[0].store(first_, std::memory_order_release);
+  reservations_made_.store(1, std::memory_order_release);
+}
+
+DeviceAllocator::~DeviceAllocator() {
+  for (auto& r : reservations_) delete r.load();
+}
+
+Reservation* DeviceAllocator::reservation_of(uintptr_t a) const {
+  int n = reservations_made_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    Reservation* r = reservations_[i].load(std::memory_order_acquire);
+    if (r->ok() && r->holds(a)) return r;
+  }
+  return nullptr;
+}
+
+uint64_t DeviceAllocator::mapped_bytes() const {
+  uint64_t n = 0;
+  for_each_reservation([&](const Reservation& r) { n += r.mapped_bytes(); });
+  return n;
+}
+
+uint64_t DeviceAllocator::held_bytes() const {
+  uint64_t n = 0;
+  for_each_reservation([&](const Reservation& r) { n += r.allocated(); });
+  return n;
+}
 
 // ------------------------------------------------------------ reclaiming ---
 
@@ -27,17 +55,17 @@ void DeviceAllocator::reclaim() {
 }
 
 void DeviceAllocator::release(const std::vector<uint64_t>& ready) {
-  for (uint64_t offset : ready) {
-    auto it = freed_.find(offset);
+  for (uint64_t addr : ready) {
+    auto it = freed_.find(addr);
     if (it == freed_.end()) continue;  // cannot happen; never release twice
     freed_bytes_ -= it->second;
     freed_.erase(it);
-    blocks_.release(offset);
+    reservation_of(addr)->release(addr);
   }
 }
 
 void DeviceAllocator::settle_deferred() {
-  for (uint64_t offset : deferred_) epochs_.add(offset);
+  for (uint64_t addr : deferred_) epochs_.add(addr);
   deferred_.clear();
 }
 
@@ -51,8 +79,8 @@ void DeviceAllocator::fence_all() {
 }
 
 void DeviceAllocator::note_peaks() {
-  stats_.allocated = blocks_.allocated() - freed_bytes_;  // freed blocks are not allocated
-  stats_.reserved = map_.mapped_bytes();
+  stats_.allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
+  stats_.reserved = mapped_bytes();
   if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
   if (stats_.reserved > stats_.peak_reserved) stats_.peak_reserved = stats_.reserved;
   timeline_.note(stats_.allocated, stats_.reserved);
@@ -61,10 +89,7 @@ void DeviceAllocator::note_peaks() {
 uint64_t DeviceAllocator::trim_locked() {
   if (capturing()) return 0;  // Note [Frees during capture]: no unmapping
   uint64_t released = 0;
-  // Copy: unmapping does not change the free ranges, but be plain about it.
-  std::vector<std::pair<uint64_t, uint64_t>> ranges(blocks_.large_free().ranges().begin(),
-                                                    blocks_.large_free().ranges().end());
-  for (const auto& [offset, size] : ranges) released += map_.unmap(offset, size) * map_.granularity();
+  for (int i = 0; i < reservations_made_; ++i) released += reservations_[i].load()->trim();
   return released;
 }
 
@@ -92,16 +117,52 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
   return allocate_locked(bytes);
 }
 
+void* DeviceAllocator::allocate_mapped(uint64_t bytes) {
+  for (int i = 0; i < reservations_made_; ++i)
+    if (std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_mapped(bytes))
+      return served(*a);
+  return nullptr;
+}
+
+void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result) {
+  uint64_t mapped = mapped_bytes();
+  uint64_t budget = !limit_ ? Reservation::kNoBudget : limit_ > mapped ? limit_ - mapped : 0;
+  bool placed = false;
+  for (int i = 0; i < reservations_made_; ++i) {
+    std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_mapping(bytes, budget, result);
+    if (a) return served(*a);
+    if (*result != CUDA_ERROR_NOT_FOUND) placed = true;  // a free range held it: the memory ran out
+    if (placed) return nullptr;
+  }
+  // No free range of any reservation holds it: the address space ran out.
+  if (reservations_made_ == kMaxReservations) {
+    *result = CUDA_ERROR_OUT_OF_MEMORY;
+    return nullptr;
+  }
+  auto* r = new Reservation(api_, device_, std::max<uint64_t>(reserve_bytes_, bytes), map_chunk_);
+  if (!r->ok()) {
+    log::warn("device {}: no more address space for the VMM allocator: {}", device_, r->why());
+    delete r;
+    *result = CUDA_ERROR_OUT_OF_MEMORY;
+    return nullptr;
+  }
+  for (int peer : peers_) r->grant(peer);
+  int n = reservations_made_.load(std::memory_order_relaxed);
+  reservations_[n].store(r, std::memory_order_release);
+  reservations_made_.store(n + 1, std::memory_order_release);
+  log::info("device {}: the VMM allocator reserved more address space ({} reservations)", device_, n + 1);
+  std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result);
+  return a ? served(*a) : nullptr;
+}
+
 void* DeviceAllocator::allocate_locked(size_t bytes) {
   if (!ok()) return nullptr;
   const bool capture = capturing();
   if (!capture && !deferred_.empty()) settle_deferred();
   // Memory that is free, fenced and mapped: no driver call, no event.
-  std::optional<uint64_t> at = blocks_.allocate(bytes);
-  if (at && map_.mapped_range(*at, blocks_.size_of(*at))) return served(*at);
+  if (void* p = allocate_mapped(bytes)) return p;
   if (capture) {
     // Note [Frees during capture]: nothing more may happen now.
-    if (at) blocks_.release(*at);
     ++stats_.capture_fallbacks;
     return nullptr;
   }
@@ -114,64 +175,53 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
       if (epochs_.open_blocks() == 0 && streams_.blocks() == 0) break;  // nothing unfenced
       fence_all();
     }
-    if (at) blocks_.release(*at);
     reclaim();
-    at = blocks_.allocate(bytes);
-    if (at && map_.mapped_range(*at, blocks_.size_of(*at))) return served(*at);
+    if (void* p = allocate_mapped(bytes)) return p;
   }
   // About to grow: past the cache limit, give back the cached granules
   // first, so that the mapped total follows what is in use rather than
   // where blocks happened to land.
-  if (at && cache_limit_ && map_.mapped_bytes() > blocks_.allocated() + cache_limit_) trim_locked();
-  CUresult mapped = CUDA_ERROR_OUT_OF_MEMORY;
-  if (at) mapped = map_.map(*at, blocks_.size_of(*at));
-  if (!at || mapped == CUDA_ERROR_OUT_OF_MEMORY) {
+  if (cache_limit_ && mapped_bytes() > held_bytes() + cache_limit_) trim_locked();
+  CUresult result = CUDA_SUCCESS;
+  if (void* p = allocate_mapping(bytes, &result)) return p;
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     // Pressure: give back cached granules, then wait for pending frees.
     ++stats_.oom_retries;
-    if (at) {
-      uint64_t size = blocks_.size_of(*at);
-      trim_locked();
-      mapped = map_.map(*at, size);
-    }
-    if (!at || mapped == CUDA_ERROR_OUT_OF_MEMORY) {
-      if (at) blocks_.release(*at);
+    trim_locked();
+    if (void* p = allocate_mapping(bytes, &result)) return p;
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) {
       fence_all();
       std::vector<uint64_t> ready;
       stats_.stall_s += epochs_.wait_all(&ready);
       release(ready);
       trim_locked();
-      at = blocks_.allocate(bytes);
-      if (at) mapped = map_.map(*at, blocks_.size_of(*at));
+      if (void* p = allocate_mapping(bytes, &result)) return p;
     }
   }
-  if (!at || mapped != CUDA_SUCCESS) {
-    if (at) blocks_.release(*at);
-    ++stats_.failed_allocations;
-    note_peaks();
-    log::warn("device {}: out of memory for {} bytes (allocated {}, reserved {}, largest free range {}){}", device_,
-              bytes, blocks_.allocated() - freed_bytes_, map_.mapped_bytes(), blocks_.largest_free(),
-              mapped == CUDA_SUCCESS || mapped == CUDA_ERROR_OUT_OF_MEMORY
-                  ? ""
-                  : "; the driver said " + std::to_string(static_cast<int>(mapped)));
-    return nullptr;
-  }
-  return served(*at);
+  ++stats_.failed_allocations;
+  note_peaks();
+  uint64_t largest = 0;
+  for_each_reservation([&](const Reservation& r) { largest = std::max(largest, r.largest_free()); });
+  log::warn("device {}: out of memory for {} bytes (allocated {}, reserved {}, largest free range {}){}", device_,
+            bytes, held_bytes() - freed_bytes_, mapped_bytes(), largest,
+            result == CUDA_ERROR_OUT_OF_MEMORY ? "" : "; the driver said " + std::to_string(static_cast<int>(result)));
+  return nullptr;
 }
 
-void* DeviceAllocator::served(uint64_t offset) {
+void* DeviceAllocator::served(uintptr_t addr) {
   ++stats_.allocations;
   note_peaks();
-  if (cache_limit_ && map_.mapped_bytes() > blocks_.allocated() + cache_limit_) trim_locked();
-  return reinterpret_cast<void*>(base_ + offset);
+  if (cache_limit_ && mapped_bytes() > held_bytes() + cache_limit_) trim_locked();
+  return reinterpret_cast<void*>(addr);
 }
 
 // --------------------------------------------------------------- freeing ---
 
-bool DeviceAllocator::take_freed(void* p, uint64_t* offset) {
-  if (!owns(p)) return false;
-  *offset = reinterpret_cast<uintptr_t>(p) - base_;
-  uint64_t size = blocks_.size_of(*offset);
-  if (size == 0 || !freed_.emplace(*offset, size).second) return false;
+bool DeviceAllocator::take_freed(void* p, uint64_t* addr) {
+  *addr = reinterpret_cast<uintptr_t>(p);
+  Reservation* r = reservation_of(*addr);
+  uint64_t size = r ? r->size_of(*addr) : 0;
+  if (size == 0 || !freed_.emplace(*addr, size).second) return false;
   freed_bytes_ += size;
   ++stats_.frees;
   return true;
@@ -179,18 +229,18 @@ bool DeviceAllocator::take_freed(void* p, uint64_t* offset) {
 
 bool DeviceAllocator::free(void* p) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t offset;
-  if (!take_freed(p, &offset)) return false;
+  uint64_t addr;
+  if (!take_freed(p, &addr)) return false;
   if (capturing()) {
-    deferred_.push_back(offset);
+    deferred_.push_back(addr);
     ++stats_.deferred_frees;
-  } else if (auto rec = recorded_.find(offset); rec != recorded_.end()) {
+  } else if (auto rec = recorded_.find(addr); rec != recorded_.end()) {
     // Its recorded streams may not be fence streams (PyTorch's streams are
     // made without the hooks): fence on them and on every fence stream.
-    epochs_.close_on({offset}, rec->second, true);
+    epochs_.close_on({addr}, rec->second, true);
     recorded_.erase(rec);
   } else {
-    epochs_.add(offset);
+    epochs_.add(addr);
     // Bound what an open epoch holds back: fence a full batch now.
     if (epochs_.open_blocks() >= kEpochBlocks) epochs_.close();
   }
@@ -200,17 +250,17 @@ bool DeviceAllocator::free(void* p) {
 
 bool DeviceAllocator::free(void* p, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t offset;
-  if (!take_freed(p, &offset)) return false;
+  uint64_t addr;
+  if (!take_freed(p, &addr)) return false;
   if (capturing()) {
-    deferred_.push_back(offset);
+    deferred_.push_back(addr);
     ++stats_.deferred_frees;
-  } else if (auto rec = recorded_.find(offset); rec != recorded_.end()) {
+  } else if (auto rec = recorded_.find(addr); rec != recorded_.end()) {
     std::vector<cudaStream_t> on = rec->second;
     on.push_back(stream);
-    epochs_.close_on({offset}, on, false);
+    epochs_.close_on({addr}, on, false);
     recorded_.erase(rec);
-  } else if (streams_.put(stream, offset, freed_.at(offset)) > kStreamCacheBlocks ||
+  } else if (streams_.put(stream, addr, freed_.at(addr)) > kStreamCacheBlocks ||
              (cache_limit_ && streams_.bytes() > cache_limit_)) {
     // Too much held for one stream: fence it for everyone (one event).
     std::vector<uint64_t> blocks;
@@ -223,10 +273,10 @@ bool DeviceAllocator::free(void* p, cudaStream_t stream) {
 
 bool DeviceAllocator::record_stream(void* p, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!owns(p)) return false;
-  uint64_t offset = reinterpret_cast<uintptr_t>(p) - base_;
-  if (blocks_.size_of(offset) == 0 || freed_.count(offset)) return false;
-  std::vector<cudaStream_t>& on = recorded_[offset];
+  uint64_t addr = reinterpret_cast<uintptr_t>(p);
+  Reservation* r = reservation_of(addr);
+  if (!r || r->size_of(addr) == 0 || freed_.count(addr)) return false;
+  std::vector<cudaStream_t>& on = recorded_[addr];
   if (std::find(on.begin(), on.end(), stream) == on.end()) on.push_back(stream);
   return true;
 }
@@ -244,11 +294,12 @@ void DeviceAllocator::forget_stream(cudaStream_t stream) {
 void* DeviceAllocator::block_of(const void* p, size_t* size) {
   std::lock_guard<std::mutex> lock(mu_);
   *size = 0;
-  if (!owns(p)) return nullptr;
-  std::optional<std::pair<uint64_t, uint64_t>> b = blocks_.block_containing(reinterpret_cast<uintptr_t>(p) - base_);
+  Reservation* r = reservation_of(reinterpret_cast<uintptr_t>(p));
+  if (!r) return nullptr;
+  std::optional<std::pair<uintptr_t, uint64_t>> b = r->block_containing(reinterpret_cast<uintptr_t>(p));
   if (!b || freed_.count(b->first)) return nullptr;
   *size = b->second;
-  return reinterpret_cast<void*>(base_ + b->first);
+  return reinterpret_cast<void*>(b->first);
 }
 
 // ------------------------------------------------------------- the rest ---
@@ -271,7 +322,12 @@ uint64_t DeviceAllocator::trim() {
 
 bool DeviceAllocator::grant_peer(int peer) {
   std::lock_guard<std::mutex> lock(mu_);
-  CUresult r = map_.grant(peer);
+  if (std::find(peers_.begin(), peers_.end(), peer) == peers_.end()) peers_.push_back(peer);
+  CUresult r = CUDA_SUCCESS;
+  for_each_reservation([&](const Reservation& res) {
+    CUresult g = const_cast<Reservation&>(res).grant(peer);
+    if (r == CUDA_SUCCESS) r = g;
+  });
   if (r != CUDA_SUCCESS)
     log::warn("device {}: granting device {} access to gpuslack's memory failed (error {})", device_, peer,
               static_cast<int>(r));
@@ -280,13 +336,12 @@ bool DeviceAllocator::grant_peer(int peer) {
 
 void DeviceAllocator::set_limit(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  map_.set_limit(bytes);
+  limit_ = bytes;
 }
 
 uint64_t DeviceAllocator::cached_bytes() {
   std::lock_guard<std::mutex> lock(mu_);
-  uint64_t held = blocks_.allocated();
-  uint64_t mapped = map_.mapped_bytes();
+  uint64_t held = held_bytes(), mapped = mapped_bytes();
   return mapped > held ? mapped - held : 0;
 }
 
@@ -294,12 +349,24 @@ DeviceStats DeviceAllocator::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   note_peaks();
   DeviceStats s = stats_;
-  s.largest_free = blocks_.largest_free();
   s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size();
-  s.granules_mapped = map_.granules_mapped_total();
-  s.granules_unmapped = map_.granules_unmapped_total();
+  for_each_reservation([&](const Reservation& r) {
+    s.largest_free = std::max(s.largest_free, r.largest_free());
+    s.granules_mapped += r.map().granules_mapped_total();
+    s.granules_unmapped += r.map().granules_unmapped_total();
+    s.chunks_mapped += r.map().chunks_mapped_total();
+    s.chunks_unmapped += r.map().chunks_unmapped_total();
+  });
+  s.reservations = static_cast<uint64_t>(reservations_made_.load());
   s.epochs = epochs_.epochs_closed();
   return s;
+}
+
+void DeviceAllocator::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  note_peaks();
+  stats_.peak_allocated = stats_.allocated;
+  stats_.peak_reserved = stats_.reserved;
 }
 
 Timeline::Samples DeviceAllocator::timeline() {

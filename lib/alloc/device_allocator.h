@@ -4,12 +4,13 @@
 //
 // Data flow, allocate(bytes, stream): a block of that size freed on that
 // stream is taken back from StreamCache (the cached path: no event, no
-// driver call). Otherwise BlockManager gives an offset (best fit, small
-// pool); if its granules are mapped that is all. Otherwise (a miss) every
-// block held back is fenced (the open epoch of stream-less frees, one event
-// per fence stream; each stream's cached blocks, one event on that stream),
-// what the GPU is done with goes back to BlockManager, and only then does
-// GranuleMap map what is still missing. Frees: free(p) puts the block into
+// driver call). Otherwise a Reservation gives a block on memory already
+// mapped (best fit, small pool) if it can. Otherwise (a miss) every block
+// held back is fenced (the open epoch of stream-less frees, one event per
+// fence stream; each stream's cached blocks, one event on that stream),
+// what the GPU is done with goes back, and only then is what is still
+// missing mapped. When no reservation has a free range that holds the
+// block (the address space ran out, not the memory), another is reserved. Frees: free(p) puts the block into
 // FreeEpochs (Note [Freeing without synchronizing] in free_epochs.h; a
 // batch of 64 is fenced at once); free(p, stream) into StreamCache. Mapped
 // granules of free ranges stay as a cache, released by trim(), past the
@@ -35,6 +36,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -45,7 +47,7 @@
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
 #include "alloc/free_epochs.h"
-#include "alloc/granule_map.h"
+#include "alloc/reservation.h"
 #include "alloc/stream_cache.h"
 #include "alloc/timeline.h"
 
@@ -55,11 +57,18 @@ namespace alloc {
 class DeviceAllocator {
  public:
   // Reserves `reserve_bytes` of address space on `device`; keeps at most
-  // `cache_limit` bytes of mapped-but-free memory (0: no limit).
-  DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes, uint64_t cache_limit);
+  // `cache_limit` bytes of mapped-but-free memory (0: no limit); maps
+  // physical memory in chunks of up to `map_chunk` bytes (GranuleMap; 0:
+  // one granule each).
+  DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes, uint64_t cache_limit,
+                  uint64_t map_chunk = 0);
 
-  bool ok() const { return map_.ok(); }
-  const std::string& why() const { return map_.why(); }
+  ~DeviceAllocator();
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+
+  bool ok() const { return first_->ok(); }
+  const std::string& why() const { return first_->why(); }
   int device() const { return device_; }
 
   // A block of at least `bytes` (256-byte aligned, as cudaMalloc's are), or
@@ -85,11 +94,8 @@ class DeviceAllocator {
   // The live block holding `p`: its start, and its (rounded) size in *size.
   void* block_of(const void* p, size_t* size);
 
-  // Whether `p` lies in this allocator's address range.
-  bool owns(const void* p) const {
-    auto a = reinterpret_cast<uintptr_t>(p);
-    return a >= base_ && a < base_ + size_;
-  }
+  // Whether `p` lies in one of this allocator's reservations. Lock-free.
+  bool owns(const void* p) const { return reservation_of(reinterpret_cast<uintptr_t>(p)) != nullptr; }
   // Releases every cached granule, after waiting for every freed block's
   // fence (an explicit call may stall; nothing else here does); returns
   // the bytes released.
@@ -103,35 +109,57 @@ class DeviceAllocator {
   uint64_t cached_bytes();
 
   DeviceStats stats();
+  // Restarts the peaks from the current values (torch's
+  // reset_peak_memory_stats).
+  void reset_peaks();
   Timeline::Samples timeline();
 
  private:
   // Frees fenced per epoch at most; a fuller epoch is closed at free time.
   static constexpr size_t kEpochBlocks = 64;
+  // Reservations per device at most (each 1.125x the device's memory).
+  static constexpr int kMaxReservations = 8;
+
+  Reservation* reservation_of(uintptr_t a) const;
+  // Every reservation made so far (under mu_).
+  template <typename Fn>
+  void for_each_reservation(Fn fn) const {
+    for (int i = 0; i < reservations_made_; ++i) fn(*reservations_[i].load(std::memory_order_relaxed));
+  }
+  void* allocate_mapped(uint64_t bytes);   // the cached path over every reservation
+  // Maps under a new block in the first reservation with room; a new
+  // reservation when none has. nullptr with *result set otherwise.
+  void* allocate_mapping(uint64_t bytes, CUresult* result);
   // Blocks one stream may cache before they are fenced for everyone.
   static constexpr size_t kStreamCacheBlocks = 256;
 
   void* allocate_locked(size_t bytes);
-  bool take_freed(void* p, uint64_t* offset);  // validates and marks freed
+  bool take_freed(void* p, uint64_t* addr);  // validates and marks freed
   void settle_deferred();      // frees made during a capture -> fenced
   void fence_all();            // open epoch and stream caches -> fenced
   void reclaim();              // blocks whose epochs completed -> free
-  void* served(uint64_t offset);  // counts and returns a successful allocation
+  void* served(uintptr_t addr);  // counts and returns a successful allocation
   void release(const std::vector<uint64_t>& ready);
   uint64_t trim_locked();
   void note_peaks();
 
+  uint64_t mapped_bytes() const;
+  uint64_t held_bytes() const;  // blocks placed, freed-but-held included
+
   std::mutex mu_;
+  const cuda::DriverApi* api_;
   int device_;
-  uint64_t cache_limit_;
-  GranuleMap map_;
-  uintptr_t base_ = 0;
-  uint64_t size_ = 0;
-  BlockManager blocks_;
+  uint64_t reserve_bytes_, cache_limit_, map_chunk_;
+  uint64_t limit_ = 0;  // set_limit(): mapped bytes at most, 0: none
+  std::vector<int> peers_;  // granted access to every reservation
+  // Reservations, published for owns() (lock-free readers); never removed.
+  std::atomic<Reservation*> reservations_[kMaxReservations] = {};
+  std::atomic<int> reservations_made_{0};
+  Reservation* first_;
   FreeEpochs epochs_;
   StreamCache streams_;
-  // Freed blocks not yet back in blocks_ (epochs, stream caches, deferred):
-  // offset -> size.
+  // Blocks are named by address everywhere below. Freed blocks not yet
+  // back in their reservation (epochs, stream caches, deferred): addr -> size.
   std::unordered_map<uint64_t, uint64_t> freed_;
   uint64_t freed_bytes_ = 0;
   std::vector<uint64_t> deferred_;  // freed during a capture

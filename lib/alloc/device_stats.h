@@ -18,6 +18,9 @@ struct DeviceStats {
   uint64_t frees = 0;
   uint64_t granules_mapped = 0;    // over the allocator's life
   uint64_t granules_unmapped = 0;
+  uint64_t chunks_mapped = 0;      // physical handles created (one or more granules each)
+  uint64_t chunks_unmapped = 0;
+  uint64_t reservations = 0;       // virtual ranges reserved (more when the address space ran out)
   uint64_t epochs = 0;             // free epochs closed (event sets recorded)
   uint64_t oom_retries = 0;
   uint64_t failed_allocations = 0;

@@ -5,7 +5,8 @@
 namespace gpuslack {
 namespace alloc {
 
-GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes) : api_(api), device_(device) {
+GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes, uint64_t max_chunk_bytes)
+    : api_(api), device_(device) {
   if (!api_) {
     why_ = "no CUDA driver";
     return;
@@ -49,57 +50,86 @@ GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes) :
   base_ = base;
   size_ = size;
   handles_.assign(size_ / granularity_, 0);
+  chunk_first_.assign(handles_.size(), 0);
+  chunk_len_.assign(handles_.size(), 0);
+  max_chunk_ = max_chunk_bytes / granularity_ > 1 ? max_chunk_bytes / granularity_ : 1;
 }
 
 GranuleMap::~GranuleMap() {
   if (!base_) return;
   for (size_t i = 0; i < handles_.size(); ++i)
-    if (handles_[i]) unmap_one(i);
+    if (handles_[i] && chunk_first_[i] == i) unmap_chunk(i);
   api_->mem_address_free(base_, size_);
 }
 
-CUresult GranuleMap::map_one(size_t index) {
+CUresult GranuleMap::map_chunk(size_t first, size_t count) {
+  uint64_t bytes = count * granularity_;
   CUmemGenericAllocationHandle handle = 0;
-  if (CUresult r = api_->mem_create(&handle, granularity_, &prop_, 0); r != CUDA_SUCCESS) return r;
-  CUdeviceptr at = base_ + index * granularity_;
-  if (CUresult r = api_->mem_map(at, granularity_, 0, handle, 0); r != CUDA_SUCCESS) {
+  if (CUresult r = api_->mem_create(&handle, bytes, &prop_, 0); r != CUDA_SUCCESS) return r;
+  CUdeviceptr at = base_ + first * granularity_;
+  if (CUresult r = api_->mem_map(at, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
     api_->mem_release(handle);
     return r;
   }
-  if (CUresult r = api_->mem_set_access(at, granularity_, access_.data(), access_.size()); r != CUDA_SUCCESS) {
-    api_->mem_unmap(at, granularity_);
+  if (CUresult r = api_->mem_set_access(at, bytes, access_.data(), access_.size()); r != CUDA_SUCCESS) {
+    api_->mem_unmap(at, bytes);
     api_->mem_release(handle);
     return r;
   }
-  handles_[index] = handle;
-  ++mapped_;
-  ++map_count_;
+  for (size_t i = first; i < first + count; ++i) {
+    handles_[i] = handle;
+    chunk_first_[i] = static_cast<uint32_t>(first);
+  }
+  chunk_len_[first] = static_cast<uint32_t>(count);
+  mapped_ += count;
+  map_count_ += count;
+  ++chunk_maps_;
   return CUDA_SUCCESS;
 }
 
-void GranuleMap::unmap_one(size_t index) {
-  api_->mem_unmap(base_ + index * granularity_, granularity_);
-  api_->mem_release(handles_[index]);
-  handles_[index] = 0;
-  --mapped_;
-  ++unmap_count_;
+void GranuleMap::unmap_chunk(size_t first) {
+  size_t count = chunk_len_[first];
+  api_->mem_unmap(base_ + first * granularity_, count * granularity_);
+  api_->mem_release(handles_[first]);
+  for (size_t i = first; i < first + count; ++i) handles_[i] = 0;
+  chunk_len_[first] = 0;
+  mapped_ -= count;
+  unmap_count_ += count;
+  ++chunk_unmaps_;
 }
 
 CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
   if (!base_ || bytes == 0 || offset + bytes > size_) return CUDA_ERROR_INVALID_VALUE;
   size_t first = offset / granularity_, last = (offset + bytes - 1) / granularity_;
-  std::vector<size_t> done;
-  for (size_t i = first; i <= last; ++i) {
-    if (handles_[i]) continue;
-    if (limit_ && (mapped_ + 1) * granularity_ > limit_) {
-      for (size_t j : done) unmap_one(j);
-      return CUDA_ERROR_OUT_OF_MEMORY;
+  std::vector<size_t> done;  // first granules of the chunks this call mapped
+  auto undo = [&](CUresult r) {
+    for (size_t c : done) unmap_chunk(c);  // all or nothing
+    return r;
+  };
+  for (size_t i = first; i <= last;) {
+    if (handles_[i]) {
+      ++i;
+      continue;
     }
-    if (CUresult r = map_one(i); r != CUDA_SUCCESS) {
-      for (size_t j : done) unmap_one(j);  // all or nothing
-      return r;
+    size_t run = 1;
+    while (i + run <= last && !handles_[i + run] && run < max_chunk_) ++run;
+    if (limit_ && (mapped_ + run) * granularity_ > limit_) return undo(CUDA_ERROR_OUT_OF_MEMORY);
+    CUresult r = map_chunk(i, run);
+    if (r != CUDA_SUCCESS && run > 1) {
+      // The device may hold the memory but not as one handle this size:
+      // granule by granule, as the smallest chunks.
+      size_t mapped_here = 0;
+      for (; mapped_here < run; ++mapped_here) {
+        if ((r = map_chunk(i + mapped_here, 1)) != CUDA_SUCCESS) break;
+        done.push_back(i + mapped_here);
+      }
+      if (r != CUDA_SUCCESS) return undo(r);
+      i += run;
+      continue;
     }
+    if (r != CUDA_SUCCESS) return undo(r);
     done.push_back(i);
+    i += run;
   }
   return CUDA_SUCCESS;
 }
@@ -110,10 +140,17 @@ size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes) {
   size_t first = (offset + granularity_ - 1) / granularity_;  // wholly inside only
   size_t stop = end / granularity_;
   size_t released = 0;
-  for (size_t i = first; i < stop; ++i) {
-    if (!handles_[i]) continue;
-    unmap_one(i);
-    ++released;
+  for (size_t i = first; i < stop;) {
+    if (!handles_[i]) {
+      ++i;
+      continue;
+    }
+    size_t c = chunk_first_[i], len = chunk_len_[c];
+    if (c >= first && c + len <= stop) {  // the whole chunk is inside
+      unmap_chunk(c);
+      released += len;
+    }
+    i = c + len;
   }
   return released;
 }

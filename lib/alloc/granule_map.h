@@ -3,13 +3,17 @@
 //
 // The VMM allocator hands out addresses inside one large reservation
 // (cuMemAddressReserve) and backs them with physical memory only where
-// blocks are in use or cached, granule by granule (the driver's allocation
-// granularity: 2 MiB on current GPUs). A granule is mapped with its own
-// physical handle: cuMemCreate (POSIX-fd exportable, GPUDirect-RDMA capable
-// where the device supports it, so IPC and RDMA can follow), cuMemMap,
-// cuMemSetAccess (read-write for the owning device). Freed granules can be
-// unmapped and released one by one, so physical memory never fragments:
-// any free granule serves any block.
+// blocks are in use or cached, in granules (the driver's allocation
+// granularity: 2 MiB on current GPUs). A run of unmapped granules that one
+// map() needs is backed by one physical handle (a chunk) of up to
+// `max_chunk_bytes`: cuMemCreate (POSIX-fd exportable, GPUDirect-RDMA
+// capable where the device supports it, so IPC and RDMA can follow),
+// cuMemMap, cuMemSetAccess (read-write for the owning device and granted
+// peers). Fewer, larger handles cost fewer driver calls (bench/README.md,
+// "Physical chunks"); the price is that a chunk is released only whole,
+// once every granule of it is free. With chunks of one granule, freed
+// granules are released one by one. Either way physical memory never
+// fragments: any free chunk's memory serves any block once released.
 //
 // Failure is never partial: when a step fails, the steps before it are
 // undone, nothing new stays mapped and nothing leaks; the caller gets the
@@ -32,9 +36,11 @@ namespace alloc {
 
 class GranuleMap {
  public:
-  // Reserves `bytes` (rounded up to the granularity) on `device`. ok() is
-  // false if that fails; why() says why.
-  GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes);
+  // Reserves `bytes` (rounded up to the granularity) on `device`; backs
+  // runs of granules with chunks of at most `max_chunk_bytes` (rounded down
+  // to granules; at least one). ok() is false if reserving fails; why()
+  // says why.
+  GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes, uint64_t max_chunk_bytes = 0);
   ~GranuleMap();  // unmaps and releases everything, frees the reservation
   GranuleMap(const GranuleMap&) = delete;
   GranuleMap& operator=(const GranuleMap&) = delete;
@@ -46,11 +52,13 @@ class GranuleMap {
   uint64_t granularity() const { return granularity_; }
 
   // Maps every granule that overlaps [offset, offset + bytes) and is not
-  // mapped yet. CUDA_SUCCESS, or the error of the call that failed (then
-  // the granules this call mapped are unmapped again).
+  // mapped yet, each run of them in chunks. CUDA_SUCCESS, or the error of
+  // the call that failed (then the chunks this call mapped are unmapped
+  // again). A chunk the device cannot create whole is retried granule by
+  // granule.
   CUresult map(uint64_t offset, uint64_t bytes);
-  // Unmaps and releases every mapped granule lying wholly inside
-  // [offset, offset + bytes). Returns how many were released.
+  // Unmaps and releases every chunk lying wholly inside [offset, offset +
+  // bytes). Returns how many granules were released.
   size_t unmap(uint64_t offset, uint64_t bytes);
 
   // Grants `device` read-write access to every granule mapped now and to
@@ -70,10 +78,12 @@ class GranuleMap {
   uint64_t mapped_bytes() const { return mapped_ * granularity_; }
   uint64_t granules_mapped_total() const { return map_count_; }     // over the map's life
   uint64_t granules_unmapped_total() const { return unmap_count_; }
+  uint64_t chunks_mapped_total() const { return chunk_maps_; }      // physical handles made
+  uint64_t chunks_unmapped_total() const { return chunk_unmaps_; }
 
  private:
-  CUresult map_one(size_t index);
-  void unmap_one(size_t index);
+  CUresult map_chunk(size_t first, size_t count);
+  void unmap_chunk(size_t first);
 
   const cuda::DriverApi* api_;
   int device_;
@@ -84,10 +94,17 @@ class GranuleMap {
   uint64_t granularity_ = 0;
   CUdeviceptr base_ = 0;
   uint64_t size_ = 0;
-  std::vector<CUmemGenericAllocationHandle> handles_;  // 0: not mapped
+  size_t max_chunk_ = 1;  // granules
+  // Per granule: its chunk's handle (0: not mapped) and the chunk's first
+  // granule; at a chunk's first granule, its length in granules.
+  std::vector<CUmemGenericAllocationHandle> handles_;
+  std::vector<uint32_t> chunk_first_;
+  std::vector<uint32_t> chunk_len_;
   size_t mapped_ = 0;
   uint64_t map_count_ = 0;
   uint64_t unmap_count_ = 0;
+  uint64_t chunk_maps_ = 0;
+  uint64_t chunk_unmaps_ = 0;
 };
 
 }  // namespace alloc

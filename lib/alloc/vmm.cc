@@ -39,7 +39,8 @@ __attribute__((noinline, cold)) DeviceAllocator* make(int device) {
       return refuse("cuMemGetInfo failed");
   }
   uint64_t cache_limit = static_cast<uint64_t>(options().cache_limit_mb) << 20;
-  auto* a = new DeviceAllocator(api, device, total + total / 8, cache_limit);
+  uint64_t map_chunk = static_cast<uint64_t>(options().map_chunk_mb > 0 ? options().map_chunk_mb : 0) << 20;
+  auto* a = new DeviceAllocator(api, device, total + total / 8, cache_limit, map_chunk);
   if (!a->ok()) {
     std::string why = a->why();
     delete a;

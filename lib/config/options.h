@@ -3,7 +3,8 @@
 // GPUSLACK_CONF is a comma-separated list of key:value pairs, the syntax of
 // PYTORCH_CUDA_ALLOC_CONF (key=value is accepted too), for example
 //   GPUSLACK_CONF=log_level:debug,summary_interval_s:60
-// GPUSLACK_OUTPUT, when set, overrides output_dir.
+// GPUSLACK_OUTPUT, when set, gives output_dir unless GPUSLACK_CONF names it
+// (an explicit key wins).
 // Every knob is a row of GPUSLACK_OPTIONS below: its key, type, default and
 // one line of documentation (the README's table lists the same rows; a test,
 // Options.ReadmeListsEveryKnob, keeps the two in step). A key that is unknown, or a value that
@@ -26,7 +27,7 @@ namespace gpuslack {
   X(log_file, std::string, "",                                                 \
     "append log lines to this file instead of stderr")                         \
   X(output_dir, std::string, "gpuslack-out",                                   \
-    "directory for the summary files (GPUSLACK_OUTPUT overrides)")             \
+    "directory for the summary files (GPUSLACK_OUTPUT sets it when this key is not given)") \
   X(text_summary, std::string, "stderr",                                       \
     "the text summary at exit: stderr, file (beside the JSON) or off")         \
   X(json_summary, bool, true, "write the JSON summary to output_dir")          \
@@ -44,6 +45,8 @@ namespace gpuslack {
     "vmm: keep cudaFree's device synchronization (for code that relied on it)") \
   X(cache_limit_mb, int, 0,                                                    \
     "vmm: release free physical memory past this many MiB (0: only on demand)") \
+  X(map_chunk_mb, int, 16,                                                     \
+    "vmm: back runs of granules with physical chunks of up to this many MiB")   \
   X(pin, bool, true,                                                          \
     "serve cudaMallocHost/cudaHostAlloc/cudaFreeHost from gpuslack's pinned heap") \
   X(pinned_cap_mb, int, 0,                                                     \

@@ -389,6 +389,9 @@ std::string format_json(const Summary& s) {
     w.key("granules_unmapped").integer(static_cast<int64_t>(a.stats.granules_unmapped));
     w.key("oom_retries").integer(static_cast<int64_t>(a.stats.oom_retries));
     w.key("stall_s").seconds(a.stats.stall_s);
+    w.key("reservations").integer(static_cast<int64_t>(a.stats.reservations));
+    w.key("chunks_mapped").integer(static_cast<int64_t>(a.stats.chunks_mapped));
+    w.key("chunks_unmapped").integer(static_cast<int64_t>(a.stats.chunks_unmapped));
     w.key("failed_allocations").integer(static_cast<int64_t>(a.stats.failed_allocations));
     w.key("stream_reuses").integer(static_cast<int64_t>(a.stats.stream_reuses));
     w.key("deferred_frees").integer(static_cast<int64_t>(a.stats.deferred_frees));

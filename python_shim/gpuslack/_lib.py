@@ -94,6 +94,7 @@ PROTOTYPES = {
     "gpuslack_summary_json": (ctypes.c_void_p, []),
     "gpuslack_write_summary": (ctypes.c_int, []),
     "gpuslack_device_stats_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(DeviceStats)]),
+    "gpuslack_reset_peak_stats": (None, [ctypes.c_int]),
     "gpuslack_trim": (ctypes.c_ulonglong, [ctypes.c_int]),
     "gpuslack_pinned_stats_get": (ctypes.c_int, [ctypes.POINTER(PinnedStats)]),
     "gpuslack_pinned_trim": (ctypes.c_ulonglong, []),

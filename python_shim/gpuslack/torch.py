@@ -173,6 +173,12 @@ def max_memory_reserved(device=None):
     return memory_stats(device).get("reserved_bytes.all.peak", 0)
 
 
+def reset_peak_memory_stats(device=None):
+    """Restarts the peaks from the current figures
+    (torch.cuda.reset_peak_memory_stats)."""
+    _lib.load().reset_peak_stats(_device_index(device))
+
+
 def empty_cache():
     """Releases every cached granule on every device (gpuslack_reset), as
     torch.cuda.empty_cache() would if torch forwarded it."""

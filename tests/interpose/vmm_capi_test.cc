@@ -21,7 +21,9 @@ struct Gpuslack {
 
 const Gpuslack& lib() {
   static Gpuslack g = [] {
-    setenv("GPUSLACK_CONF", "allocator:vmm,text_summary:off,json_summary:false", 1);
+    // One granule per physical handle: trim's figures below count granules
+    // released one by one (chunks: tests/lib/alloc/granule_map_test.cc).
+    setenv("GPUSLACK_CONF", "allocator:vmm,map_chunk_mb:2,text_summary:off,json_summary:false", 1);
     void* h = dlopen(GPUSLACK_SO, RTLD_NOW | RTLD_LOCAL);
     EXPECT_NE(nullptr, h) << dlerror();
     Gpuslack l;

@@ -117,6 +117,10 @@ def stats_and_trim():
     assert s["reserved"] <= 2 * MiB and s["granules_unmapped"] > 0 and s["pending_free"] == 0, s
     assert gtorch.memory_reserved(0) == s["reserved"]
     assert gtorch.max_memory_reserved(0) >= 64 * MiB
+    # torch's reset_peak_memory_stats: the peaks restart from now.
+    gtorch.reset_peak_memory_stats(0)
+    s = gpuslack.device_stats(0)
+    assert s["peak_allocated"] == s["allocated"] == 4096 and s["peak_reserved"] == s["reserved"], s
     # gpuslack_reset (torch's empty_cache) releases what is cached again.
     lib.device_free(q, 4096, 0, a)
     big = alloc(lib, 32 * MiB, a)

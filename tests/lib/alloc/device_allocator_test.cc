@@ -206,6 +206,32 @@ TEST(DeviceAllocator, TrimAndTheCacheLimit) {
   EXPECT_LE(s.reserved, s.allocated + 4 * kMiB + 2 * 2 * kMiB);
 }
 
+TEST(DeviceAllocator, MoreAddressSpaceIsReservedWhenItRunsOut) {
+  // 8 MiB of address space: the second 6 MiB block cannot fit in it, though
+  // the device has the memory; a second reservation takes it.
+  DeviceAllocator a(cuda::driver(), 0, 8 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  void* p = a.allocate(6 * kMiB);
+  void* q = a.allocate(6 * kMiB);
+  ASSERT_NE(nullptr, p);
+  ASSERT_NE(nullptr, q);
+  EXPECT_EQ(2u, a.stats().reservations);
+  EXPECT_TRUE(a.owns(p));
+  EXPECT_TRUE(a.owns(q));
+  std::memset(q, 3, 6 * kMiB);  // mapped, writable
+  size_t size = 0;
+  EXPECT_EQ(q, a.block_of(static_cast<char*>(q) + 100, &size));
+  EXPECT_EQ(6 * kMiB, size);
+  // Blocks larger than a reservation get one of their own size.
+  void* big = a.allocate(20 * kMiB);
+  ASSERT_NE(nullptr, big);
+  EXPECT_EQ(3u, a.stats().reservations);
+  for (void* x : {p, q, big}) EXPECT_TRUE(a.free(x));
+  cudaDeviceSynchronize();
+  EXPECT_EQ(32 * kMiB, a.trim());
+  EXPECT_EQ(0u, a.stats().reserved);
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

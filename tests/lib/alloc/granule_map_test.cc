@@ -95,6 +95,43 @@ TEST(GranuleMap, BadArgumentsAreRefused) {
   EXPECT_FALSE(no_driver.ok());
 }
 
+TEST(GranuleMap, RunsAreBackedByChunksReleasedOnlyWhole) {
+  // The binary's device has 16 MiB: all of it is used below.
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // chunks of up to 2 granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  size_t before = gpusim_device_used(0);
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 10 * kMiB));  // 5 granules: 2 + 2 + 1
+  EXPECT_EQ(5u, m.mapped_granules());
+  EXPECT_EQ(3u, m.chunks_mapped_total());
+  EXPECT_EQ(before + 10 * kMiB, gpusim_device_used(0));
+  std::memset(reinterpret_cast<void*>(m.base()), 1, 10 * kMiB);  // all of it usable
+  // A run around a mapped granule stops at it: 10-12 and 14-16, one each.
+  ASSERT_EQ(CUDA_SUCCESS, m.map(12 * kMiB, 2 * kMiB));
+  ASSERT_EQ(CUDA_SUCCESS, m.map(10 * kMiB, 6 * kMiB));
+  EXPECT_EQ(6u, m.chunks_mapped_total());
+  EXPECT_EQ(8u, m.mapped_granules());
+  // A range that cuts chunks releases nothing of them.
+  EXPECT_EQ(0u, m.unmap(2 * kMiB, 4 * kMiB));
+  EXPECT_TRUE(m.mapped(2 * kMiB));
+  // Whole chunks inside the range go, with their physical memory.
+  EXPECT_EQ(4u, m.unmap(0, 8 * kMiB));
+  EXPECT_FALSE(m.mapped(0));
+  EXPECT_FALSE(m.mapped(6 * kMiB));
+  EXPECT_TRUE(m.mapped(8 * kMiB));
+  EXPECT_EQ(2u, m.chunks_unmapped_total());
+  EXPECT_EQ(before + 8 * kMiB, gpusim_device_used(0));
+}
+
+TEST(GranuleMap, PeersAreGrantedEveryChunk) {
+  GranuleMap m(api(), 0, 64 * kMiB, 8 * kMiB);
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 12 * kMiB));
+  // With one simulated device, a peer grant names an invalid device: the
+  // failure is reported, and the map stays usable.
+  EXPECT_NE(CUDA_SUCCESS, m.grant(5));
+  std::memset(reinterpret_cast<void*>(m.base()), 2, 12 * kMiB);
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

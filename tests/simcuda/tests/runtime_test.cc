@@ -223,7 +223,8 @@ TEST(BusyKernel, CatchesAWriteToMemoryItStillUses) {
   DevBuf d(1 << 16);
   volatile int status = 0;
   long before = gpusim_busy_kernel_violations();
-  CUDA_OK(gpusim_busy_kernel(a, d.p, 1 << 16, kBusyUs, 0x12345678, &status));
+  // Long enough that the memset below meets it even on a loaded machine.
+  CUDA_OK(gpusim_busy_kernel(a, d.p, 1 << 16, 6 * kBusyUs, 0x12345678, &status));
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   // Another stream writes the same memory while the kernel runs.
   CUDA_OK(cudaMemsetAsync(d.p, 0, 1 << 16, b));

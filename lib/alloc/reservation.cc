@@ -1,0 +1,58 @@
+#include "alloc/reservation.h"
+
+#include <vector>
+
+namespace gpuslack {
+namespace alloc {
+
+std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes) {
+  std::optional<uint64_t> at = blocks_.allocate(bytes);
+  if (!at) return std::nullopt;
+  if (map_.mapped_range(*at, blocks_.size_of(*at))) return base_ + *at;
+  blocks_.release(*at);
+  return std::nullopt;
+}
+
+std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result) {
+  std::optional<uint64_t> at = blocks_.allocate(bytes);
+  if (!at) {
+    *result = CUDA_ERROR_NOT_FOUND;
+    return std::nullopt;
+  }
+  uint64_t size = blocks_.size_of(*at);
+  if (map_budget == kNoBudget || map_.mapped_range(*at, size)) {
+    *result = map_.map(*at, size);
+  } else if (map_budget == 0) {
+    *result = CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    // The budget caps what this reservation may map in all: what it has
+    // plus what the device-wide cap leaves.
+    map_.set_limit(map_.mapped_bytes() + map_budget);
+    *result = map_.map(*at, size);
+    map_.set_limit(0);
+  }
+  if (*result != CUDA_SUCCESS) {
+    blocks_.release(*at);
+    return std::nullopt;
+  }
+  return base_ + *at;
+}
+
+std::optional<std::pair<uintptr_t, uint64_t>> Reservation::block_containing(uintptr_t a) const {
+  if (!holds(a)) return std::nullopt;
+  auto b = blocks_.block_containing(a - base_);
+  if (!b) return std::nullopt;
+  return std::make_pair(base_ + b->first, b->second);
+}
+
+uint64_t Reservation::trim() {
+  uint64_t released = 0;
+  // Copy: unmapping does not change the free ranges, but be plain about it.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges(blocks_.large_free().ranges().begin(),
+                                                    blocks_.large_free().ranges().end());
+  for (const auto& [offset, size] : ranges) released += map_.unmap(offset, size) * map_.granularity();
+  return released;
+}
+
+}  // namespace alloc
+}  // namespace gpuslack

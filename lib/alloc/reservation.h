@@ -1,0 +1,65 @@
+// Reservation: one reserved virtual range of a device, the blocks placed
+// in it, and the physical memory mapped under them.
+//
+// It pairs a GranuleMap (what is mapped) with a BlockManager (where blocks
+// go), and speaks in absolute addresses. DeviceAllocator starts with one
+// Reservation sized from device memory and adds another when no free range
+// of the ones it has can hold a block (the address space, not the memory,
+// ran out); a block never spans two.
+//
+// Not thread-safe: the allocator serializes calls. holds() reads only
+// what never changes after construction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "alloc/block_manager.h"
+#include "alloc/granule_map.h"
+
+namespace gpuslack {
+namespace alloc {
+
+class Reservation {
+ public:
+  Reservation(const cuda::DriverApi* api, int device, uint64_t bytes, uint64_t map_chunk)
+      : map_(api, device, bytes, map_chunk), base_(static_cast<uintptr_t>(map_.base())), blocks_(map_.size()) {}
+
+  bool ok() const { return map_.ok(); }
+  const std::string& why() const { return map_.why(); }
+  bool holds(uintptr_t a) const { return a >= base_ && a < base_ + map_.size(); }
+
+  // A block of `bytes` on memory already mapped (no driver call), or
+  // nullopt (nothing changes).
+  std::optional<uintptr_t> allocate_mapped(uint64_t bytes);
+  // A block of `bytes`, mapping what is missing under it: at most
+  // `map_budget` bytes more (kNoBudget: as much as the device gives). On
+  // failure nullopt, nothing changes, and *result says why:
+  // CUDA_ERROR_NOT_FOUND when no free range here holds `bytes`,
+  // CUDA_ERROR_OUT_OF_MEMORY for a full device or an exhausted budget, else
+  // the driver's error.
+  static constexpr uint64_t kNoBudget = ~0ull;
+  std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result);
+
+  // Frees the block at `a`; returns its size (0: no live block there).
+  uint64_t release(uintptr_t a) { return blocks_.release(a - base_); }
+  uint64_t size_of(uintptr_t a) const { return blocks_.size_of(a - base_); }
+  std::optional<std::pair<uintptr_t, uint64_t>> block_containing(uintptr_t a) const;
+
+  // Unmaps every chunk lying wholly in free space; returns the bytes released.
+  uint64_t trim();
+  CUresult grant(int device) { return map_.grant(device); }
+
+  uint64_t allocated() const { return blocks_.allocated(); }  // live blocks, freed-but-held included
+  uint64_t mapped_bytes() const { return map_.mapped_bytes(); }
+  uint64_t largest_free() const { return blocks_.largest_free(); }
+  const GranuleMap& map() const { return map_; }
+
+ private:
+  GranuleMap map_;
+  uintptr_t base_;
+  BlockManager blocks_;
+};
+
+}  // namespace alloc
+}  // namespace gpuslack

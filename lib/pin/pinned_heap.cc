@@ -101,6 +101,7 @@ void* PinnedHeap::allocate_locked(size_t bytes, std::unique_lock<std::mutex>& lo
   // pinning would cost.
   if (pending_bytes_ >= bytes) {
     if (void* p = poll_pending(bytes, lock)) return p;
+    if (alloc::capturing()) return nullptr;  // began while the lock was released
   }
   chunks_.clear_cap_refused();
   if (void* p = try_allocate(bytes, true)) return p;

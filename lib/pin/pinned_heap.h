@@ -28,11 +28,13 @@
 //   - blocks are page-aligned; their usable size may exceed `bytes`;
 //   - memory freed and fenced is reused first; then a free range of a chunk;
 //     then, if blocks freed but not yet reusable would serve, their fences
-//     are polled (the lock released in between) for at most what pinning a
-//     chunk has cost so far (measured; 0.5 to 100 ms): pinning is paid once
-//     in time and for good in memory, while fences recorded a moment ago
-//     usually complete sooner, and waiting no longer than the alternative
-//     costs at most twice the better choice. The time polled counts in
+//     are polled (the lock released in between) for what pinning a chunk
+//     has cost so far (measured), at least 10 ms and at most 100 ms: pinning
+//     is paid once in time and for good in memory, while fences recorded a
+//     moment ago usually complete sooner; waiting about as long as the
+//     alternative costs at most about twice the better choice, and the
+//     floor keeps a briefly late fence (a busy host, on the simulated
+//     device) from pinning memory for good. The time polled counts in
 //     stats().stall_s. Then a new chunk, within the cap (pinned_cap_mb);
 //   - at the cap: a trim (below: it waits for the pending frees' fences, a
 //     stall counted in stats().stall_s, and releases the chunks no block
@@ -106,7 +108,7 @@ class PinnedHeap {
   static constexpr uint64_t kEpochBytes = 8ull << 20;
   // How long an allocation polls pending frees before pinning a chunk:
   // what pinning that chunk costs (PinnedChunks::pin_seconds), within these.
-  static constexpr double kMinPollSeconds = 0.0005;
+  static constexpr double kMinPollSeconds = 0.01;
   static constexpr double kMaxPollSeconds = 0.1;
 
   bool ensure_arena();

@@ -12,7 +12,9 @@
 //   - all-reduces the gradients over every visible device (NCCL);
 //   - synchronizes, and reports the step's time.
 //
-// Usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S]
+// Usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S]
+// (the first W steps, 1 by default, are the warm-up: the steady-state
+// figures printed at the end count the steps after them)
 // Prints one line per step and a summary line with the median step time.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -49,6 +51,7 @@ namespace {
 
 struct Args {
   int steps = 20;
+  int warmup = 1;
   size_t hidden = 1024;
   size_t batch = 8;
   unsigned seed = 1;
@@ -64,11 +67,12 @@ Args parse(int argc, char** argv) {
       std::exit(2);
     }
     if (k == "--steps") a.steps = static_cast<int>(v);
+    else if (k == "--warmup") a.warmup = static_cast<int>(v);
     else if (k == "--hidden") a.hidden = static_cast<size_t>(v);
     else if (k == "--batch") a.batch = static_cast<size_t>(v);
     else if (k == "--seed") a.seed = static_cast<unsigned>(v);
     else {
-      std::fprintf(stderr, "usage: train_loop [--steps N] [--hidden H] [--batch B] [--seed S]\n");
+      std::fprintf(stderr, "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S]\n");
       std::exit(2);
     }
   }
@@ -167,15 +171,15 @@ int main(int argc, char** argv) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
     std::printf("step %3d  seq_len %4zu  %8.2f ms\n", step, len, ms);
-    if (step == 0 && free_syncs) syncs_after_warmup = free_syncs();
-    if (step == 0) allocation_after_warmup = allocation_s();
+    if (step == args.warmup - 1 && free_syncs) syncs_after_warmup = free_syncs();
+    if (step == args.warmup - 1) allocation_after_warmup = allocation_s();
   }
-  if (double end = allocation_s(); end >= 0 && allocation_after_warmup >= 0 && args.steps > 1)
-    std::printf("train_loop: gpuslack: time lost to allocation in steady state (steps 1..%d): %.3f ms\n",
-                args.steps - 1, (end - allocation_after_warmup) * 1e3);
-  if (free_syncs && args.steps > 1)
-    std::printf("train_loop: device synchronizations by cudaFree in steady state (steps 1..%d): %ld\n",
-                args.steps - 1, free_syncs() - syncs_after_warmup);
+  if (double end = allocation_s(); end >= 0 && allocation_after_warmup >= 0 && args.steps > args.warmup)
+    std::printf("train_loop: gpuslack: time lost to allocation in steady state (steps %d..%d): %.3f ms\n",
+                args.warmup, args.steps - 1, (end - allocation_after_warmup) * 1e3);
+  if (free_syncs && args.steps > args.warmup)
+    std::printf("train_loop: device synchronizations by cudaFree in steady state (steps %d..%d): %ld\n",
+                args.warmup, args.steps - 1, free_syncs() - syncs_after_warmup);
 
   for (Rank& r : ranks) {
     CHECK_CUDA(cudaSetDevice(r.device));

@@ -1,6 +1,6 @@
 #include "alloc/block_manager.h"
 
-#include <iterator>
+#include <algorithm>
 
 namespace gpuslack {
 namespace alloc {
@@ -15,137 +15,306 @@ std::optional<uint64_t> BlockManager::allocate(uint64_t bytes) {
   if (size <= kSmallLimit) return allocate_small(size);
   std::optional<uint64_t> at = large_free_.take_best_fit(size);
   if (!at) return std::nullopt;
-  large_live_.emplace(*at, size);
+  live_.emplace(*at, Block{size, kNoPage});
   allocated_ += size;
   return at;
 }
 
 std::optional<uint64_t> BlockManager::allocate_small(uint64_t size) {
-  // Best fit across the pages that have room; a new page only when none has.
-  Page* best = nullptr;
-  uint64_t best_fit = ~0ull;
-  for (auto& [offset, page] : pages_) {
-    uint64_t largest = page.free.largest();
-    if (largest >= size && largest < best_fit) {
-      best = &page;
-      best_fit = largest;
-    }
-  }
-  if (!best) {
+  // Best fit across the pages: the page whose largest free range is the
+  // smallest that holds `size` (lowest address among equals); a new page
+  // only when none has room.
+  uint32_t id = best_page(size);
+  bool fresh = id == kNoPage;
+  if (fresh) {
     std::optional<uint64_t> page_at = large_free_.take_best_fit(kPageSize);
     if (!page_at) return std::nullopt;
-    large_live_.emplace(*page_at, kPageSize);
-    best = &pages_[*page_at];
-    best->free.insert(*page_at, kPageSize);
+    id = new_page(*page_at);
   }
-  std::optional<uint64_t> at = best->free.take_best_fit(size);
-  best->used += size;
-  small_live_.emplace(*at, size);
+  Page& page = pages_[id];
+  uint64_t at = *page.free.take_best_fit(size);
+  page.used += size;
+  uint32_t bucket = static_cast<uint32_t>(page.free.largest() / kAlignment);
+  if (fresh || bucket != page.bucket) {
+    if (!fresh) index_remove(id);
+    page.bucket = bucket;
+    index_add(id);
+  }
+  live_.emplace(at, Block{size, id});
   allocated_ += size;
   return at;
 }
 
-uint64_t BlockManager::release(uint64_t offset) {
-  auto small = small_live_.find(offset);
-  if (small != small_live_.end()) return release_small(small);
-  auto large = large_live_.find(offset);
-  if (large == large_live_.end() || pages_.count(offset)) return 0;  // a page is not a block
-  uint64_t size = large->second;
-  large_live_.erase(large);
-  large_free_.insert(offset, size);
-  allocated_ -= size;
-  return size;
+uint32_t BlockManager::new_page(uint64_t at) {
+  uint32_t id;
+  if (!unused_pages_.empty()) {
+    id = unused_pages_.back();
+    unused_pages_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(pages_.size());
+    pages_.emplace_back();
+  }
+  Page& page = pages_[id];
+  page.at = at;
+  page.free.insert(at, kPageSize);
+  page.in_use = true;
+  return id;
 }
 
-uint64_t BlockManager::release_small(std::map<uint64_t, uint64_t>::iterator block) {
-  uint64_t offset = block->first, size = block->second;
-  small_live_.erase(block);
-  auto page = std::prev(pages_.upper_bound(offset));
-  page->second.free.insert(offset, size);
-  page->second.used -= size;
-  allocated_ -= size;
-  if (page->second.used == 0) {  // the page's last block: back to the large space
-    uint64_t page_at = page->first;
-    pages_.erase(page);
-    large_live_.erase(page_at);
-    large_free_.insert(page_at, kPageSize);
+uint64_t BlockManager::release(uint64_t offset) {
+  auto it = live_.find(offset);  // a page is not a block: never found here
+  if (it == live_.end()) return 0;
+  Block block = it->second;
+  live_.erase(it);
+  allocated_ -= block.size;
+  if (block.page != kNoPage) return release_small(offset, block);
+  large_free_.insert(offset, block.size);
+  return block.size;
+}
+
+uint64_t BlockManager::release_small(uint64_t offset, const Block& block) {
+  Page& page = pages_[block.page];
+  page.free.insert(offset, block.size);
+  page.used -= block.size;
+  if (page.used == 0) {  // the page's last block: back to the large space
+    index_remove(block.page);
+    page.free.take(page.at, kPageSize);  // empty, its RangeSet kept for the slot's next page
+    large_free_.insert(page.at, kPageSize);
+    page.in_use = false;
+    unused_pages_.push_back(block.page);
+  } else if (uint32_t bucket = static_cast<uint32_t>(page.free.largest() / kAlignment); bucket != page.bucket) {
+    index_remove(block.page);
+    page.bucket = bucket;
+    index_add(block.page);
   }
-  return size;
+  return block.size;
+}
+
+// The page index: heaps_[b] is the root of a pairing heap, by address, of
+// the pages whose largest free range is b * kAlignment; nonempty_ and
+// nonempty_words_ mark the buckets that hold any, so the first bucket at or
+// above a size is two bit scans away.
+
+uint32_t BlockManager::best_page(uint64_t size) const {
+  uint32_t b = static_cast<uint32_t>(size / kAlignment), w = b / 64;
+  uint64_t bits = nonempty_[w] & (~0ull << (b % 64));
+  if (!bits) {
+    uint64_t words = w + 1 < 64 ? nonempty_words_ & (~0ull << (w + 1)) : 0;
+    if (!words) return kNoPage;
+    w = static_cast<uint32_t>(__builtin_ctzll(words));
+    bits = nonempty_[w];
+  }
+  return heaps_[w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits))];
+}
+
+void BlockManager::index_add(uint32_t id) {
+  Page& page = pages_[id];
+  page.child = page.next = page.prev = kNoPage;
+  uint32_t& root = heaps_[page.bucket];
+  if (root == kNoPage) {
+    nonempty_[page.bucket / 64] |= 1ull << (page.bucket % 64);
+    nonempty_words_ |= 1ull << (page.bucket / 64);
+  }
+  root = meld(root, id);
+}
+
+void BlockManager::index_remove(uint32_t id) {
+  Page& page = pages_[id];
+  uint32_t& root = heaps_[page.bucket];
+  uint32_t children = merge_pairs(page.child);
+  if (id == root) {
+    root = children;
+  } else {  // out of its sibling list, and its children back in the heap
+    Page& prev = pages_[page.prev];
+    (prev.child == id ? prev.child : prev.next) = page.next;
+    if (page.next != kNoPage) pages_[page.next].prev = page.prev;
+    root = meld(root, children);
+  }
+  page.child = page.next = page.prev = kNoPage;
+  if (root == kNoPage) {
+    nonempty_[page.bucket / 64] &= ~(1ull << (page.bucket % 64));
+    if (!nonempty_[page.bucket / 64]) nonempty_words_ &= ~(1ull << (page.bucket / 64));
+  }
+}
+
+uint32_t BlockManager::meld(uint32_t a, uint32_t b) {
+  if (a == kNoPage) return b;
+  if (b == kNoPage) return a;
+  if (pages_[b].at < pages_[a].at) std::swap(a, b);
+  Page &parent = pages_[a], &child = pages_[b];  // b becomes a's first child
+  child.next = parent.child;
+  if (parent.child != kNoPage) pages_[parent.child].prev = b;
+  child.prev = a;
+  parent.child = b;
+  return a;
+}
+
+// The standard two passes: meld the siblings in pairs from the left, then
+// the pairs into one from the right. The pairs wait on a stack threaded
+// through their `next` links.
+uint32_t BlockManager::merge_pairs(uint32_t first) {
+  uint32_t stack = kNoPage;
+  while (first != kNoPage) {
+    uint32_t a = first, b = pages_[a].next;
+    first = b == kNoPage ? kNoPage : pages_[b].next;
+    pages_[a].next = pages_[a].prev = kNoPage;
+    if (b != kNoPage) pages_[b].next = pages_[b].prev = kNoPage;
+    uint32_t pair = meld(a, b);
+    pages_[pair].next = stack;
+    stack = pair;
+  }
+  uint32_t root = kNoPage;
+  while (stack != kNoPage) {
+    uint32_t pair = stack;
+    stack = pages_[pair].next;
+    pages_[pair].next = kNoPage;
+    root = meld(root, pair);
+  }
+  return root;
 }
 
 uint64_t BlockManager::size_of(uint64_t offset) const {
-  auto small = small_live_.find(offset);
-  if (small != small_live_.end()) return small->second;
-  auto large = large_live_.find(offset);
-  if (large == large_live_.end() || pages_.count(offset)) return 0;
-  return large->second;
+  auto it = live_.find(offset);
+  return it == live_.end() ? 0 : it->second.size;
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> BlockManager::block_containing(uint64_t offset) const {
-  auto inside = [offset](const std::map<uint64_t, uint64_t>& live) -> std::optional<std::pair<uint64_t, uint64_t>> {
-    auto it = live.upper_bound(offset);
-    if (it == live.begin()) return std::nullopt;
-    --it;
-    if (offset - it->first >= it->second) return std::nullopt;
-    return *it;
-  };
-  if (auto small = inside(small_live_)) return small;
-  auto large = inside(large_live_);
-  if (!large || pages_.count(large->first)) return std::nullopt;  // free space of a page
-  return large;
+  if (uint64_t size = size_of(offset)) return std::make_pair(offset, size);  // a block's start
+  // Inside a block: live blocks are hashed, not ordered, so look at each.
+  // Only interior pointers come here (the C API's gpuslack_base_alloc,
+  // rare); the allocation paths never do.
+  for (const auto& [at, block] : live_)
+    if (offset - at < block.size) return std::make_pair(at, block.size);
+  return std::nullopt;
 }
 
+// Walks the space in address order: the large space's free ranges, live
+// large blocks and pages partition [0, capacity); within each page, its
+// free ranges and its small blocks partition the page. Then the page index.
 std::string BlockManager::check() const {
   if (std::string e = large_free_.check(); !e.empty()) return "large space: " + e;
-  // Free ranges and live large blocks (pages included) partition [0, capacity).
+  struct Span {
+    uint64_t at, size;
+    uint32_t page;  // the page it is, or the page it is in; kNoPage: a large block
+  };
+  std::vector<Span> large, small;  // large blocks and pages; small blocks
+  uint64_t large_allocated = 0, small_allocated = 0;
+  size_t in_use = 0;
+  for (const auto& [offset, block] : live_) {
+    if (block.page == kNoPage) {
+      if (block.size <= kSmallLimit) return "a small block outside every page at " + std::to_string(offset);
+      large.push_back({offset, block.size, kNoPage});
+      large_allocated += block.size;
+    } else {
+      if (block.page >= pages_.size() || !pages_[block.page].in_use)
+        return "a small block in no page at " + std::to_string(offset);
+      small.push_back({offset, block.size, block.page});
+      small_allocated += block.size;
+    }
+  }
+  for (uint32_t id = 0; id < pages_.size(); ++id) {
+    if (pages_[id].in_use) large.push_back({pages_[id].at, kPageSize, id});
+  }
+  auto by_address = [](const Span& a, const Span& b) { return a.at < b.at; };
+  std::sort(large.begin(), large.end(), by_address);
+  std::sort(small.begin(), small.end(), by_address);
+
   uint64_t cursor = 0;
-  auto free_it = large_free_.ranges().begin();
-  auto live_it = large_live_.begin();
-  uint64_t large_allocated = 0;
-  while (free_it != large_free_.ranges().end() || live_it != large_live_.end()) {
-    bool take_free = live_it == large_live_.end() ||
-                     (free_it != large_free_.ranges().end() && free_it->first < live_it->first);
-    uint64_t start = take_free ? free_it->first : live_it->first;
-    uint64_t size = take_free ? free_it->second : live_it->second;
+  auto free_it = large_free_.ranges().begin(), free_end = large_free_.ranges().end();
+  auto taken = large.begin();
+  auto block = small.begin();
+  while (free_it != free_end || taken != large.end()) {
+    bool take_free = taken == large.end() || (free_it != free_end && free_it->first < taken->at);
+    uint64_t start = take_free ? free_it->first : taken->at;
+    uint64_t size = take_free ? free_it->second : taken->size;
     if (start != cursor) return "a gap or overlap in the large space at " + std::to_string(start);
     if (start % kAlignment || size % kAlignment) return "misaligned range at " + std::to_string(start);
-    if (!take_free && !pages_.count(start)) large_allocated += size;
     cursor = start + size;
-    if (take_free) ++free_it;
-    else ++live_it;
+    if (take_free) {
+      ++free_it;
+      continue;
+    }
+    if (taken->page != kNoPage) {  // a page: its free ranges and blocks partition it
+      uint32_t id = taken->page;
+      const Page& page = pages_[id];
+      std::string at = std::to_string(page.at);
+      if (std::string e = page.free.check(); !e.empty()) return "page at " + at + ": " + e;
+      if (page.used == 0) return "an empty page kept at " + at;
+      uint64_t used = 0, in_page = page.at;
+      auto f = page.free.ranges().begin(), f_end = page.free.ranges().end();
+      while (in_page < page.at + kPageSize) {
+        if (f != f_end && f->first == in_page) {
+          in_page += f->second;
+          ++f;
+        } else if (block != small.end() && block->at == in_page && block->page == id) {
+          if (block->size > kSmallLimit) return "a large block in the page at " + at;
+          used += block->size;
+          in_page += block->size;
+          ++block;
+        } else {
+          return "a gap or overlap in the page at " + at;
+        }
+      }
+      if (in_page != page.at + kPageSize || f != f_end) return "a block or free range runs past the page at " + at;
+      if (used != page.used) return "the used bytes of the page at " + at + " disagree";
+      ++in_use;
+    }
+    ++taken;
   }
   if (cursor != capacity_) return "the large space does not end at capacity";
-  // Each page: its free ranges and its small blocks partition it.
-  uint64_t small_allocated = 0;
-  for (const auto& [page_at, page] : pages_) {
-    auto live = large_live_.find(page_at);
-    if (live == large_live_.end() || live->second != kPageSize) return "a page that is not a live 2 MiB block";
-    if (std::string e = page.free.check(); !e.empty()) return "page: " + e;
-    if (page.used == 0) return "an empty page kept at " + std::to_string(page_at);
-    uint64_t used = 0, at = page_at;
-    auto f = page.free.ranges().begin();
-    auto s = small_live_.lower_bound(page_at);
-    while (at < page_at + kPageSize) {
-      if (f != page.free.ranges().end() && f->first == at) {
-        at += f->second;
-        ++f;
-      } else if (s != small_live_.end() && s->first == at) {
-        if (s->second > kSmallLimit) return "a large block in a page";
-        used += s->second;
-        at += s->second;
-        ++s;
-      } else {
-        return "a gap or overlap in the page at " + std::to_string(page_at);
+  if (block != small.end()) return "a small block outside its page at " + std::to_string(block->at);
+  if (allocated_ != large_allocated + small_allocated) return "allocated() disagrees with the blocks";
+  return check_index(in_use);
+}
+
+// The page index holds every page in use, where the page says, under the
+// bucket of its largest free range; its heaps are in order, its bitmaps
+// mark exactly the non-empty buckets; the unused slots are the others.
+std::string BlockManager::check_index(size_t in_use) const {
+  for (uint32_t id = 0; id < pages_.size(); ++id) {
+    const Page& page = pages_[id];
+    if (page.in_use && page.bucket != page.free.largest() / kAlignment)
+      return "the page at " + std::to_string(page.at) + " is not under its largest free range in the index";
+    if (!page.in_use && (page.used || page.free.count())) return "an unused page slot that is not empty";
+  }
+  // Each marked bucket's heap, walked from its root: every page in it is in
+  // use and under this bucket, no lower than its parent, linked both ways;
+  // together they are the pages in use. (The unmarked buckets are not
+  // visited: check() runs after every operation of the fuzzer, and
+  // index_remove() unmarks a bucket only once its heap is empty.)
+  size_t indexed = 0;
+  uint64_t words = 0;
+  std::vector<uint32_t> parents;  // the walk's stack: pages whose children are to be seen
+  for (uint32_t w = 0; w < kBuckets / 64; ++w) {
+    if (nonempty_[w]) words |= 1ull << w;
+    for (uint64_t bits = nonempty_[w]; bits; bits &= bits - 1) {
+      uint32_t b = w * 64 + static_cast<uint32_t>(__builtin_ctzll(bits)), root = heaps_[b];
+      if (root == kNoPage) return "the page index marks an empty bucket";
+      if (pages_[root].prev != kNoPage || pages_[root].next != kNoPage) return "a page index root with siblings";
+      parents.assign(1, root);
+      while (!parents.empty()) {
+        uint32_t parent = parents.back();
+        parents.pop_back();
+        const Page& p = pages_[parent];
+        if (!p.in_use || p.bucket != b) return "a page in the wrong heap of the page index";
+        if (++indexed > in_use) return "the page index holds pages not in use, or a cycle";
+        for (uint32_t c = p.child, prev = parent; c != kNoPage; prev = c, c = pages_[c].next) {
+          if (c >= pages_.size() || pages_[c].prev != prev) return "a page index heap's links disagree";
+          if (pages_[c].at < p.at) return "a page index heap out of order at " + std::to_string(p.at);
+          parents.push_back(c);
+          if (indexed + parents.size() > in_use) return "the page index holds pages not in use, or a cycle";
+        }
       }
     }
-    if (at != page_at + kPageSize) return "a block runs past its page at " + std::to_string(page_at);
-    if (used != page.used) return "a page's used bytes disagree";
-    small_allocated += used;
   }
-  uint64_t small_total = 0;
-  for (const auto& b : small_live_) small_total += b.second;
-  if (small_total != small_allocated) return "a small block outside every page";
-  if (allocated_ != large_allocated + small_allocated) return "allocated() disagrees with the blocks";
+  if (words != nonempty_words_) return "the page index's word bitmap is wrong";
+  if (indexed != in_use) return "the page index misses pages in use";
+  if (unused_pages_.size() != pages_.size() - in_use) return "the unused page slots disagree with the pages";
+  std::vector<bool> listed(pages_.size());
+  for (uint32_t id : unused_pages_) {
+    if (id >= pages_.size() || pages_[id].in_use || listed[id]) return "a page slot listed as unused wrongly";
+    listed[id] = true;
+  }
   return "";
 }
 

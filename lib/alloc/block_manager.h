@@ -14,16 +14,34 @@
 //   - A small-pool page goes back to the large space when its last block
 //     is freed.
 //
+// Note [The cached path]: an allocation or a free that maps nothing costs a
+// few B-tree and hash-table operations and no scan (RangeSet's header says
+// how its indexes keep their share small). Live blocks are in a hash table
+// that also names each small block's page. Pages are indexed by their
+// largest free range in buckets, one per possible size (a page's ranges are
+// multiples of 512 B below 2 MiB: 4096 of them), a two-level bitmap of the
+// non-empty buckets and, in each bucket, a heap of its pages by address: a
+// small request's page (the one whose largest free range is the smallest
+// that fits, lowest address among equals) is found with two bit scans and a
+// heap's root, and a page whose largest range changes moves between two
+// heaps that usually hold one page each. The heaps are pairing heaps linked
+// through the pages themselves (O(1) insert, O(log n) amortized removal),
+// so 4096 buckets cost one array of roots and no allocation.
+// bench/alloc_latency_bench.cc measures the path; bench/README.md has the
+// figures.
+//
 // Plain data, no locking: the caller serializes. check() verifies every
 // invariant (blocks never overlap, free and used bytes partition the space,
 // everything freed has coalesced) for tests and debug builds.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "alloc/absl_containers.h"
 #include "alloc/range_set.h"
 
 namespace gpuslack {
@@ -52,7 +70,7 @@ class BlockManager {
   uint64_t capacity() const { return capacity_; }
   uint64_t allocated() const { return allocated_; }  // live blocks, rounded sizes
   uint64_t largest_free() const { return large_free_.largest(); }
-  size_t small_pages() const { return pages_.size(); }
+  size_t small_pages() const { return pages_.size() - unused_pages_.size(); }
   // The large space's free ranges (where a new large block or page can go).
   const RangeSet& large_free() const { return large_free_; }
 
@@ -63,19 +81,49 @@ class BlockManager {
   }
 
  private:
-  struct Page {
-    RangeSet free;
-    uint64_t used = 0;
+  static constexpr uint32_t kNoPage = ~0u;
+  // The page index's buckets: one per page largest free range / kAlignment.
+  static constexpr uint32_t kBuckets = kPageSize / kAlignment;
+  static_assert(kBuckets == 64 * 64, "the bucket bitmap is two levels of 64 bits");
+  struct Block {
+    uint64_t size;
+    uint32_t page;  // its small-pool page's index in pages_; kNoPage: a large block
   };
+  struct Page {
+    uint64_t at = 0;  // where the page lies in the large space
+    RangeSet free;    // its free bytes, in offsets of the whole space
+    uint64_t used = 0;
+    bool in_use = false;  // false: a slot of pages_ waiting for reuse
+    // In the page index: its bucket (free.largest() / kAlignment) and its
+    // links in that bucket's pairing heap: its first child, its next
+    // sibling, and its previous sibling (its parent if it is the first
+    // child; kNoPage for the heap's root).
+    uint32_t bucket = 0;
+    uint32_t child = kNoPage, next = kNoPage, prev = kNoPage;
+  };
+
   std::optional<uint64_t> allocate_small(uint64_t size);
-  uint64_t release_small(std::map<uint64_t, uint64_t>::iterator block);
+  uint64_t release_small(uint64_t offset, const Block& block);
+  uint32_t new_page(uint64_t at);
+  std::string check_index(size_t pages_in_use) const;
+
+  // The page index (Note [The cached path]). Every page in use is in it,
+  // under the bucket of its largest free range.
+  uint32_t best_page(uint64_t size) const;  // kNoPage if no page holds `size`
+  void index_add(uint32_t page);
+  void index_remove(uint32_t page);
+  uint32_t meld(uint32_t a, uint32_t b);  // two heap roots; the root of both
+  uint32_t merge_pairs(uint32_t first);  // a sibling list; the root of all
 
   uint64_t capacity_;
   uint64_t allocated_ = 0;
-  RangeSet large_free_;
-  std::map<uint64_t, uint64_t> large_live_;  // offset -> size: large blocks and pages
-  std::map<uint64_t, Page> pages_;           // page offset -> its small blocks' free space
-  std::map<uint64_t, uint64_t> small_live_;  // offset -> size
+  RangeSet large_free_;                        // pages are live 2 MiB blocks in it
+  absl::flat_hash_map<uint64_t, Block> live_;  // offset -> every live block (not pages)
+  std::vector<Page> pages_;                    // indexed by Block::page; slots reused
+  std::vector<uint32_t> unused_pages_;         // the slots of pages_ not in use
+  std::vector<uint32_t> heaps_ = std::vector<uint32_t>(kBuckets, kNoPage);  // each bucket's root page
+  uint64_t nonempty_[kBuckets / 64] = {};      // bit b: heaps_[b] holds a page
+  uint64_t nonempty_words_ = 0;                // bit w: nonempty_[w] != 0
 };
 
 }  // namespace alloc

@@ -3,7 +3,7 @@
 one run (issue 4: "zero device synchronizations from cudaFree in steady
 state and allocation stall time near zero, against native").
 
-Runs bench/demo/train_loop twice on the simulated device, both with
+Runs bench/demo/train_loop (20 steps, the first 8 a warm-up) twice on the simulated device, both with
 libgpuslack.so preloaded: GPUSLACK_CONF=allocator:native, then
 allocator:vmm. Reads the demo's own count of device synchronizations made
 by cudaFree (the simulated runtime counts them) and each run's summary
@@ -39,12 +39,12 @@ def run(conf, out):
         "GPUSLACK_CONF": conf,
         "GPUSLACK_OUTPUT": out,
     })
-    r = subprocess.run([ENV["TRAIN_LOOP"], "--steps", "8"], env=env, capture_output=True, text=True, timeout=240)
+    r = subprocess.run([ENV["TRAIN_LOOP"], "--steps", "20", "--warmup", "8"], env=env, capture_output=True, text=True, timeout=240)
     if r.returncode != 0:
         raise AssertionError(f"train_loop ({conf}) failed: {r.stdout}\n{r.stderr}")
-    syncs = re.search(r"device synchronizations by cudaFree in steady state \(steps 1\.\.\d+\): (\d+)", r.stdout)
+    syncs = re.search(r"device synchronizations by cudaFree in steady state \(steps \d+\.\.\d+\): (\d+)", r.stdout)
     median = re.search(r"median step ([0-9.]+) ms", r.stdout)
-    steady = re.search(r"time lost to allocation in steady state \(steps 1\.\.\d+\): ([0-9.]+) ms", r.stdout)
+    steady = re.search(r"time lost to allocation in steady state \(steps \d+\.\.\d+\): ([0-9.]+) ms", r.stdout)
     docs = glob.glob(os.path.join(out, "gpuslack-*.json"))
     if not syncs or not median or not steady or len(docs) != 1:
         raise AssertionError(f"unexpected output ({conf}): {r.stdout}\n{r.stderr}\n{docs}")
@@ -68,16 +68,16 @@ class DemoAllocator(unittest.TestCase):
         for name, r in (("native", native), ("vmm", vmm)):
             print(f"{name:6}  cudaFree device syncs (steady state) {r['syncs']:4d}  "
                   f"allocation lost {r['alloc_s'] * 1e3:9.3f} ms (cudaFree {r['free_s'] * 1e3:9.3f} ms, "
-                  f"steps 1.. {r['steady_alloc_ms']:8.3f} ms)  median step {r['median_ms']:8.2f} ms",
+                  f"steps 8.. {r['steady_alloc_ms']:8.3f} ms)  median step {r['median_ms']:8.2f} ms",
                   file=sys.stderr)
         self.assertGreater(native["syncs"], 0, "the control: native cudaFree synchronizes")
         self.assertEqual(0, vmm["syncs"])
         self.assertGreater(vmm["vmm_frees"], 0)
         self.assertLess(vmm["free_s"], native["free_s"] / 100)
         self.assertLess(vmm["alloc_s"], native["alloc_s"])
-        # After the warm-up step: what is left is mapping for sequences
-        # longer than any seen yet (1/6 to 1/18 of native, by the load).
-        self.assertLess(vmm["steady_alloc_ms"], native["steady_alloc_ms"] / 3)
+        # After the warm-up steps: what is left is mapping for sequences
+        # longer than any seen yet (1/30 of native measured).
+        self.assertLess(vmm["steady_alloc_ms"], native["steady_alloc_ms"] / 5)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 // BlockManager without CUDA: randomized sequences of allocations and frees,
 // with every invariant checked after every operation, against an
-// independent model of which bytes are live.
+// independent model of which bytes are live, and against a reference
+// allocator that places every block the way BlockManager must, by scanning.
 #include "alloc/block_manager.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -117,6 +121,146 @@ TEST(BlockManager, RandomSequencesKeepEveryInvariant) {
 TEST(BlockManager, RandomSequencesUnderPressure) {
   // A small space: many allocations fail, pages and large blocks compete.
   for (unsigned seed = 100; seed < 110; ++seed) random_run(seed, 24 * kMiB, 3000);
+}
+
+// The placement rules, written the obvious way (every choice a scan): free
+// ranges coalesce; a large block takes the smallest free range that holds
+// it, lowest address among equals; a small block goes to the page whose
+// largest free range is the smallest that holds it (lowest address among
+// equals), a new page (placed like a large block) only if none does, and
+// takes that page's best-fitting range; an empty page goes back.
+class ReferenceBlockManager {
+ public:
+  explicit ReferenceBlockManager(uint64_t capacity) : capacity_(capacity) { add(large_, 0, capacity); }
+
+  std::optional<uint64_t> allocate(uint64_t bytes) {
+    if (bytes > capacity_) return std::nullopt;
+    uint64_t size = BlockManager::round_up(bytes);
+    if (size > BlockManager::kSmallLimit) {
+      auto at = take_best_fit(large_, size);
+      if (at) live_[*at] = size;
+      return at;
+    }
+    std::map<uint64_t, uint64_t>* best = nullptr;
+    uint64_t best_largest = ~0ull;
+    for (auto& [page_at, free] : pages_) {
+      uint64_t l = largest(free);
+      if (l >= size && l < best_largest) best = &free, best_largest = l;
+    }
+    if (!best) {
+      auto page_at = take_best_fit(large_, BlockManager::kPageSize);
+      if (!page_at) return std::nullopt;
+      best = &pages_[*page_at];
+      add(*best, *page_at, BlockManager::kPageSize);
+    }
+    auto at = take_best_fit(*best, size);
+    live_[*at] = size;
+    return at;
+  }
+
+  uint64_t release(uint64_t offset) {
+    auto it = live_.find(offset);
+    if (it == live_.end()) return 0;
+    uint64_t size = it->second;
+    live_.erase(it);
+    if (size > BlockManager::kSmallLimit) {
+      add(large_, offset, size);
+      return size;
+    }
+    auto page = std::prev(pages_.upper_bound(offset));
+    add(page->second, offset, size);
+    if (page->second.size() == 1 && page->second.begin()->second == BlockManager::kPageSize) {
+      add(large_, page->first, BlockManager::kPageSize);
+      pages_.erase(page);
+    }
+    return size;
+  }
+
+  size_t small_pages() const { return pages_.size(); }
+  uint64_t largest_free() const { return largest(large_); }
+
+ private:
+  static void add(std::map<uint64_t, uint64_t>& free, uint64_t offset, uint64_t size) {
+    auto next = free.lower_bound(offset);
+    if (next != free.end() && next->first == offset + size) {
+      size += next->second;
+      next = free.erase(next);
+    }
+    if (next != free.begin() && std::prev(next)->first + std::prev(next)->second == offset) {
+      std::prev(next)->second += size;
+    } else {
+      free.emplace(offset, size);
+    }
+  }
+  static std::optional<uint64_t> take_best_fit(std::map<uint64_t, uint64_t>& free, uint64_t size) {
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      if (it->second >= size && (best == free.end() || it->second < best->second)) best = it;
+    }
+    if (best == free.end()) return std::nullopt;
+    uint64_t at = best->first, rest = best->second - size;
+    free.erase(best);
+    if (rest) free.emplace(at + size, rest);
+    return at;
+  }
+  static uint64_t largest(const std::map<uint64_t, uint64_t>& free) {
+    uint64_t l = 0;
+    for (auto& [offset, size] : free) l = std::max(l, size);
+    return l;
+  }
+
+  uint64_t capacity_;
+  std::map<uint64_t, uint64_t> large_, live_;
+  std::map<uint64_t, std::map<uint64_t, uint64_t>> pages_;
+};
+
+// Op for op, BlockManager places every block where the reference does.
+// Sizes come from a short list, so that many pages end up with equal
+// largest free ranges and the choice among them is tested.
+void reference_run(unsigned seed, uint64_t capacity, int ops) {
+  std::mt19937_64 rng(seed);
+  BlockManager m(capacity);
+  ReferenceBlockManager ref(capacity);
+  std::vector<uint64_t> live;
+  const uint64_t sizes[] = {1, 512, 4096, 64 << 10, 300 << 10, 512 << 10, 768 << 10, kMiB, kMiB + 1, 3 * kMiB};
+  for (int i = 0; i < ops; ++i) {
+    if (live.empty() || rng() % 100 < 60) {
+      uint64_t bytes = sizes[rng() % std::size(sizes)];
+      std::optional<uint64_t> at = m.allocate(bytes);
+      ASSERT_EQ(ref.allocate(bytes), at) << "seed " << seed << " op " << i << ": " << bytes << " bytes";
+      if (at) live.push_back(*at);
+    } else {
+      size_t k = rng() % live.size();
+      ASSERT_EQ(ref.release(live[k]), m.release(live[k])) << "seed " << seed << " op " << i;
+      live[k] = live.back();
+      live.pop_back();
+    }
+    ASSERT_EQ("", m.check()) << "seed " << seed << " op " << i;
+    ASSERT_EQ(ref.small_pages(), m.small_pages()) << "seed " << seed << " op " << i;
+    ASSERT_EQ(ref.largest_free(), m.largest_free()) << "seed " << seed << " op " << i;
+  }
+}
+
+TEST(BlockManager, PlacesEveryBlockWhereTheReferenceDoes) {
+  for (unsigned seed = 1; seed <= 10; ++seed) reference_run(seed, 256 * kMiB, 3000);
+  for (unsigned seed = 200; seed < 205; ++seed) reference_run(seed, 24 * kMiB, 3000);
+}
+
+TEST(BlockManager, AmongEqualPagesTheLowestWins) {
+  BlockManager m(64 * kMiB);
+  std::vector<uint64_t> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(*m.allocate(768 << 10));  // 4 pages, 512 KiB free in each
+  ASSERT_EQ(4u, m.small_pages());
+  uint64_t page[4];
+  for (int p = 0; p < 4; ++p) page[p] = blocks[2 * p];  // each page's first block is at its start
+  EXPECT_EQ(page[0] + (1536 << 10), m.allocate(256 << 10));  // all equal: the lowest page
+  EXPECT_EQ(page[0] + (1792 << 10), m.allocate(256 << 10));  // now the tightest: the same page
+  EXPECT_EQ(page[1] + (1536 << 10), m.allocate(512 << 10));  // the next lowest
+  m.release(blocks[4]);  // page 2 gains a 768 KiB range, below its 512 KiB one
+  EXPECT_EQ(page[2], m.allocate(600 << 10));  // the only page with room
+  m.release(blocks[7]);  // page 3: 1.25 MiB free, in one range
+  EXPECT_EQ(page[2] + (600 << 10), m.allocate(168 << 10));  // 168 KiB left in page 2: tightest
+  EXPECT_EQ("", m.check());
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <vector>
+
 namespace gpuslack {
 namespace alloc {
 namespace {
@@ -52,6 +57,101 @@ TEST(RangeSet, TakeSplitsARangeInThree) {
   ASSERT_TRUE(s.insert(400, 200));
   EXPECT_EQ(1u, s.count());
   EXPECT_EQ("", s.check());
+}
+
+TEST(RangeSet, RangesAreOffsetAndSizeInAddressOrder) {
+  RangeSet s;
+  s.insert(4000, 500);
+  s.insert(0, 1000);
+  s.insert(2000, 300);
+  std::vector<std::pair<uint64_t, uint64_t>> got(s.ranges().begin(), s.ranges().end());
+  EXPECT_EQ((std::vector<std::pair<uint64_t, uint64_t>>{{0, 1000}, {2000, 300}, {4000, 500}}), got);
+  auto it = s.ranges().begin();
+  EXPECT_EQ(0u, it->first);
+  EXPECT_EQ(1000u, it->second);
+  EXPECT_EQ(3u, s.ranges().size());
+  EXPECT_EQ(std::make_pair(uint64_t{2000}, uint64_t{300}), s.containing(2299));
+  EXPECT_FALSE(s.containing(2300));
+  EXPECT_FALSE(s.containing(1999));
+}
+
+TEST(RangeSet, EveryWayARangeChanges) {
+  RangeSet s;
+  s.insert(1000, 1000);
+  ASSERT_TRUE(s.take(1900, 100));  // the tail: the range's end moves
+  ASSERT_TRUE(s.take(1000, 100));  // the head: its start moves
+  EXPECT_EQ(std::make_pair(uint64_t{1100}, uint64_t{800}), s.containing(1500));
+  ASSERT_TRUE(s.insert(1900, 50));  // grows up, merging with the range before
+  ASSERT_TRUE(s.insert(1050, 50));  // grows down, merging with the range after
+  EXPECT_EQ(std::make_pair(uint64_t{1050}, uint64_t{900}), s.containing(1050));
+  ASSERT_TRUE(s.insert(2000, 10));  // apart: a range of its own
+  ASSERT_TRUE(s.insert(1950, 50));  // bridges two
+  EXPECT_EQ(1u, s.count());
+  EXPECT_EQ(960u, s.largest());
+  EXPECT_EQ("", s.check());
+  ASSERT_TRUE(s.take(1050, 960));  // all of it
+  EXPECT_EQ(0u, s.count());
+  EXPECT_EQ(0u, s.largest());
+  EXPECT_FALSE(s.take_best_fit(1));
+  EXPECT_EQ("", s.check());
+}
+
+// Random inserts and takes against a model that knows every free unit: the
+// same answers, the same ranges, every invariant after every operation.
+TEST(RangeSet, RandomOperationsMatchAUnitByUnitModel) {
+  constexpr uint64_t kUnits = 256;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    RangeSet s;
+    std::vector<bool> free(kUnits, false);
+    auto model_ranges = [&] {
+      std::vector<std::pair<uint64_t, uint64_t>> ranges;
+      for (uint64_t u = 0; u < kUnits;) {
+        if (!free[u]) {
+          ++u;
+          continue;
+        }
+        uint64_t start = u;
+        while (u < kUnits && free[u]) ++u;
+        ranges.emplace_back(start, u - start);
+      }
+      return ranges;
+    };
+    for (int op = 0; op < 3000; ++op) {
+      uint64_t offset = rng() % kUnits, size = 1 + rng() % 16;
+      if (offset + size > kUnits) size = kUnits - offset;
+      bool all_free = true, none_free = true;
+      for (uint64_t u = offset; u < offset + size; ++u) (free[u] ? none_free : all_free) = false;
+      switch (rng() % 3) {
+        case 0:  // insert: only where nothing is free
+          ASSERT_EQ(none_free, s.insert(offset, size)) << "seed " << seed << " op " << op;
+          if (none_free) std::fill(free.begin() + offset, free.begin() + offset + size, true);
+          break;
+        case 1: {  // take: only inside one free range
+          ASSERT_EQ(all_free, s.take(offset, size)) << "seed " << seed << " op " << op;
+          if (all_free) std::fill(free.begin() + offset, free.begin() + offset + size, false);
+          break;
+        }
+        default: {  // best fit: the smallest range that holds it, lowest first
+          std::optional<uint64_t> want;
+          uint64_t want_size = ~0ull;
+          for (auto [start, len] : model_ranges()) {
+            if (len >= size && len < want_size) want = start, want_size = len;
+          }
+          ASSERT_EQ(want, s.take_best_fit(size)) << "seed " << seed << " op " << op;
+          if (want) std::fill(free.begin() + *want, free.begin() + *want + size, false);
+        }
+      }
+      ASSERT_EQ("", s.check()) << "seed " << seed << " op " << op;
+      auto ranges = model_ranges();
+      std::vector<std::pair<uint64_t, uint64_t>> got(s.ranges().begin(), s.ranges().end());
+      ASSERT_EQ(ranges, got) << "seed " << seed << " op " << op;
+      uint64_t largest = 0, total = 0;
+      for (auto [start, len] : ranges) largest = std::max(largest, len), total += len;
+      ASSERT_EQ(largest, s.largest());
+      ASSERT_EQ(total, s.total());
+    }
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "alloc/stream_registry.h"
 #include "alloc/vmm.h"
+#include "pin/process_heap.h"
 #include "cuda/runtime_api.h"
 #include "session_start.h"
 #include "log/log.h"
@@ -97,6 +98,20 @@ GPUSLACK_API unsigned long long gpuslack_trim(int device) {
   return released;
 }
 
+GPUSLACK_API int gpuslack_pinned_stats_get(gpuslack_pinned_stats* out) {
+  gpuslack::pin::PinnedHeap* heap = gpuslack::pin::existing_pinned_heap();
+  if (!heap || !out) return -1;
+  gpuslack::pin::PinnedStats s = heap->stats();
+  *out = gpuslack_pinned_stats{s.pinned,      s.peak_pinned, s.live,         s.peak_live, s.cap,
+                               s.chunks,      s.allocations, s.frees,        s.pending_free,
+                               s.cap_hits,    s.fallbacks,   s.passthrough,  s.trimmed,   s.stall_s};
+  return 0;
+}
+
+GPUSLACK_API unsigned long long gpuslack_pinned_trim(void) {
+  gpuslack::pin::PinnedHeap* heap = gpuslack::pin::existing_pinned_heap();
+  return heap ? heap->trim() : 0;
+}
 
 // ------------------------------------------- stream-ordered device memory ---
 

@@ -10,6 +10,9 @@
 //   cudaMallocAsync / cudaFreeAsync
 //                                -> the VMM allocator (alloc/vmm.h) when
 //                                   GPUSLACK_CONF selects allocator:vmm
+//   cudaMallocHost, cudaHostAlloc,
+//   cudaFreeHost                 -> the pinned heap (pin/pinned_heap.h) when
+//                                   GPUSLACK_CONF's pin is on
 //   cudaMemGetInfo               -> adds the allocator's cached bytes to
 //                                   "free" (README, "cudaMemGetInfo")
 //   cudaDeviceEnablePeerAccess   -> grants the peer the allocator's memory
@@ -51,6 +54,7 @@
 #include "cuda/runtime_api.h"
 #include "log/log.h"
 #include "pin/host_work.h"
+#include "pin/process_heap.h"
 #include "pin/staged_copy.h"
 
 namespace gpuslack {
@@ -148,6 +152,48 @@ struct Route<kId_cudaFreeAsync> {
 template <>
 struct Route<kId_cudaFreeAsync_ptsz> {
   static FreeAsyncFn get(FreeAsyncFn) { return &routed_free_async<true>; }
+};
+
+// cudaMallocHost / cudaHostAlloc: from the pinned heap; when it cannot
+// serve (flags it does not take, the cap, a failing runtime, a capture),
+// from the runtime, whose own answer the caller then gets.
+using HostAllocFn = cudaError_t (*)(void**, size_t, unsigned int);
+cudaError_t routed_malloc_host(void** p, size_t size) {
+  MallocFn real = real_of<MallocFn>(slot_cudaMallocHost);
+  pin::PinnedHeap* heap = p && size ? pin::pinned_heap() : nullptr;
+  void* block = heap ? heap->allocate(size, cudaHostAllocDefault) : nullptr;
+  if (!block) return real(p, size);
+  *p = block;
+  return cudaSuccess;
+}
+cudaError_t routed_host_alloc(void** p, size_t size, unsigned int flags) {
+  HostAllocFn real = real_of<HostAllocFn>(slot_cudaHostAlloc);
+  pin::PinnedHeap* heap = p && size ? pin::pinned_heap() : nullptr;
+  void* block = heap ? heap->allocate(size, flags) : nullptr;
+  if (!block) return real(p, size, flags);
+  *p = block;
+  return cudaSuccess;
+}
+// cudaFreeHost: a heap block goes back without synchronizing the device;
+// anything else (NULL, the runtime's own pinned memory, a bad pointer) to
+// the runtime.
+cudaError_t routed_free_host(void* p) {
+  FreeFn real = real_of<FreeFn>(slot_cudaFreeHost);
+  pin::PinnedHeap* heap = p ? pin::existing_pinned_heap() : nullptr;
+  if (!heap || !heap->owns(p)) return real(p);
+  return heap->free(p) ? cudaSuccess : cudaErrorInvalidValue;
+}
+template <>
+struct Route<kId_cudaMallocHost> {
+  static MallocFn get(MallocFn) { return &routed_malloc_host; }
+};
+template <>
+struct Route<kId_cudaHostAlloc> {
+  static HostAllocFn get(HostAllocFn) { return &routed_host_alloc; }
+};
+template <>
+struct Route<kId_cudaFreeHost> {
+  static FreeFn get(FreeFn) { return &routed_free_host; }
 };
 
 // cudaMemGetInfo: memory the allocator holds mapped but unused is free in

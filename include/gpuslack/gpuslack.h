@@ -69,6 +69,37 @@ GPUSLACK_API void gpuslack_reset_peak_stats(int device);
  * (-1: every device). Returns the bytes released. */
 GPUSLACK_API unsigned long long gpuslack_trim(int device);
 
+/* The pinned host heap's figures (GPUSLACK_CONF pin, on by default): the
+ * heap that serves cudaMallocHost, cudaHostAlloc and cudaFreeHost. */
+typedef struct gpuslack_pinned_stats {
+  unsigned long long pinned;          /* bytes pinned now: every chunk held */
+  unsigned long long peak_pinned;
+  unsigned long long live;            /* bytes in live blocks */
+  unsigned long long peak_live;
+  unsigned long long cap;             /* the most the heap pins (pinned_cap_mb) */
+  unsigned long long chunks;          /* chunks held now */
+  unsigned long long allocations;     /* served from the heap */
+  unsigned long long frees;           /* cudaFreeHost calls served without a device sync */
+  unsigned long long pending_free;    /* freed blocks (a count) not reusable yet */
+  unsigned long long cap_hits;        /* allocations the cap left to the runtime */
+  unsigned long long fallbacks;       /* allocations left to the runtime, cap hits included */
+  unsigned long long passthrough;     /* write-combined or unknown flags: the runtime's */
+  unsigned long long trimmed;         /* bytes given back by trims */
+  double stall_s;                     /* waited for pending frees at the cap */
+} gpuslack_pinned_stats;
+
+/* Fills `out`. Returns 0, or -1 when the heap has not served anything
+ * (pin:false, or no pinned allocation yet). */
+GPUSLACK_API int gpuslack_pinned_stats_get(gpuslack_pinned_stats* out);
+
+/* Gives pinned memory back: waits for every freed block's fence (the GPU
+ * finishing its work on it), then releases (cudaFreeHost) every chunk of
+ * the heap that no live block uses. Returns the bytes released. Separate
+ * from gpuslack_trim, which is per device and is what
+ * torch.cuda.empty_cache reaches (gpuslack_reset): PyTorch gives pinned
+ * memory back on its own call, torch._C._host_emptyCache. */
+GPUSLACK_API unsigned long long gpuslack_pinned_trim(void);
+
 /* ------------------------------------------------------------------------
  * Stream-ordered device memory from the VMM allocator, with the signatures
  * PyTorch's CUDAPluggableAllocator loads:

@@ -81,8 +81,9 @@ bool FreeEpochs::close() {
 bool FreeEpochs::close_on(std::vector<uint64_t> blocks, std::vector<cudaStream_t> streams, bool with_fences) {
   if (blocks.empty()) return true;
   Epoch epoch;
+  Fences f;  // with_fences: holds the registry until the events are recorded
   if (with_fences) {
-    Fences f = fences(device_);
+    f = fences(device_);
     for (cudaStream_t s : f.streams)
       if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
     epoch.drains = std::move(f.drains);

@@ -61,7 +61,7 @@ void stream_destroying(cudaStream_t stream) {
 Fences fences(int device) {
   Fences f;
   f.streams.push_back(cudaStreamLegacy);
-  std::lock_guard<std::mutex> lock(g_mu);
+  f.held = std::unique_lock<std::mutex>(g_mu);  // until the caller has recorded
   auto& all = streams();
   // Drop destroyed streams whose work has finished.
   all.erase(std::remove_if(all.begin(), all.end(),

@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace gpuslack {
@@ -44,9 +45,16 @@ struct OwnedEvent {
 // now on `streams` (the legacy default stream and every live non-blocking
 // stream), and events already recorded on destroyed non-blocking streams
 // whose work may still be queued (`drains`; the epoch keeps them alive).
+// `held` keeps the registry locked until the Fences is gone: record the
+// events first. A stream listed here may belong to another thread, which
+// could otherwise destroy it between this answer and the record (an event
+// recorded on a dead handle: undefined in CUDA; on the simulated device, a
+// stream whose worker had exited, and a device synchronization that never
+// returned); stream_destroying() waits instead.
 struct Fences {
   std::vector<cudaStream_t> streams;
   std::vector<std::shared_ptr<OwnedEvent>> drains;
+  std::unique_lock<std::mutex> held;
 };
 Fences fences(int device);
 

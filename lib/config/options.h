@@ -47,6 +47,12 @@ namespace gpuslack {
     "vmm: release free physical memory past this many MiB (0: only on demand)") \
   X(map_chunk_mb, int, 16,                                                     \
     "vmm: back runs of granules with physical chunks of up to this many MiB")   \
+  X(pin, bool, true,                                                          \
+    "serve cudaMallocHost/cudaHostAlloc/cudaFreeHost from gpuslack's pinned heap") \
+  X(pinned_cap_mb, int, 0,                                                     \
+    "pin: the most host memory the heap pins, MiB (0: a quarter of physical memory)") \
+  X(pinned_chunk_mb, int, 64,                                                  \
+    "pin: the heap pins host memory in chunks of this many MiB (at least 2)") \
   X(collective_timing_every, int, 8,                                           \
     "time the GPU side of one NCCL call in this many (each costs two events)") \
   X(expected_busbw_gbps, double, 0.0,                                          \

@@ -40,7 +40,9 @@ void load() {
             resolve(lib, "cuMemCreate", &api->mem_create, why) &&
             resolve(lib, "cuMemRelease", &api->mem_release, why) && resolve(lib, "cuMemMap", &api->mem_map, why) &&
             resolve(lib, "cuMemUnmap", &api->mem_unmap, why) &&
-            resolve(lib, "cuMemSetAccess", &api->mem_set_access, why);
+            resolve(lib, "cuMemSetAccess", &api->mem_set_access, why) &&
+            resolve(lib, "cuDeviceGetCount", &api->device_get_count, why) &&
+            resolve(lib, "cuDevicePrimaryCtxGetState", &api->primary_ctx_get_state, why);
   if (!ok) {
     delete api;
     return;

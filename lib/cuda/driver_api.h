@@ -32,6 +32,9 @@ struct DriverApi {
                       unsigned long long flags);
   CUresult (*mem_unmap)(CUdeviceptr ptr, size_t size);
   CUresult (*mem_set_access)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count);
+  // Which devices the process uses (the pinned heap fences frees on each).
+  CUresult (*device_get_count)(int* count);
+  CUresult (*primary_ctx_get_state)(CUdevice device, unsigned int* flags, int* active);
 };
 
 const DriverApi* driver();

@@ -31,8 +31,8 @@ GPUSLACK_RUNTIME_CALL(event_elapsed_ms, "cudaEventElapsedTime", (float* ms, cuda
 GPUSLACK_RUNTIME_CALL(event_destroy, "cudaEventDestroy", (cudaEvent_t event), (event))
 GPUSLACK_RUNTIME_CALL(stream_is_capturing, "cudaStreamIsCapturing",
                       (cudaStream_t stream, cudaStreamCaptureStatus * status), (stream, status))
-GPUSLACK_RUNTIME_CALL(host_alloc, "cudaHostAlloc", (void** ptr, size_t bytes, unsigned int flags), (ptr, bytes, flags))
-GPUSLACK_RUNTIME_CALL(free_host, "cudaFreeHost", (void* ptr), (ptr))
+GPUSLACK_RUNTIME_CALL(host_alloc, "cudaHostAlloc", (void** p, size_t size, unsigned int flags), (p, size, flags))
+GPUSLACK_RUNTIME_CALL(free_host, "cudaFreeHost", (void* p), (p))
 GPUSLACK_RUNTIME_CALL(memcpy_async, "cudaMemcpyAsync",
                       (void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream),
                       (dst, src, bytes, kind, stream))

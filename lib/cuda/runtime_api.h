@@ -31,12 +31,15 @@ cudaError_t event_elapsed_ms(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t event_destroy(cudaEvent_t event);
 cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
 
-// Staged copies (pin/staged_copy.h): pinned staging memory from the real
-// cudaHostAlloc (never through gpuslack's own hooks), the copies in and out
-// of it, and the stream queries the copies need. A `stream` here is a real
-// handle: the per-thread default stream is cudaStreamPerThread, never 0.
-cudaError_t host_alloc(void** ptr, size_t bytes, unsigned int flags);
-cudaError_t free_host(void* ptr);
+// Pinned host memory: the chunks of the pinned heap (pin/pinned_chunks.h).
+// These are the runtime's own calls, never gpuslack's hooks of them.
+cudaError_t host_alloc(void** p, size_t size, unsigned int flags);
+cudaError_t free_host(void* p);
+
+// Staged copies (pin/staged_copy.h): the copies in and out of staging
+// memory (which comes from host_alloc above), and the stream queries the
+// copies need. A `stream` here is a real handle: the per-thread default
+// stream is cudaStreamPerThread, never 0.
 cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
 cudaError_t memcpy_2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                             cudaMemcpyKind kind, cudaStream_t stream);

@@ -11,9 +11,21 @@
 // never the MALLOC_CONF environment variable (that one belongs to the host
 // process's allocator). No background thread: a library inside someone
 // else's process does not start threads it was not asked for. Two arenas:
-// bookkeeping is light and contention low.
+// bookkeeping is light and contention low. No retained virtual memory: with
+// retain, jemalloc grows an arena by ever larger requests to its extent
+// hooks and keeps what it did not use, which the pinned arena could then
+// never give back to its chunks (pinned_arena.h); without it, the hooks are
+// asked for exactly what jemalloc needs. Free extents are reused whatever
+// their size (lg_extent_max_active_fit:64 turns the limit off): by default
+// jemalloc will not split a free extent 64 times larger than a request, and
+// asks its hooks for new memory instead, so that a loop of pinned
+// allocations and frees, whose freed blocks coalesce, pinned a new chunk
+// every few hundred pairs. (jemalloc also pads every large extent by a
+// page, cache-obliviously, which 5.3 cannot turn off at run time: a 64 MiB
+// block takes a chunk of 66 MiB, chunks being whole 2 MiB.)
 extern "C" {
-const char* je_malloc_conf = "background_thread:false,narenas:2,percpu_arena:disabled";
+const char* je_malloc_conf =
+    "background_thread:false,narenas:2,percpu_arena:disabled,retain:false,lg_extent_max_active_fit:64";
 }
 
 namespace gpuslack {
@@ -35,6 +47,8 @@ std::size_t private_allocated_bytes() {
   if (je_mallctl("stats.allocated", &allocated, &len, nullptr, 0) != 0) return 0;
   return allocated;
 }
+
+const char* private_heap_conf() { return je_malloc_conf; }
 
 const char* jemalloc_version() {
   const char* v = nullptr;

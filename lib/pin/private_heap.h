@@ -28,6 +28,10 @@ void private_free(void* p);
 std::size_t private_allocated_bytes();
 // The version string the linked jemalloc reports ("5.3.0-0-g...").
 const char* jemalloc_version();
+// The instance's configuration (its malloc_conf). Whoever uses the instance
+// directly (the pinned arena) calls this, which also links that
+// configuration in: jemalloc refers to it only weakly.
+const char* private_heap_conf();
 
 }  // namespace pin
 }  // namespace gpuslack

@@ -361,6 +361,32 @@ void collectives(const CollectivesSection& c, Writer* w) {
   w->end_object();
 }
 
+// The pinned host heap: docs/summary.md, "The pinned heap".
+void pinned(const pin::PinnedStats& p, Writer* w) {
+  auto whole = [&](const char* key, uint64_t v) { w->key(key).integer(static_cast<int64_t>(v)); };
+  w->begin_object();
+  whole("pinned", p.pinned);
+  whole("peak_pinned", p.peak_pinned);
+  whole("live", p.live);
+  whole("peak_live", p.peak_live);
+  whole("cap", p.cap);
+  whole("chunk_size", p.chunk_size);
+  whole("chunks", p.chunks);
+  whole("chunks_allocated", p.chunks_allocated);
+  whole("chunks_released", p.chunks_released);
+  whole("allocations", p.allocations);
+  whole("frees", p.frees);
+  whole("pending_free", p.pending_free);
+  whole("epochs", p.epochs);
+  whole("deferred_frees", p.deferred_frees);
+  whole("cap_hits", p.cap_hits);
+  whole("fallbacks", p.fallbacks);
+  whole("passthrough", p.passthrough);
+  whole("trimmed", p.trimmed);
+  w->key("stall_s").seconds(p.stall_s);
+  w->end_object();
+}
+
 }  // namespace
 
 std::string json_string(const std::string& text) {
@@ -454,6 +480,10 @@ std::string format_json(const Summary& s) {
     staging(s.staging, &w);
   } else {
     w.null();
+  }
+  if (s.pinned.present) {
+    w.key("pinned");
+    pinned(s.pinned.stats, &w);
   }
   w.end_object();
   return w.take();

@@ -255,6 +255,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
     s.allocator.push_back(a);
   }
   s.staging = build_staging(threads, run);
+  s.pinned = run.pinned;
   return s;
 }
 

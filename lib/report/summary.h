@@ -20,6 +20,7 @@
 #include "ledger/collectives.h"
 #include "ledger/communicators.h"
 #include "ledger/ledger.h"
+#include "pin/pinned_stats.h"
 #include "pin/staging_stats.h"
 
 namespace gpuslack {
@@ -137,6 +138,13 @@ struct StagingSection {
   std::vector<PageableSiteRow> sites;  // most bytes first, top_call_sites of them
 };
 
+// The pinned host heap (pin on), once it was made: its figures as
+// pin::PinnedStats.
+struct PinnedSection {
+  bool present = false;
+  pin::PinnedStats stats;
+};
+
 struct Summary {
   int schema_version = kSchemaVersion;
   std::string gpuslack_version;
@@ -161,6 +169,7 @@ struct Summary {
   CollectivesSection collectives;
   std::vector<AllocatorRow> allocator;  // empty unless allocator:vmm served a device
   StagingSection staging;
+  PinnedSection pinned;                 // "pinned" in the JSON only when present
 };
 
 // Facts about the process that the ledger does not hold.
@@ -182,6 +191,7 @@ struct RunInfo {
   std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
   bool staging_present = false;         // session.cc fills these from pin::existing_stager()
   pin::StagingStats staging;
+  PinnedSection pinned;                 // session.cc fills it
 };
 
 // Builds the summary from ledger figures. Symbolizes call-site frames.

@@ -287,6 +287,19 @@ void staging_lines(const Summary& s, std::string* out) {
   }
 }
 
+// One line for the pinned heap, once it was made.
+void pinned_line(const Summary& s, std::string* out) {
+  if (!s.pinned.present) return;
+  const pin::PinnedStats& p = s.pinned.stats;
+  std::string text = "pinned heap: " + bytes_text(p.pinned) + " pinned (peak " + bytes_text(p.peak_pinned) + ", cap " +
+                     bytes_text(p.cap) + "), peak " + bytes_text(p.peak_live) + " in live blocks, " +
+                     count_text(p.allocations) + " allocations, " + count_text(p.frees) +
+                     " frees without a device sync, cap hits " + count_text(p.cap_hits) + ", left to the runtime " +
+                     count_text(p.fallbacks + p.passthrough);
+  if (p.stall_s > 0) text += " (waited " + seconds_1(p.stall_s) + " at the cap)";
+  line(out, text);
+}
+
 void worst_thread(const Summary& s, std::string* out) {
   if (s.threads.empty()) return;
   const ThreadRow& t = s.worst_thread;
@@ -327,6 +340,7 @@ std::string format_text(const Summary& summary) {
   copy_table(summary, &out);
   collective_table(summary, &out);
   allocator_lines(summary, &out);
+  pinned_line(summary, &out);
   staging_lines(summary, &out);
   worst_thread(summary, &out);
   call_sites(summary, &out);

@@ -18,6 +18,7 @@
 #include "ledger/ledger.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
+#include "pin/process_heap.h"
 #include "pin/staged_copy.h"
 #include "report/json.h"
 #include "report/output.h"
@@ -152,6 +153,10 @@ report::RunInfo run_info(const char* reason) {
   if (const pin::Stager* st = pin::existing_stager()) {
     run.staging = st->stats();
     run.staging_present = run.staging.h2d.seen + run.staging.d2h.seen > 0;
+  }
+  if (pin::PinnedHeap* heap = pin::existing_pinned_heap()) {
+    run.pinned.present = true;
+    run.pinned.stats = heap->stats();
   }
   return run;
 }

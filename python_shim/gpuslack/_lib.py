@@ -63,6 +63,27 @@ class DeviceStats(ctypes.Structure):
     ]
 
 
+class PinnedStats(ctypes.Structure):
+    """struct gpuslack_pinned_stats, field for field."""
+
+    _fields_ = [
+        ("pinned", ctypes.c_ulonglong),
+        ("peak_pinned", ctypes.c_ulonglong),
+        ("live", ctypes.c_ulonglong),
+        ("peak_live", ctypes.c_ulonglong),
+        ("cap", ctypes.c_ulonglong),
+        ("chunks", ctypes.c_ulonglong),
+        ("allocations", ctypes.c_ulonglong),
+        ("frees", ctypes.c_ulonglong),
+        ("pending_free", ctypes.c_ulonglong),
+        ("cap_hits", ctypes.c_ulonglong),
+        ("fallbacks", ctypes.c_ulonglong),
+        ("passthrough", ctypes.c_ulonglong),
+        ("trimmed", ctypes.c_ulonglong),
+        ("stall_s", ctypes.c_double),
+    ]
+
+
 # name -> (restype, argtypes), in the header's order. Strings the caller
 # must free (gpuslack_summary_json) are c_void_p, not c_char_p, so that the
 # pointer survives to be handed back to gpuslack_free. cudaStream_t is
@@ -75,6 +96,8 @@ PROTOTYPES = {
     "gpuslack_device_stats_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(DeviceStats)]),
     "gpuslack_reset_peak_stats": (None, [ctypes.c_int]),
     "gpuslack_trim": (ctypes.c_ulonglong, [ctypes.c_int]),
+    "gpuslack_pinned_stats_get": (ctypes.c_int, [ctypes.POINTER(PinnedStats)]),
+    "gpuslack_pinned_trim": (ctypes.c_ulonglong, []),
     "gpuslack_device_alloc": (ctypes.c_void_p, [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]),
     "gpuslack_device_free": (None, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]),
     "gpuslack_record_stream": (None, [ctypes.c_void_p, ctypes.c_void_p]),

@@ -28,6 +28,7 @@ C_TYPES = {
     "struct CUstream_st*": ctypes.c_void_p,
     "size_t*": ctypes.POINTER(ctypes.c_size_t),
     "gpuslack_device_stats*": ctypes.POINTER(_lib.DeviceStats),
+    "gpuslack_pinned_stats*": ctypes.POINTER(_lib.PinnedStats),
 }
 
 
@@ -63,11 +64,19 @@ def test_every_function_of_the_header_is_declared_exactly():
         assert _lib.PROTOTYPES[name] == (C_TYPES[restype], [C_TYPES[a] for a in argtypes]), name
 
 
-def test_device_stats_matches_the_struct_field_for_field():
-    body = re.search(r"typedef struct gpuslack_device_stats \{(.*?)\} gpuslack_device_stats;", header_text()).group(1)
+def struct_fields(name):
+    body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (name, name), header_text()).group(1)
     fields = [(re.sub(r"\s+", " ", t).strip(), n) for t, n in re.findall(r"([\w ]+?)\s+(\w+);", body)]
     c = {"unsigned long long": ctypes.c_ulonglong, "double": ctypes.c_double}
-    assert [(n, c[t]) for t, n in fields] == _lib.DeviceStats._fields_
+    return [(n, c[t]) for t, n in fields]
+
+
+def test_device_stats_matches_the_struct_field_for_field():
+    assert struct_fields("gpuslack_device_stats") == _lib.DeviceStats._fields_
+
+
+def test_pinned_stats_matches_the_struct_field_for_field():
+    assert struct_fields("gpuslack_pinned_stats") == _lib.PinnedStats._fields_
 
 
 def test_the_prototypes_of_the_header_parser_see_the_pluggable_allocator_signatures():

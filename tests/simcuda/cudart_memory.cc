@@ -215,6 +215,16 @@ GPUSIM_EXPORT cudaError_t cudaHostGetDevicePointer(void** dev, void* host, unsig
   *dev = host;  // unified addressing: the same address
   return cudaSuccess;
 }
+// The flags a pinned allocation was made with (registered memory: its
+// registration flags), for any address inside it.
+GPUSIM_EXPORT cudaError_t cudaHostGetFlags(unsigned* flags, void* host) {
+  READY();
+  Region r;
+  if (!flags || !Memory::get().find(host, 1, &r) || (r.kind != MemKind::kPinned && r.kind != MemKind::kRegistered))
+    return ret(cudaErrorInvalidValue);
+  *flags = r.flags;
+  return cudaSuccess;
+}
 GPUSIM_EXPORT cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
   READY();
   if (!a) return ret(cudaErrorInvalidValue);

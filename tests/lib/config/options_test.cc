@@ -77,7 +77,7 @@ TEST(Options, BadInputGetsOneLineEachAndTheDefault) {
 
 TEST(Options, DocHasOneLinePerKnob) {
   std::vector<std::string> doc = options_doc();
-  ASSERT_EQ(23u, doc.size());
+  ASSERT_EQ(26u, doc.size());
   EXPECT_EQ(0u, doc[0].find("log_level (string, default \"warn\"): "));
   EXPECT_EQ(0u, doc[1].find("log_file (string, default \"\"): "));
 }

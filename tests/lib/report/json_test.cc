@@ -103,6 +103,16 @@ TEST(FormatJson, StagingIsNullWithoutPageableCopies) {
   EXPECT_TRUE(has(json, "\"api\": \"cudaMemcpyAsync\",\n        \"bytes\": 2147483648,")) << json;
 }
 
+TEST(FormatJson, PinnedHeapIsAnObjectAtTheEndOnlyWhenPresent) {
+  std::string json = format_json(sample_summary());
+  EXPECT_TRUE(has(json, "\"pinned\": {\n    \"pinned\": 67108864,\n    \"peak_pinned\": 134217728,\n")) << json;
+  EXPECT_TRUE(has(json, "    \"cap_hits\": 1,\n    \"fallbacks\": 1,\n    \"passthrough\": 3,\n")) << json;
+  EXPECT_TRUE(has(json, "    \"stall_s\": 0.002\n  }\n}\n")) << json;
+  Summary s = sample_summary();
+  s.pinned.present = false;
+  EXPECT_FALSE(has(format_json(s), "\"pinned\": {")) << format_json(s);
+}
+
 TEST(FormatJson, RowsCarryEnumKeys) {
   std::string json = format_json(sample_summary());
   EXPECT_TRUE(has(json, "\"kind\": \"H2D\",\n      \"host\": \"pageable\",")) << json;

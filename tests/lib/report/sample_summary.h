@@ -1,6 +1,6 @@
 // A representative, hand-made Summary with every optional part filled
 // (ranks, worst thread, calls of several categories, copies, call sites with
-// frames) and strings that need escaping: shared by the text and JSON tests
+// frames, the pinned heap) and strings that need escaping: shared by the text and JSON tests
 // and by write_sample_summary, whose output the schema ctest validates.
 #pragma once
 
@@ -93,6 +93,29 @@ inline Summary sample_summary() {
   g.peak_in_use_bytes = 3u << 20;
   g.drains_measured = 20;
   s.staging.sites = {PageableSiteRow{"cudaMemcpyAsync", 2048, 30, 2ull << 30, {"load_batch+0x2a (app)", "main+0x10 (app)"}}};
+
+  // The pinned heap: two 64 MiB chunks, one released by a trim.
+  s.pinned.present = true;
+  pin::PinnedStats& p = s.pinned.stats;
+  p.pinned = 64ull << 20;
+  p.peak_pinned = 128ull << 20;
+  p.live = 3ull << 20;
+  p.peak_live = 100ull << 20;
+  p.cap = 16ull << 30;
+  p.chunk_size = 64ull << 20;
+  p.chunks = 1;
+  p.chunks_allocated = 2;
+  p.chunks_released = 1;
+  p.allocations = 1000;
+  p.frees = 990;
+  p.pending_free = 7;
+  p.epochs = 40;
+  p.deferred_frees = 2;
+  p.cap_hits = 1;
+  p.fallbacks = 1;
+  p.passthrough = 3;
+  p.trimmed = 64ull << 20;
+  p.stall_s = 0.002;
   return s;
 }
 

@@ -70,6 +70,18 @@ TEST(FormatText, OneTablePerCategoryWithCallsEmptyOnesOmitted) {
   EXPECT_EQ(std::string::npos, text.find("top call sites, collectives")) << text;
 }
 
+TEST(FormatText, PinnedHeapLine) {
+  std::string text = format_text(sample_summary());
+  EXPECT_TRUE(contains_line(text,
+                            "gpuslack: pinned heap: 64.0 MiB pinned (peak 128.0 MiB, cap 16.0 GiB), peak 100.0 MiB in "
+                            "live blocks, 1000 allocations, 990 frees without a device sync, cap hits 1, left to the "
+                            "runtime 4 (waited 2.0 ms at the cap)"))
+      << text;
+  Summary s = sample_summary();
+  s.pinned.present = false;
+  EXPECT_EQ(std::string::npos, format_text(s).find("pinned heap")) << format_text(s);
+}
+
 TEST(FormatText, CallTableColumnsAreAligned) {
   std::string text = format_text(sample_summary());
   EXPECT_TRUE(contains_line(text, "gpuslack:   call        count     total  share      p50      p99      max     bytes"))

@@ -75,6 +75,9 @@ def broken_copies(doc):
         edit("a number as a frame", lambda d: d["call_sites"][0]["frames"].append(1)),
         edit("an unknown field in a call site", lambda d: d["call_sites"][0].update(extra=0)),
         edit("a rank below -1", lambda d: d.update(rank=-2)),
+        edit("an unknown field in pinned", lambda d: d["pinned"].update(extra=0)),
+        edit("a missing field in pinned", lambda d: d["pinned"].pop("cap_hits")),
+        edit("negative pinned bytes", lambda d: d["pinned"].update(pinned=-1)),
     ] + ([
         edit("an unknown field in staging", lambda d: d["staging"].update(extra=0)),
         edit("a negative staged H2D count", lambda d: d["staging"]["h2d"].update(staged=-1)),

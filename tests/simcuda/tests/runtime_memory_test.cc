@@ -229,6 +229,11 @@ TEST(Allocation, PointerAttributesTellEveryKind) {
   EXPECT_EQ(0, a.device);
   CUDA_OK(cudaPointerGetAttributes(&a, pinned));
   EXPECT_EQ(cudaMemoryTypeHost, a.type);
+  unsigned flags = 0;
+  CUDA_OK(cudaHostGetFlags(&flags, static_cast<char*>(pinned) + 10));
+  EXPECT_EQ(unsigned(cudaHostAllocMapped), flags);
+  EXPECT_EQ(cudaErrorInvalidValue, cudaHostGetFlags(&flags, dev));
+  cudaGetLastError();
   CUDA_OK(cudaPointerGetAttributes(&a, managed));
   EXPECT_EQ(cudaMemoryTypeManaged, a.type);
   CUDA_OK(cudaPointerGetAttributes(&a, pageable.data()));

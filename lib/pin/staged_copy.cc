@@ -149,6 +149,16 @@ bool Stager::next_chunk(const CopyCall& c, Chunk* k) const {
   return true;
 }
 
+// Enqueues the DMA of chunk `k` of device memory `src` (rows `spitch`
+// apart) into staging block `b`, packed (rows `k.len` apart).
+cudaError_t Stager::dma_into(const StagingBlock& b, const char* src, size_t spitch, const Chunk& k,
+                             const StreamRef& s) {
+  const char* from = src + k.row * spitch + k.offset;
+  return k.rows == 1 ? cuda::memcpy_async(b.data, from, k.len, cudaMemcpyDeviceToHost, s.handle)
+                     : cuda::memcpy_2d_async(b.data, k.len, from, spitch, k.len, k.rows, cudaMemcpyDeviceToHost,
+                                             s.handle);
+}
+
 // The runtime's own copy of everything from chunk `from` on.
 cudaError_t Stager::native_rest(const CopyCall& c, const Chunk& from, const StreamRef& s) {
   auto* dst = static_cast<char*>(c.dst);
@@ -344,10 +354,7 @@ cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* 
         fallback = window.empty();
         break;
       }
-      const char* from = src + k.row * spitch + k.offset;
-      cudaError_t e = k.rows == 1 ? cuda::memcpy_async(b.data, from, k.len, cudaMemcpyDeviceToHost, s.handle)
-                                  : cuda::memcpy_2d_async(b.data, k.len, from, spitch, k.len, k.rows,
-                                                          cudaMemcpyDeviceToHost, s.handle);
+      cudaError_t e = dma_into(b, src, spitch, k, s);
       if (e != cudaSuccess) {
         pool_.release(b);
         result = e;
@@ -411,10 +418,7 @@ cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
       result = native_rest(c, k, s);
       break;
     }
-    const char* from = src + k.row * spitch + k.offset;
-    cudaError_t e = k.rows == 1 ? cuda::memcpy_async(b.data, from, k.len, cudaMemcpyDeviceToHost, s.handle)
-                                : cuda::memcpy_2d_async(b.data, k.len, from, spitch, k.len, k.rows,
-                                                        cudaMemcpyDeviceToHost, s.handle);
+    cudaError_t e = dma_into(b, src, spitch, k, s);
     if (e != cudaSuccess) {
       pool_.release(b);
       result = e;

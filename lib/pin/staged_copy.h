@@ -117,6 +117,8 @@ class Stager {
 
   bool next_chunk(const CopyCall& c, Chunk* k) const;
   cudaError_t native_rest(const CopyCall& c, const Chunk& from, const StreamRef& s);
+  static cudaError_t dma_into(const StagingBlock& b, const char* src, size_t spitch, const Chunk& k,
+                              const StreamRef& s);
 
   StagerConfig config_;
   StagingPool pool_;

@@ -6,35 +6,22 @@ simulated device, against the same program run natively.
 Run by ctest, one test method per ctest entry, with GPUSLACK_SO, PINNED_APP,
 SCHEMA and VALIDATOR in the environment (tests/interpose/CMakeLists.txt).
 """
-import glob
-import json
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
+
+import preload_harness
+from preload_harness import OutDirTest, call, summary_file
 
 ENV = os.environ
 
 
 def run(mode, out_dir, conf=None, extra=None, preload=True):
-    env = dict(ENV)
-    env.pop("GPUSLACK_CONF", None)
-    env["GPUSLACK_OUTPUT"] = out_dir
-    env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
-    if preload:
-        env["LD_PRELOAD"] = ENV["GPUSLACK_SO"]
-    if conf:
-        env["GPUSLACK_CONF"] = conf
-    env.update(extra or {})
-    return subprocess.run([ENV["PINNED_APP"], mode], env=env, capture_output=True, text=True, timeout=60)
+    return preload_harness.run([ENV["PINNED_APP"], mode], out_dir, conf, extra, preload)
 
 
-def summary(out_dir):
-    files = glob.glob(os.path.join(out_dir, "gpuslack-*.json"))
-    assert len(files) == 1, files
-    with open(files[0]) as f:
-        return files[0], json.load(f)
+summary = summary_file
 
 
 def printed(r, key):
@@ -43,20 +30,7 @@ def printed(r, key):
     return float(words[words.index(key) + 1])
 
 
-def call(doc, name):
-    rows = [c for c in doc["calls"] if c["name"] == name]
-    assert len(rows) == 1, (name, [c["name"] for c in doc["calls"]])
-    return rows[0]
-
-
-class Pinned(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.out = os.path.join(self.tmp.name, "out")
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class Pinned(OutDirTest):
     def test_cuda_free_host_no_longer_waits_for_the_device(self):
         native = run("free", self.out, preload=False)
         self.assertEqual(0, native.returncode, native.stderr)

@@ -13,49 +13,20 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 import unittest
+
+from preload_harness import OutDirTest, call, run, summary_file
 
 ENV = os.environ
 STALL = 0.045  # a 50 ms busy kernel must show as at least 45 ms
 
 
-def run(argv, out_dir, conf=None, extra=None, preload=True, timeout=60):
-    env = dict(ENV)
-    env.pop("GPUSLACK_CONF", None)
-    env["GPUSLACK_OUTPUT"] = out_dir
-    env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
-    if preload:
-        env["LD_PRELOAD"] = ENV["GPUSLACK_SO"]
-    if conf:
-        env["GPUSLACK_CONF"] = conf
-    env.update(extra or {})
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
-
-
 def summary(out_dir):
-    files = glob.glob(os.path.join(out_dir, "gpuslack-*.json"))
-    assert len(files) == 1, files
-    with open(files[0]) as f:
-        return json.load(f)
+    return summary_file(out_dir)[1]
 
 
-def call(doc, name):
-    rows = [c for c in doc["calls"] if c["name"] == name]
-    assert len(rows) == 1, (name, [c["name"] for c in doc["calls"]])
-    return rows[0]
-
-
-class Summary(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.out = os.path.join(self.tmp.name, "out")
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class Summary(OutDirTest):
     def stall(self, mode, *args, **kw):
         r = run([ENV["STALL_APP"], mode, *args], self.out, **kw)
         return r

@@ -165,7 +165,7 @@ TEST_F(PinnedHeapTest, BlockFreedUnderAPendingCopyIntoItWaits) {
   ASSERT_EQ(cudaSuccess, cudaMalloc(&src, kN));
   ASSERT_EQ(cudaSuccess, cudaMemset(src, 0x5A, kN));
   void* block = heap.allocate(kN, 0);
-  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy, 4096, 100000, 1, nullptr));
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy, 4096, kKernelUs, 1, nullptr));
   ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(block, src, kN, cudaMemcpyDeviceToHost, s));
   ASSERT_TRUE(heap.free(block));
   std::vector<unsigned char*> got;
@@ -199,7 +199,7 @@ TEST_F(PinnedHeapTest, BlockUsedOnAnotherDeviceIsFencedThere) {
   ASSERT_EQ(cudaSuccess, cudaMalloc(&dst, kN));
   auto* block = static_cast<unsigned char*>(heap.allocate(kN, 0));  // device 1 is in use
   std::memset(block, 0xC3, kN);
-  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy, 4096, 100000, 1, nullptr));
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy, 4096, kKernelUs, 1, nullptr));
   ASSERT_EQ(cudaSuccess, cudaMemcpyAsync(dst, block, kN, cudaMemcpyHostToDevice, s));
   ASSERT_EQ(cudaSuccess, cudaSetDevice(0));
   ASSERT_TRUE(heap.free(block));
@@ -246,8 +246,8 @@ TEST_F(PinnedHeapTest, FreeDoesNotWaitForTheDeviceWhereTheRuntimesDoes) {
   void* ours = heap.allocate(kMiB, 0);
   ASSERT_NE(nullptr, ours);
 
+  auto t = Clock::now();  // before the launch: the kernel cannot end before t + 50 ms
   ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(nullptr, busy, 4096, 50000, 1, nullptr));
-  auto t = Clock::now();
   ASSERT_EQ(cudaSuccess, cudaFreeHost(native));
   double native_ms = ms_since(t);
 

@@ -69,7 +69,6 @@ class GranuleMap {
   // Caps the physical memory mapped at `bytes` (0: no cap): a map() beyond
   // it fails with CUDA_ERROR_OUT_OF_MEMORY, as the device would when full.
   void set_limit(uint64_t bytes) { limit_ = bytes; }
-  uint64_t limit() const { return limit_; }
 
   bool mapped(uint64_t offset) const;
   // Whether every granule overlapping [offset, offset + bytes) is mapped.

@@ -136,13 +136,23 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info) {
   }
 }
 
-void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames) {
-  Shard* s = my_shard();
-  if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return;
+namespace {
+
+// A call site's key: the call and up to kMaxFrames of its stack.
+SiteKey site_key(const ApiCall& call, void* const* frames, int n_frames) {
   SiteKey key{};
   key.call = call.id;
   key.n = static_cast<uint8_t>(std::min(n_frames, kMaxFrames));
   std::copy(frames, frames + key.n, key.frames);
+  return key;
+}
+
+}  // namespace
+
+void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames) {
+  Shard* s = my_shard();
+  if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return;
+  SiteKey key = site_key(call, frames, n_frames);
   std::lock_guard<std::mutex> lock(s->sites_mu);
   SiteFigures& f = s->sites[key];
   ++f.count;
@@ -153,10 +163,7 @@ void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, 
 void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames) {
   Shard* s = my_shard();
   if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return;
-  SiteKey key{};
-  key.call = call.id;
-  key.n = static_cast<uint8_t>(std::min(n_frames, kMaxFrames));
-  std::copy(frames, frames + key.n, key.frames);
+  SiteKey key = site_key(call, frames, n_frames);
   std::lock_guard<std::mutex> lock(s->sites_mu);
   PageableFigures& f = s->pageable_sites[key];
   ++f.samples;

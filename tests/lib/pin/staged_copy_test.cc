@@ -260,6 +260,10 @@ TEST(StagedCopy, BehindAnUnfinishedDeviceToHostCopyItWaitsForThatCopy) {
   DeviceBuffer busy(4096), dev(kMiB), dev2(kMiB);
   std::vector<char> host = random_bytes(kMiB, 4), next = random_bytes(kMiB, 8);
   ASSERT_EQ(cudaSuccess, cudaMemcpy(dev.p, host.data(), kMiB, cudaMemcpyHostToDevice));
+  // A pageable cudaMemcpy returns once its source is staged, before its DMA
+  // lands (CUDA's documented behaviour); non-blocking streams do not order
+  // after it.
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
   void* pinned = nullptr;
   ASSERT_EQ(cudaSuccess, cudaMallocHost(&pinned, kMiB));
   std::memset(pinned, 0, kMiB);
@@ -338,6 +342,10 @@ TEST(StagedCopy, DeviceToHostDataIsThereWhenTheCallReturns) {
   DeviceBuffer busy(4096), dev(2 * kMiB);
   std::vector<char> host = random_bytes(2 * kMiB, 11);
   ASSERT_EQ(cudaSuccess, cudaMemcpy(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice));
+  // A pageable cudaMemcpy returns once its source is staged, before its DMA
+  // lands (CUDA's documented behaviour); non-blocking streams do not order
+  // after it.
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
   for (int i = 0; i < 6; ++i) {  // the chooser tries both ways: each must hold
     std::vector<char> back(host.size(), 0);
     ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 20000, 7, nullptr));
@@ -360,6 +368,10 @@ TEST(StagedCopy, AsyncDeviceToHostLandsAtTheStreamSynchronization) {
   DeviceBuffer busy(4096), dev(3 * kMiB);
   std::vector<char> host = random_bytes(3 * kMiB, 12), back(3 * kMiB, 0);
   ASSERT_EQ(cudaSuccess, cudaMemcpy(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice));
+  // A pageable cudaMemcpy returns once its source is staged, before its DMA
+  // lands (CUDA's documented behaviour); non-blocking streams do not order
+  // after it.
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
   ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 100000, 7, nullptr));
   auto t = Clock::now();
   ASSERT_EQ(cudaSuccess, st.copy(call(back.data(), dev.p, back.size(), cudaMemcpyDeviceToHost, s), &native, nullptr));

@@ -9,25 +9,53 @@ BlockManager::BlockManager(uint64_t capacity) : capacity_(capacity / kAlignment 
   if (capacity_) large_free_.insert(0, capacity_);
 }
 
-std::optional<uint64_t> BlockManager::allocate(uint64_t bytes) {
+std::optional<uint64_t> BlockManager::allocate(uint64_t bytes) { return allocate(bytes, nullptr); }
+
+std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost) {
+  Placement placement{cost, max_cost};
+  return allocate(bytes, &placement);
+}
+
+std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, const Placement* placement) {
   if (bytes > capacity_) return std::nullopt;
   uint64_t size = round_up(bytes);
-  if (size <= kSmallLimit) return allocate_small(size);
-  std::optional<uint64_t> at = large_free_.take_best_fit(size);
+  if (size <= kSmallLimit) return allocate_small(size, placement);
+  std::optional<uint64_t> at = take_large(size, placement);
   if (!at) return std::nullopt;
   live_.emplace(*at, Block{size, kNoPage});
   allocated_ += size;
   return at;
 }
 
-std::optional<uint64_t> BlockManager::allocate_small(uint64_t size) {
+// Note [Placement by cost].
+std::optional<uint64_t> BlockManager::take_large(uint64_t size, const Placement* placement) {
+  if (!placement) return large_free_.take_best_fit(size);
+  std::optional<uint64_t> best;
+  uint64_t best_cost = kAnyCost;
+  large_free_.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
+    for (uint64_t at : {start, start + range - size}) {
+      uint64_t c = placement->cost(at, size);
+      if (!best || c < best_cost) {
+        best = at;
+        best_cost = c;
+      }
+      if (c == 0 || range == size) break;
+    }
+    return best_cost != 0;
+  });
+  if (!best || best_cost > placement->max_cost) return std::nullopt;
+  large_free_.take(*best, size);
+  return best;
+}
+
+std::optional<uint64_t> BlockManager::allocate_small(uint64_t size, const Placement* placement) {
   // Best fit across the pages: the page whose largest free range is the
   // smallest that holds `size` (lowest address among equals); a new page
   // only when none has room.
   uint32_t id = best_page(size);
   bool fresh = id == kNoPage;
   if (fresh) {
-    std::optional<uint64_t> page_at = large_free_.take_best_fit(kPageSize);
+    std::optional<uint64_t> page_at = take_large(kPageSize, placement);
     if (!page_at) return std::nullopt;
     id = new_page(*page_at);
   }

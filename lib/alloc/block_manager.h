@@ -13,6 +13,7 @@
 //     two free ranges are never adjacent (RangeSet).
 //   - A small-pool page goes back to the large space when its last block
 //     is freed.
+//   - The caller may price placements (Note [Placement by cost]).
 //
 // Note [The cached path]: an allocation or a free that maps nothing costs a
 // few B-tree and hash-table operations and no scan (RangeSet's header says
@@ -30,6 +31,18 @@
 // bench/alloc_latency_bench.cc measures the path; bench/README.md has the
 // figures.
 //
+// Note [Placement by cost]: best fit by virtual range alone is blind to what
+// lies under a range. The VMM allocator keeps free granules mapped (cached),
+// so the smallest range that fits may be unmapped while a larger one is
+// mapped, or a block placed at a range's start may need a new granule where
+// its end would reuse a neighbour's partly used one. allocate() with a
+// PlacementCost (the allocator's: the bytes a placement would have to map)
+// weighs, for a large block or a new small-pool page, the first
+// kPlacementCandidates ranges in best-fit order, each at its start and at
+// its end, and takes the cheapest (best fit among equals; the first free
+// placement ends the search). Bounded, so a miss costs at most that many
+// lookups; the cached path never gets here.
+//
 // Plain data, no locking: the caller serializes. check() verifies every
 // invariant (blocks never overlap, free and used bytes partition the space,
 // everything freed has coalesced) for tests and debug builds.
@@ -41,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "alloc/absl_containers.h"
 #include "alloc/range_set.h"
 
@@ -59,6 +73,18 @@ class BlockManager {
   // The offset of a new block of at least `bytes` (0 bytes: a 512-byte
   // block), or nullopt if no free range holds it.
   std::optional<uint64_t> allocate(uint64_t bytes);
+
+  // What placing a block at [offset, offset + size) costs the caller, in
+  // its own unit (the VMM allocator: bytes it would have to map).
+  using PlacementCost = absl::FunctionRef<uint64_t(uint64_t offset, uint64_t size)>;
+  static constexpr uint64_t kAnyCost = ~0ull;
+  static constexpr size_t kPlacementCandidates = 64;
+  // As allocate(), but a large block or a new small-pool page goes where
+  // `cost` is lowest (Note [Placement by cost]); nullopt, and nothing
+  // changes, if the cheapest costs more than `max_cost`. A small block that
+  // fits a page in use goes there as allocate() would put it: the cost is
+  // not asked.
+  std::optional<uint64_t> allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost);
   // Frees the block that starts at `offset`; returns its (rounded) size, or
   // 0 if no live block starts there (nothing changes).
   uint64_t release(uint64_t offset);
@@ -102,7 +128,14 @@ class BlockManager {
     uint32_t child = kNoPage, next = kNoPage, prev = kNoPage;
   };
 
-  std::optional<uint64_t> allocate_small(uint64_t size);
+  struct Placement {
+    PlacementCost cost;
+    uint64_t max_cost;
+  };
+  // Takes `size` bytes of the large space: best fit, or by `placement`.
+  std::optional<uint64_t> take_large(uint64_t size, const Placement* placement);
+  std::optional<uint64_t> allocate(uint64_t bytes, const Placement* placement);
+  std::optional<uint64_t> allocate_small(uint64_t size, const Placement* placement);
   uint64_t release_small(uint64_t offset, const Block& block);
   uint32_t new_page(uint64_t at);
   std::string check_index(size_t pages_in_use) const;

@@ -73,6 +73,10 @@ class GranuleMap {
   bool mapped(uint64_t offset) const;
   // Whether every granule overlapping [offset, offset + bytes) is mapped.
   bool mapped_range(uint64_t offset, uint64_t bytes) const;
+  // The bytes of the granules overlapping [offset, offset + bytes) that are
+  // not mapped: what map() would have to back. Counting stops once it
+  // reaches `enough` (the result is then at least `enough`).
+  uint64_t unmapped_bytes(uint64_t offset, uint64_t bytes, uint64_t enough = ~0ull) const;
   size_t mapped_granules() const { return mapped_; }
   uint64_t mapped_bytes() const { return mapped_ * granularity_; }
   uint64_t granules_mapped_total() const { return map_count_; }     // over the map's life

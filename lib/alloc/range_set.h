@@ -133,6 +133,20 @@ class RangeSet {
   // range (what is left on either side stays free). False otherwise.
   bool take(uint64_t offset, uint64_t size);
 
+  // Calls f(start, size) for the free ranges that hold `size` bytes, in
+  // best-fit order (smallest first, lowest address among equals), at most
+  // `limit` of them, while f returns true. Changes nothing (stale size keys
+  // are stepped over, not dropped).
+  template <class F>
+  void for_each_fit(uint64_t size, size_t limit, F&& f) const {
+    if (size == 0) return;
+    for (auto it = by_size_.lower_bound({size, 0}); it != by_size_.end() && limit > 0; ++it) {
+      if (!current(*it)) continue;
+      --limit;
+      if (!f(it->second, it->first)) return;
+    }
+  }
+
   // The free range containing `offset`, if any: {start, size}.
   std::optional<std::pair<uint64_t, uint64_t>> containing(uint64_t offset) const;
 

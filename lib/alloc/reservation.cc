@@ -5,16 +5,28 @@
 namespace gpuslack {
 namespace alloc {
 
+// Blocks go where the least is left to map (Note [Placement by cost] in
+// block_manager.h): a free mapped range before an unmapped smaller one.
+
 std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes) {
+  // The best fit first: on the cached path it is mapped, and costs no scan.
   std::optional<uint64_t> at = blocks_.allocate(bytes);
   if (!at) return std::nullopt;
+  if (map_.mapped_range(*at, blocks_.size_of(*at))) return base_ + *at;
+  blocks_.release(*at);
+  // Else a mapped placement further along, if any.
+  auto unmapped = [this](uint64_t offset, uint64_t size) { return map_.unmapped_bytes(offset, size, 1); };
+  at = blocks_.allocate(bytes, unmapped, 0);
+  if (!at) return std::nullopt;
+  // A small block in a page in use was placed without asking.
   if (map_.mapped_range(*at, blocks_.size_of(*at))) return base_ + *at;
   blocks_.release(*at);
   return std::nullopt;
 }
 
 std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result) {
-  std::optional<uint64_t> at = blocks_.allocate(bytes);
+  auto unmapped = [this](uint64_t offset, uint64_t size) { return map_.unmapped_bytes(offset, size); };
+  std::optional<uint64_t> at = blocks_.allocate(bytes, unmapped, BlockManager::kAnyCost);
   if (!at) {
     *result = CUDA_ERROR_NOT_FOUND;
     return std::nullopt;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "alloc/block_manager.h"
@@ -21,7 +22,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (op % 3 != 0 || live.empty()) {
       // Sizes from bytes to 16 MiB: the argument scaled by the opcode.
       uint64_t bytes = arg << (op % 9);
-      if (auto at = m.allocate(bytes)) {
+      // Opcodes with bit 7 set price the placement (Note [Placement by
+      // cost]): 1 per 2 MiB granule whose index has its low bit set; bit 6
+      // caps the price at 0.
+      auto odd_granules = [](uint64_t offset, uint64_t n) {
+        uint64_t c = 0;
+        for (uint64_t g = offset >> 21; g <= (offset + n - 1) >> 21; ++g) c += g & 1;
+        return c;
+      };
+      uint64_t cap = op & 0x40 ? 0 : BlockManager::kAnyCost;
+      std::optional<uint64_t> at = (op & 0x80) ? m.allocate(bytes, odd_granules, cap) : m.allocate(bytes);
+      if (at && (op & 0x80) && m.size_of(*at) > BlockManager::kSmallLimit && odd_granules(*at, m.size_of(*at)) > cap)
+        std::abort();  // placed over its price
+      if (at) {
         if (live.count(*at)) std::abort();  // handed out twice
         live[*at] = bytes;
       }

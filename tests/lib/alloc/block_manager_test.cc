@@ -79,10 +79,31 @@ void random_run(unsigned seed, uint64_t capacity, int ops) {
       default: return rng() % (32 * kMiB);
     }
   };
+  // A third of the allocations priced: a cost per 2 MiB "granule" that
+  // changes with the seed, and a random ceiling (Note [Placement by cost]).
+  const uint64_t salt = rng();
+  auto cost = [salt](uint64_t offset, uint64_t size) {
+    uint64_t c = 0;
+    for (uint64_t g = offset >> 21; g <= (offset + size - 1) >> 21; ++g) c += ((g * 0x9e3779b97f4a7c15ull) ^ salt) >> 62;
+    return c;
+  };
   for (int i = 0; i < ops; ++i) {
     if (live.empty() || rng() % 100 < 55) {
       uint64_t bytes = random_size();
-      std::optional<uint64_t> at = m.allocate(bytes);
+      std::optional<uint64_t> at;
+      if (rng() % 3 == 0) {
+        uint64_t allocated = m.allocated(), free_total = m.large_free().total();
+        uint64_t max_cost = rng() % 2 ? BlockManager::kAnyCost : rng() % 8;
+        at = m.allocate(bytes, cost, max_cost);
+        if (!at) {  // refused: nothing changed
+          ASSERT_EQ(allocated, m.allocated()) << "seed " << seed << " op " << i;
+          ASSERT_EQ(free_total, m.large_free().total()) << "seed " << seed << " op " << i;
+        } else if (m.size_of(*at) > BlockManager::kSmallLimit) {
+          ASSERT_LE(cost(*at, m.size_of(*at)), max_cost) << "seed " << seed << " op " << i;
+        }
+      } else {
+        at = m.allocate(bytes);
+      }
       if (at) {
         uint64_t size = m.size_of(*at);
         ASSERT_GE(size, bytes);
@@ -121,6 +142,47 @@ constexpr unsigned kSeedDivisor = 5;
 #else
 constexpr unsigned kSeedDivisor = 1;
 #endif
+
+// Note [Placement by cost]: a cheaper range beats a better fit; a block may
+// go at a range's end; a ceiling refuses without changing anything.
+TEST(BlockManager, PricedPlacementTakesTheCheapestRangeThenTheBestFit) {
+  BlockManager m(64 * kMiB);
+  // Free ranges: [4, 8) MiB (the best fit for 4 MiB) and [16, 64) MiB.
+  auto a = m.allocate(4 * kMiB), b = m.allocate(4 * kMiB), c = m.allocate(8 * kMiB);
+  ASSERT_TRUE(a && b && c);
+  ASSERT_EQ(4 * kMiB, *b);
+  m.release(*b);
+  // Bytes below 16 MiB cost; the larger range is free of charge.
+  auto below_16 = [](uint64_t offset, uint64_t size) {
+    return offset < 16 * kMiB ? std::min(offset + size, 16 * kMiB) - offset : 0;
+  };
+  std::optional<uint64_t> at = m.allocate(4 * kMiB, below_16, BlockManager::kAnyCost);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(16 * kMiB, *at);  // not 4 MiB, the best fit
+  // All equal: the best fit, at its start.
+  auto flat = [](uint64_t, uint64_t) -> uint64_t { return 1; };
+  at = m.allocate(4 * kMiB, flat, BlockManager::kAnyCost);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(4 * kMiB, *at);
+  m.release(*at);
+  // Cheaper at the range's end: [4, 8) MiB, priced only at its start.
+  auto start_costs = [](uint64_t offset, uint64_t) -> uint64_t { return offset == 4 * kMiB ? 9 : offset < 16 * kMiB ? 0 : 5; };
+  at = m.allocate(2 * kMiB, start_costs, BlockManager::kAnyCost);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(6 * kMiB, *at);
+  // Over the ceiling: refused, nothing changes.
+  uint64_t allocated = m.allocated(), free_total = m.large_free().total();
+  EXPECT_FALSE(m.allocate(2 * kMiB, flat, 0));
+  EXPECT_FALSE(m.allocate(512, flat, 0));  // a new small-pool page is priced too
+  EXPECT_EQ(allocated, m.allocated());
+  EXPECT_EQ(free_total, m.large_free().total());
+  EXPECT_EQ(0u, m.small_pages());
+  // A page goes where it is free of charge.
+  at = m.allocate(512, below_16, 0);
+  ASSERT_TRUE(at);
+  EXPECT_GE(*at, 16 * kMiB);
+  EXPECT_EQ("", m.check());
+}
 
 TEST(BlockManager, RandomSequencesKeepEveryInvariant) {
   for (unsigned seed = 1; seed <= 20 / kSeedDivisor; ++seed) random_run(seed, 256 * kMiB, 2000);

@@ -46,6 +46,36 @@ TEST(RangeSet, BestFitTakesTheSmallestThenLowest) {
   EXPECT_EQ("", s.check());
 }
 
+TEST(RangeSet, ForEachFitVisitsTheFittingRangesInBestFitOrder) {
+  RangeSet s;
+  ASSERT_TRUE(s.insert(0, 4096));
+  ASSERT_TRUE(s.insert(8192, 1024));
+  ASSERT_TRUE(s.insert(16384, 2048));
+  ASSERT_TRUE(s.insert(32768, 1024));
+  ASSERT_TRUE(s.take(0, 512));  // leaves a stale size key for (4096, 0)
+  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  auto record = [&](uint64_t start, uint64_t size) {
+    seen.emplace_back(start, size);
+    return true;
+  };
+  s.for_each_fit(1024, 10, record);
+  EXPECT_EQ((std::vector<std::pair<uint64_t, uint64_t>>{{8192, 1024}, {32768, 1024}, {16384, 2048}, {512, 3584}}),
+            seen);
+  seen.clear();
+  s.for_each_fit(1024, 2, record);  // a limit
+  EXPECT_EQ(2u, seen.size());
+  seen.clear();
+  s.for_each_fit(2048, 10, [&](uint64_t start, uint64_t size) {  // stopped by f
+    seen.emplace_back(start, size);
+    return false;
+  });
+  EXPECT_EQ((std::vector<std::pair<uint64_t, uint64_t>>{{16384, 2048}}), seen);
+  seen.clear();
+  s.for_each_fit(8192, 10, record);  // none fits
+  EXPECT_TRUE(seen.empty());
+  EXPECT_EQ("", s.check());
+}
+
 TEST(RangeSet, TakeSplitsARangeInThree) {
   RangeSet s;
   s.insert(0, 1000);

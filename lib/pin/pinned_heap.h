@@ -1,6 +1,6 @@
 // PinnedHeap: a caching heap of pinned (page-locked) host memory, for
-// cudaMallocHost/cudaHostAlloc/cudaFreeHost (interpose/routes.h) and for
-// gpuslack's own staging blocks.
+// cudaMallocHost/cudaHostAlloc/cudaFreeHost (interpose/routes_pinned.h)
+// and for gpuslack's own staging blocks.
 //
 // Why: the runtime's cudaHostAlloc pins every page of every allocation
 // (tens of microseconds to hundreds of milliseconds) and cudaFreeHost

@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// The runtime's own calls, as interpose/routes.h makes them.
+// The runtime's own calls, as interpose/routes_copies.h makes them.
 cudaError_t native(const CopyCall& c, void*) {
   if (c.height > 1) {
     return c.sync_api ? cudaMemcpy2D(c.dst, c.dpitch, c.src, c.spitch, c.width, c.height, c.kind)

@@ -1,0 +1,114 @@
+// Routes of device memory: cudaMalloc, cudaFree and the stream-ordered
+// calls to the VMM allocator (alloc/vmm.h) when GPUSLACK_CONF selects
+// allocator:vmm; cudaMemGetInfo counting its cached bytes as free;
+// cudaIpcGetMemHandle refused for its memory. routes.h has the list.
+#pragma once
+
+#include <atomic>
+#include <optional>
+
+#include "alloc/vmm.h"
+#include "config/options.h"
+#include "cuda/runtime_api.h"
+#include "log/log.h"
+#include "route.h"
+
+namespace gpuslack {
+namespace interpose {
+namespace {
+
+using MallocFn = cudaError_t (*)(void**, size_t);
+using FreeFn = cudaError_t (*)(void*);
+
+// cudaMalloc: from the VMM allocator of the current device; when it cannot
+// serve (pass-through, or out of memory after trimming and waiting), from
+// the runtime, whose own answer (and last-error state) the caller then gets.
+cudaError_t routed_malloc(void** p, size_t size) {
+  MallocFn real = real_of<MallocFn>(slot_cudaMalloc);
+  if (!alloc::vmm_selected() || p == nullptr || size == 0) return real(p, size);
+  int device = 0;
+  if (cuda::get_device(&device) != cudaSuccess) return real(p, size);
+  alloc::DeviceAllocator* a = alloc::device_allocator(device);
+  void* block = a ? a->allocate(size) : nullptr;
+  if (!block) return real(p, size);
+  *p = block;
+  return cudaSuccess;
+}
+
+// cudaFree: a VMM block goes back to its allocator without synchronizing
+// the device (free_sync keeps the synchronization); anything else (NULL, a
+// native allocation, a bad pointer) to the runtime.
+cudaError_t routed_free(void* p) {
+  FreeFn real = real_of<FreeFn>(slot_cudaFree);
+  alloc::DeviceAllocator* a = p ? alloc::owner(p) : nullptr;
+  if (!a) return real(p);
+  if (options().free_sync) cuda::device_synchronize();
+  return a->free(p) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+// The stream-ordered calls (alloc::ordered_stream: the per-thread default
+// stream takes the stream-less path).
+
+using MallocAsyncFn = cudaError_t (*)(void**, size_t, cudaStream_t);
+using FreeAsyncFn = cudaError_t (*)(void*, cudaStream_t);
+
+template <bool kPtsz>
+cudaError_t routed_malloc_async(void** p, size_t size, cudaStream_t s) {
+  MallocAsyncFn real = real_of<MallocAsyncFn>(kPtsz ? slot_cudaMallocAsync_ptsz : slot_cudaMallocAsync);
+  if (!alloc::vmm_selected() || p == nullptr || size == 0) return real(p, size, s);
+  int device = 0;
+  if (cuda::get_device(&device) != cudaSuccess) return real(p, size, s);
+  alloc::DeviceAllocator* a = alloc::device_allocator(device);
+  if (!a) return real(p, size, s);
+  std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
+  void* block = on ? a->allocate(size, *on) : a->allocate(size);
+  if (!block) return real(p, size, s);
+  *p = block;
+  return cudaSuccess;
+}
+
+template <bool kPtsz>
+cudaError_t routed_free_async(void* p, cudaStream_t s) {
+  FreeAsyncFn real = real_of<FreeAsyncFn>(kPtsz ? slot_cudaFreeAsync_ptsz : slot_cudaFreeAsync);
+  alloc::DeviceAllocator* a = p ? alloc::owner(p) : nullptr;
+  if (!a) return real(p, s);
+  std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
+  return (on ? a->free(p, *on) : a->free(p)) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+// cudaMemGetInfo: memory the allocator holds mapped but unused is free in
+// every sense an application cares about (the next allocation gets it, and
+// the allocator releases it under pressure), so it counts as free.
+using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
+cudaError_t routed_mem_get_info(size_t* free_bytes, size_t* total) {
+  cudaError_t r = real_of<MemGetInfoFn>(slot_cudaMemGetInfo)(free_bytes, total);
+  int device = 0;
+  if (r != cudaSuccess || free_bytes == nullptr || cuda::get_device(&device) != cudaSuccess) return r;
+  if (alloc::DeviceAllocator* a = alloc::existing_allocator(device)) *free_bytes += a->cached_bytes();
+  return r;
+}
+
+// An IPC handle of a VMM block would name the reservation, not the block:
+// no other process could open it. Refuse clearly instead (once logged).
+using IpcGetFn = cudaError_t (*)(cudaIpcMemHandle_t*, void*);
+cudaError_t routed_ipc_get_mem_handle(cudaIpcMemHandle_t* handle, void* p) {
+  if (p && alloc::owner(p)) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      log::warn("cudaIpcGetMemHandle on memory of gpuslack's VMM allocator is not supported; "
+                "use GPUSLACK_CONF=allocator:native for programs that share device memory over IPC");
+    return cudaErrorInvalidValue;
+  }
+  return real_of<IpcGetFn>(slot_cudaIpcGetMemHandle)(handle, p);
+}
+
+GPUSLACK_ROUTE(cudaMalloc, MallocFn, routed_malloc)
+GPUSLACK_ROUTE(cudaFree, FreeFn, routed_free)
+GPUSLACK_ROUTE_PAIR(cudaMallocAsync, _ptsz, MallocAsyncFn, routed_malloc_async)
+GPUSLACK_ROUTE_PAIR(cudaFreeAsync, _ptsz, FreeAsyncFn, routed_free_async)
+GPUSLACK_ROUTE(cudaMemGetInfo, MemGetInfoFn, routed_mem_get_info)
+GPUSLACK_ROUTE(cudaIpcGetMemHandle, IpcGetFn, routed_ipc_get_mem_handle)
+
+}  // namespace
+}  // namespace interpose
+}  // namespace gpuslack

@@ -34,7 +34,7 @@ std::optional<uint64_t> BlockManager::take_large(uint64_t size, const Placement*
   uint64_t best_cost = kAnyCost;
   large_free_.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
     for (uint64_t at : {start, start + range - size}) {
-      uint64_t c = placement->cost(at, size);
+      uint64_t c = placement->cost(at, size, best ? best_cost : kAnyCost);
       if (!best || c < best_cost) {
         best = at;
         best_cost = c;

@@ -75,8 +75,10 @@ class BlockManager {
   std::optional<uint64_t> allocate(uint64_t bytes);
 
   // What placing a block at [offset, offset + size) costs the caller, in
-  // its own unit (the VMM allocator: bytes it would have to map).
-  using PlacementCost = absl::FunctionRef<uint64_t(uint64_t offset, uint64_t size)>;
+  // its own unit (the VMM allocator: bytes it would have to map). It may
+  // stop counting once the cost reaches `enough` (the cheapest placement
+  // seen so far): any result >= `enough` is not chosen.
+  using PlacementCost = absl::FunctionRef<uint64_t(uint64_t offset, uint64_t size, uint64_t enough)>;
   static constexpr uint64_t kAnyCost = ~0ull;
   static constexpr size_t kPlacementCandidates = 64;
   // As allocate(), but a large block or a new small-pool page goes where

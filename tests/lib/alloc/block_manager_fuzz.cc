@@ -25,9 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Opcodes with bit 7 set price the placement (Note [Placement by
       // cost]): 1 per 2 MiB granule whose index has its low bit set; bit 6
       // caps the price at 0.
-      auto odd_granules = [](uint64_t offset, uint64_t n) {
+      auto odd_granules = [](uint64_t offset, uint64_t n, uint64_t enough = BlockManager::kAnyCost) {
         uint64_t c = 0;
-        for (uint64_t g = offset >> 21; g <= (offset + n - 1) >> 21; ++g) c += g & 1;
+        for (uint64_t g = offset >> 21; g <= (offset + n - 1) >> 21 && c < enough; ++g) c += g & 1;
         return c;
       };
       uint64_t cap = op & 0x40 ? 0 : BlockManager::kAnyCost;

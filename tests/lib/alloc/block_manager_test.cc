@@ -82,9 +82,11 @@ void random_run(unsigned seed, uint64_t capacity, int ops) {
   // A third of the allocations priced: a cost per 2 MiB "granule" that
   // changes with the seed, and a random ceiling (Note [Placement by cost]).
   const uint64_t salt = rng();
-  auto cost = [salt](uint64_t offset, uint64_t size) {
+  // It stops counting at `enough`, as it may.
+  auto cost = [salt](uint64_t offset, uint64_t size, uint64_t enough = BlockManager::kAnyCost) {
     uint64_t c = 0;
-    for (uint64_t g = offset >> 21; g <= (offset + size - 1) >> 21; ++g) c += ((g * 0x9e3779b97f4a7c15ull) ^ salt) >> 62;
+    for (uint64_t g = offset >> 21; g <= (offset + size - 1) >> 21 && c < enough; ++g)
+      c += ((g * 0x9e3779b97f4a7c15ull) ^ salt) >> 62;
     return c;
   };
   for (int i = 0; i < ops; ++i) {
@@ -153,20 +155,20 @@ TEST(BlockManager, PricedPlacementTakesTheCheapestRangeThenTheBestFit) {
   ASSERT_EQ(4 * kMiB, *b);
   m.release(*b);
   // Bytes below 16 MiB cost; the larger range is free of charge.
-  auto below_16 = [](uint64_t offset, uint64_t size) {
+  auto below_16 = [](uint64_t offset, uint64_t size, uint64_t) {
     return offset < 16 * kMiB ? std::min(offset + size, 16 * kMiB) - offset : 0;
   };
   std::optional<uint64_t> at = m.allocate(4 * kMiB, below_16, BlockManager::kAnyCost);
   ASSERT_TRUE(at);
   EXPECT_EQ(16 * kMiB, *at);  // not 4 MiB, the best fit
   // All equal: the best fit, at its start.
-  auto flat = [](uint64_t, uint64_t) -> uint64_t { return 1; };
+  auto flat = [](uint64_t, uint64_t, uint64_t) -> uint64_t { return 1; };
   at = m.allocate(4 * kMiB, flat, BlockManager::kAnyCost);
   ASSERT_TRUE(at);
   EXPECT_EQ(4 * kMiB, *at);
   m.release(*at);
   // Cheaper at the range's end: [4, 8) MiB, priced only at its start.
-  auto start_costs = [](uint64_t offset, uint64_t) -> uint64_t { return offset == 4 * kMiB ? 9 : offset < 16 * kMiB ? 0 : 5; };
+  auto start_costs = [](uint64_t offset, uint64_t, uint64_t) -> uint64_t { return offset == 4 * kMiB ? 9 : offset < 16 * kMiB ? 0 : 5; };
   at = m.allocate(2 * kMiB, start_costs, BlockManager::kAnyCost);
   ASSERT_TRUE(at);
   EXPECT_EQ(6 * kMiB, *at);

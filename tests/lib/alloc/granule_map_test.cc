@@ -8,20 +8,15 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda/driver_api.h"
+#include "sim_driver.h"
 #include "gpusim.h"
 
 namespace gpuslack {
 namespace alloc {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
-
-const cuda::DriverApi* api() {
-  const cuda::DriverApi* a = cuda::driver();
-  EXPECT_NE(nullptr, a) << cuda::why_no_driver();
-  return a;
-}
+using test_support::api;
+using test_support::kMiB;
 
 TEST(GranuleMap, MapsOnlyTheGranulesAskedFor) {
   GranuleMap m(api(), 0, 64 * kMiB);

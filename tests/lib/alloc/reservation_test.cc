@@ -7,19 +7,14 @@
 #include <optional>
 #include <vector>
 
-#include "cuda/driver_api.h"
+#include "sim_driver.h"
 
 namespace gpuslack {
 namespace alloc {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
-
-const cuda::DriverApi* api() {
-  const cuda::DriverApi* a = cuda::driver();
-  EXPECT_NE(nullptr, a) << cuda::why_no_driver();
-  return a;
-}
+using test_support::api;
+using test_support::kMiB;
 
 // Free ranges [4, 12) MiB, unmapped, and [16, 32) MiB, mapped: an 8 MiB
 // block fits the first best, and goes to the second, where nothing is left

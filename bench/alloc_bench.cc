@@ -11,6 +11,9 @@
 //                               freed on the stream taken back by it; with
 //                               1 and 8 threads (each its own stream, one
 //                               allocator: its mutex is shared);
+//   BM_LockedSection<M>       - 1 and 8 threads around a short critical
+//                               section under std::mutex and under the
+//                               allocator's spin-then-block AllocatorMutex;
 //   BM_GranuleMap_Map64MiB    - mapping then releasing 64 MiB, backed by
 //                               physical chunks of 2 (one granule each),
 //                               16 or 64 MiB: the driver calls' cost, on
@@ -27,7 +30,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
+#include "alloc/allocator_mutex.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_allocator.h"
 #include "alloc/granule_map.h"
@@ -75,6 +80,23 @@ void BM_DeviceAllocator_StreamPair(benchmark::State& state) {
 }
 BENCHMARK(BM_DeviceAllocator_StreamPair)->Arg(64 << 10)->Arg(8 << 20)->Threads(1)->Threads(8)
     ->Repetitions(5)->ReportAggregatesOnly(true);
+
+// The allocator's lock against a plain std::mutex, in one run: 8 threads
+// each taking it around a critical section about as long as the cached
+// path's (a few dozen dependent operations on shared state).
+template <typename Mutex>
+void BM_LockedSection(benchmark::State& state) {
+  static Mutex mu;
+  static uint64_t shared[16];
+  for (auto _ : state) {
+    std::lock_guard<Mutex> lock(mu);
+    for (int i = 0; i < 48; ++i) shared[i & 15] = shared[(i + 7) & 15] * 31 + static_cast<uint64_t>(i);
+    benchmark::DoNotOptimize(shared);
+  }
+}
+BENCHMARK_TEMPLATE(BM_LockedSection, std::mutex)->Threads(1)->Threads(8)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK_TEMPLATE(BM_LockedSection, gpuslack::alloc::AllocatorMutex)
+    ->Threads(1)->Threads(8)->Repetitions(5)->ReportAggregatesOnly(true);
 
 void BM_GranuleMap_Map64MiB(benchmark::State& state) {
   gpuslack::alloc::GranuleMap m(gpuslack::cuda::driver(), 0, 1ull << 30, static_cast<uint64_t>(state.range(0)) << 20);

@@ -96,12 +96,12 @@ uint64_t DeviceAllocator::trim_locked() {
 // ------------------------------------------------------------ allocating ---
 
 void* DeviceAllocator::allocate(size_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   return allocate_locked(bytes);
 }
 
 void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   if (!ok()) return nullptr;
   // The cached path. Not during a capture: the graph may be launched on
   // another stream, unordered with what `stream` still runs.
@@ -228,7 +228,7 @@ bool DeviceAllocator::take_freed(void* p, uint64_t* addr) {
 }
 
 bool DeviceAllocator::free(void* p) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
   if (capturing()) {
@@ -249,7 +249,7 @@ bool DeviceAllocator::free(void* p) {
 }
 
 bool DeviceAllocator::free(void* p, cudaStream_t stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
   if (capturing()) {
@@ -272,7 +272,7 @@ bool DeviceAllocator::free(void* p, cudaStream_t stream) {
 }
 
 bool DeviceAllocator::record_stream(void* p, cudaStream_t stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t addr = reinterpret_cast<uintptr_t>(p);
   Reservation* r = reservation_of(addr);
   if (!r || r->size_of(addr) == 0 || freed_.count(addr)) return false;
@@ -282,7 +282,7 @@ bool DeviceAllocator::record_stream(void* p, cudaStream_t stream) {
 }
 
 void DeviceAllocator::forget_stream(cudaStream_t stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   std::vector<uint64_t> blocks;
   streams_.flush(stream, &blocks);
   if (blocks.empty()) return;
@@ -292,7 +292,7 @@ void DeviceAllocator::forget_stream(cudaStream_t stream) {
 }
 
 void* DeviceAllocator::block_of(const void* p, size_t* size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   *size = 0;
   Reservation* r = reservation_of(reinterpret_cast<uintptr_t>(p));
   if (!r) return nullptr;
@@ -305,7 +305,7 @@ void* DeviceAllocator::block_of(const void* p, size_t* size) {
 // ------------------------------------------------------------- the rest ---
 
 uint64_t DeviceAllocator::trim() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   if (capturing()) return 0;
   settle_deferred();
   // An explicit trim (torch.cuda.empty_cache) may wait, as PyTorch's own
@@ -321,7 +321,7 @@ uint64_t DeviceAllocator::trim() {
 }
 
 bool DeviceAllocator::grant_peer(int peer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   if (std::find(peers_.begin(), peers_.end(), peer) == peers_.end()) peers_.push_back(peer);
   CUresult r = CUDA_SUCCESS;
   for_each_reservation([&](const Reservation& res) {
@@ -335,18 +335,18 @@ bool DeviceAllocator::grant_peer(int peer) {
 }
 
 void DeviceAllocator::set_limit(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   limit_ = bytes;
 }
 
 uint64_t DeviceAllocator::cached_bytes() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t held = held_bytes(), mapped = mapped_bytes();
   return mapped > held ? mapped - held : 0;
 }
 
 DeviceStats DeviceAllocator::stats() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   note_peaks();
   DeviceStats s = stats_;
   s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size();
@@ -363,14 +363,14 @@ DeviceStats DeviceAllocator::stats() {
 }
 
 void DeviceAllocator::reset_peaks() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   note_peaks();
   stats_.peak_allocated = stats_.allocated;
   stats_.peak_reserved = stats_.reserved;
 }
 
 Timeline::Samples DeviceAllocator::timeline() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AllocatorMutex> lock(mu_);
   return timeline_.samples();
 }
 

@@ -44,6 +44,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "alloc/allocator_mutex.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
 #include "alloc/free_epochs.h"
@@ -146,7 +147,7 @@ class DeviceAllocator {
   uint64_t mapped_bytes() const;
   uint64_t held_bytes() const;  // blocks placed, freed-but-held included
 
-  std::mutex mu_;
+  AllocatorMutex mu_;
   const cuda::DriverApi* api_;
   int device_;
   uint64_t reserve_bytes_, cache_limit_, map_chunk_;

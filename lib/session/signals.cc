@@ -68,14 +68,16 @@ void on_signal(int sig, siginfo_t* info, void* context) {
   prev.sa_handler(sig);
 }
 
+void signal_set(sigset_t* set) {
+  sigemptyset(set);
+  for (int sig : kSignals) sigaddset(set, sig);
+}
+
 const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal"; }
 
 void* reporter_main(void*) {
-  // The handler must never run here: it would wait for itself.
-  sigset_t block;
-  sigemptyset(&block);
-  for (int sig : kSignals) sigaddset(&block, sig);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  // The handler never runs here (it would wait for itself): start_reporter
+  // created this thread with the signals blocked.
   pthread_setname_np(pthread_self(), "gpuslack-report");
 
   int timeout_ms = g_interval_s > 0 ? static_cast<int>(std::lround(g_interval_s * 1000)) : -1;
@@ -138,7 +140,15 @@ void start_reporter(double interval_s, bool signals) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // The reporter is born with the signals blocked: were one delivered to it
+  // before it could block them itself, the handler would wait for the
+  // reporter on the reporter (3 s lost, and a program that ends meanwhile
+  // exits as if never signalled).
+  sigset_t block, old;
+  signal_set(&block);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
   int rc = pthread_create(&thread, &attr, reporter_main, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
     close(fds[0]);

@@ -11,6 +11,8 @@
 // expanded (the routes name their ids and slots).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 
 namespace gpuslack {
@@ -35,10 +37,17 @@ Fn real_of(Slot& slot) {
   return reinterpret_cast<Fn>(real_address(slot));
 }
 
+// Signatures more than one concept's routes share.
+using MallocFn = cudaError_t (*)(void**, size_t);
+using FreeFn = cudaError_t (*)(void*);
+
 }  // namespace
 }  // namespace interpose
 }  // namespace gpuslack
 
+// Expanded inside namespace gpuslack::interpose::{anonymous}, where Route
+// is; Fn and fn must hold no comma outside parentheses (name a function
+// type with a using-alias first). routes.h undefines both.
 // `sym` (of type Fn) goes to `fn`.
 #define GPUSLACK_ROUTE(sym, Fn, fn)   \
   template <>                         \

@@ -48,3 +48,6 @@
 #include "routes_copies.h"   // copies and host-visible work
 #include "routes_pinned.h"   // pinned host memory
 #include "routes_streams.h"  // streams, captures, peers
+
+#undef GPUSLACK_ROUTE_PAIR
+#undef GPUSLACK_ROUTE

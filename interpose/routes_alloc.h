@@ -17,9 +17,6 @@ namespace gpuslack {
 namespace interpose {
 namespace {
 
-using MallocFn = cudaError_t (*)(void**, size_t);
-using FreeFn = cudaError_t (*)(void*);
-
 // cudaMalloc: from the VMM allocator of the current device; when it cannot
 // serve (pass-through, or out of memory after trimming and waiting), from
 // the runtime, whose own answer (and last-error state) the caller then gets.

@@ -5,7 +5,6 @@
 
 #include "pin/process_heap.h"
 #include "route.h"
-#include "routes_alloc.h"  // MallocFn, FreeFn
 
 namespace gpuslack {
 namespace interpose {

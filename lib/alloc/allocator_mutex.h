@@ -9,8 +9,9 @@
 // cores sharing one allocator, alloc_bench's BM_DeviceAllocator_StreamPair
 // took ~420 ns per pair with std::mutex against ~80 ns for one thread
 // alone. So: up to kSpins polls of try_lock, a pause instruction apart
-// (a few microseconds at most), then the mutex's own wait: 185–270 ns
-// there (bench/README.md, "The cached path", both locks side by side).
+// (a few microseconds at most), then the mutex's own wait. The same
+// benchmark with this lock: 185–270 ns per pair (bench/README.md, "The
+// cached path", both locks side by side).
 #pragma once
 
 #include <mutex>

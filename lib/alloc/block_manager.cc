@@ -1,6 +1,7 @@
 #include "alloc/block_manager.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace gpuslack {
 namespace alloc {
@@ -9,14 +10,14 @@ BlockManager::BlockManager(uint64_t capacity) : capacity_(capacity / kAlignment 
   if (capacity_) large_free_.insert(0, capacity_);
 }
 
-std::optional<uint64_t> BlockManager::allocate(uint64_t bytes) { return allocate(bytes, nullptr); }
+std::optional<uint64_t> BlockManager::allocate(uint64_t bytes) { return place(bytes, nullptr); }
 
 std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost) {
   Placement placement{cost, max_cost};
-  return allocate(bytes, &placement);
+  return place(bytes, &placement);
 }
 
-std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, const Placement* placement) {
+std::optional<uint64_t> BlockManager::place(uint64_t bytes, const Placement* placement) {
   if (bytes > capacity_) return std::nullopt;
   uint64_t size = round_up(bytes);
   if (size <= kSmallLimit) return allocate_small(size, placement);
@@ -30,21 +31,25 @@ std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, const Placement* 
 // Note [Placement by cost].
 std::optional<uint64_t> BlockManager::take_large(uint64_t size, const Placement* placement) {
   if (!placement) return large_free_.take_best_fit(size);
+  // Above the ceiling nothing is chosen: the cost may stop counting there.
+  const uint64_t ceiling = placement->max_cost == kAnyCost ? kAnyCost : placement->max_cost + 1;
   std::optional<uint64_t> best;
-  uint64_t best_cost = kAnyCost;
+  uint64_t best_cost = ceiling;  // what a placement must cost less than to be chosen
   large_free_.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
     for (uint64_t at : {start, start + range - size}) {
-      uint64_t c = placement->cost(at, size, best ? best_cost : kAnyCost);
-      if (!best || c < best_cost) {
+      uint64_t c = placement->cost(at, size, best_cost);
+      if (c < best_cost || (!best && ceiling == kAnyCost)) {
         best = at;
         best_cost = c;
       }
       if (c == 0 || range == size) break;
     }
-    return best_cost != 0;
+    return !best || best_cost != 0;
   });
-  if (!best || best_cost > placement->max_cost) return std::nullopt;
-  large_free_.take(*best, size);
+  if (!best) return std::nullopt;
+  bool taken = large_free_.take(*best, size);
+  assert(taken);  // for_each_fit offered a free range that holds it
+  (void)taken;
   return best;
 }
 

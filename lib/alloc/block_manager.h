@@ -40,8 +40,10 @@
 // weighs, for a large block or a new small-pool page, the first
 // kPlacementCandidates ranges in best-fit order, each at its start and at
 // its end, and takes the cheapest (best fit among equals; the first free
-// placement ends the search). Bounded, so a miss costs at most that many
-// lookups; the cached path never gets here.
+// placement ends the search). Bounded: a miss prices at most 64
+// candidates, each by a walk of its granules that stops once it costs as
+// much as the cheapest so far (or more than the ceiling); the cached path
+// never gets here.
 //
 // Plain data, no locking: the caller serializes. check() verifies every
 // invariant (blocks never overlap, free and used bytes partition the space,
@@ -136,7 +138,7 @@ class BlockManager {
   };
   // Takes `size` bytes of the large space: best fit, or by `placement`.
   std::optional<uint64_t> take_large(uint64_t size, const Placement* placement);
-  std::optional<uint64_t> allocate(uint64_t bytes, const Placement* placement);
+  std::optional<uint64_t> place(uint64_t bytes, const Placement* placement);
   std::optional<uint64_t> allocate_small(uint64_t size, const Placement* placement);
   uint64_t release_small(uint64_t offset, const Block& block);
   uint32_t new_page(uint64_t at);

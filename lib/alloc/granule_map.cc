@@ -188,7 +188,7 @@ bool GranuleMap::mapped_range(uint64_t offset, uint64_t bytes) const {
 }
 
 uint64_t GranuleMap::unmapped_bytes(uint64_t offset, uint64_t bytes, uint64_t enough) const {
-  if (!base_ || bytes == 0 || offset + bytes > size_) return 0;
+  if (!base_ || bytes == 0 || offset + bytes > size_ || offset + bytes < offset) return ~0ull;
   uint64_t unmapped = 0;
   for (size_t i = offset / granularity_, last = (offset + bytes - 1) / granularity_; i <= last && unmapped < enough; ++i)
     if (!handles_[i]) unmapped += granularity_;

@@ -75,7 +75,8 @@ class GranuleMap {
   bool mapped_range(uint64_t offset, uint64_t bytes) const;
   // The bytes of the granules overlapping [offset, offset + bytes) that are
   // not mapped: what map() would have to back. Counting stops once it
-  // reaches `enough` (the result is then at least `enough`).
+  // reaches `enough` (the result is then at least `enough`). A range this
+  // map cannot back at all costs ~0 (never the cheapest).
   uint64_t unmapped_bytes(uint64_t offset, uint64_t bytes, uint64_t enough = ~0ull) const;
   size_t mapped_granules() const { return mapped_; }
   uint64_t mapped_bytes() const { return mapped_ * granularity_; }

@@ -135,15 +135,20 @@ class RangeSet {
 
   // Calls f(start, size) for the free ranges that hold `size` bytes, in
   // best-fit order (smallest first, lowest address among equals), at most
-  // `limit` of them, while f returns true. Changes nothing (stale size keys
-  // are stepped over, not dropped).
+  // `limit` of them, while f returns true. f must not change the set. The
+  // ranges stay as they are; stale size keys met on the way are dropped
+  // (Note [Stale size keys]), so a search never walks them twice.
   template <class F>
-  void for_each_fit(uint64_t size, size_t limit, F&& f) const {
+  void for_each_fit(uint64_t size, size_t limit, F&& f) {
     if (size == 0) return;
-    for (auto it = by_size_.lower_bound({size, 0}); it != by_size_.end() && limit > 0; ++it) {
-      if (!current(*it)) continue;
+    for (auto it = by_size_.lower_bound({size, 0}); it != by_size_.end() && limit > 0;) {
+      if (!current(*it)) {
+        it = by_size_.erase(it);
+        continue;
+      }
       --limit;
       if (!f(it->second, it->first)) return;
+      ++it;
     }
   }
 

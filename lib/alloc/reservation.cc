@@ -15,9 +15,7 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes) {
   if (map_.mapped_range(*at, blocks_.size_of(*at))) return base_ + *at;
   blocks_.release(*at);
   // Else a mapped placement further along, if any.
-  // Only a placement with nothing to map will do.
-  auto unmapped = [this](uint64_t offset, uint64_t size, uint64_t) { return map_.unmapped_bytes(offset, size, 1); };
-  at = blocks_.allocate(bytes, unmapped, 0);
+  at = blocks_.allocate(bytes, unmapped_cost(), 0);
   if (!at) return std::nullopt;
   // A small block in a page in use was placed without asking.
   if (map_.mapped_range(*at, blocks_.size_of(*at))) return base_ + *at;
@@ -26,10 +24,7 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes) {
 }
 
 std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result) {
-  auto unmapped = [this](uint64_t offset, uint64_t size, uint64_t enough) {
-    return map_.unmapped_bytes(offset, size, enough);
-  };
-  std::optional<uint64_t> at = blocks_.allocate(bytes, unmapped, BlockManager::kAnyCost);
+  std::optional<uint64_t> at = blocks_.allocate(bytes, unmapped_cost(), BlockManager::kAnyCost);
   if (!at) {
     *result = CUDA_ERROR_NOT_FOUND;
     return std::nullopt;

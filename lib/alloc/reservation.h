@@ -56,6 +56,11 @@ class Reservation {
   const GranuleMap& map() const { return map_; }
 
  private:
+  // A placement's price (Note [Placement by cost]): the bytes left to map.
+  auto unmapped_cost() const {
+    return [this](uint64_t offset, uint64_t size, uint64_t enough) { return map_.unmapped_bytes(offset, size, enough); };
+  }
+
   GranuleMap map_;
   uintptr_t base_;
   BlockManager blocks_;

@@ -14,8 +14,8 @@
 //             first CUDA call, as Python installs its SIGINT handler) that
 //             exits with 7
 // Exits with EXIT_CODE (default 0) after the work, or 1 on a CUDA error.
-// STALL_KERNEL_MS (environment) lengthens the kernels, for a test that
-// needs a wider margin between "waited for it" and "did not".
+// STALL_KERNEL_MS (environment, 1 to 60000) sets the kernels' length, for a
+// test that needs a wider margin between "waited for it" and "did not".
 #include <cuda_runtime_api.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -42,7 +42,9 @@ namespace {
 
 const unsigned kKernelUs = [] {
   const char* ms = std::getenv("STALL_KERNEL_MS");
-  return ms ? static_cast<unsigned>(std::atoi(ms)) * 1000u : 50000u;
+  char* end = nullptr;
+  unsigned long v = ms ? std::strtoul(ms, &end, 10) : 0;
+  return v > 0 && v <= 60000 && end && *end == '\0' ? static_cast<unsigned>(v) * 1000u : 50000u;
 }();
 
 void free_behind_kernel() {

@@ -95,11 +95,14 @@ void random_run(unsigned seed, uint64_t capacity, int ops) {
       std::optional<uint64_t> at;
       if (rng() % 3 == 0) {
         uint64_t allocated = m.allocated(), free_total = m.large_free().total();
+        size_t ranges = m.large_free().count(), pages = m.small_pages();
         uint64_t max_cost = rng() % 2 ? BlockManager::kAnyCost : rng() % 8;
         at = m.allocate(bytes, cost, max_cost);
         if (!at) {  // refused: nothing changed
           ASSERT_EQ(allocated, m.allocated()) << "seed " << seed << " op " << i;
           ASSERT_EQ(free_total, m.large_free().total()) << "seed " << seed << " op " << i;
+          ASSERT_EQ(ranges, m.large_free().count()) << "seed " << seed << " op " << i;
+          ASSERT_EQ(pages, m.small_pages()) << "seed " << seed << " op " << i;
         } else if (m.size_of(*at) > BlockManager::kSmallLimit) {
           ASSERT_LE(cost(*at, m.size_of(*at)), max_cost) << "seed " << seed << " op " << i;
         }

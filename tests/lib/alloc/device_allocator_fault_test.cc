@@ -4,12 +4,13 @@
 
 #include "alloc/device_allocator.h"
 #include "gpusim.h"
+#include "sim_driver.h"
 
 namespace gpuslack {
 namespace alloc {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
+using test_support::kMiB;
 
 // GPUSIM_FAIL=cuMemCreate:1,cuMemMap:3,cuMemSetAccess:5
 TEST(DeviceAllocatorFaults, FailedStepsAreRetriedCleanly) {

@@ -17,12 +17,13 @@
 #include "alloc/vmm.h"
 #include "cuda/driver_api.h"
 #include "gpusim.h"
+#include "sim_driver.h"
 
 namespace gpuslack {
 namespace alloc {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
+using test_support::kMiB;
 
 cudaStream_t non_blocking() {
   cudaStream_t s = nullptr;

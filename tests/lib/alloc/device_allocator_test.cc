@@ -16,12 +16,13 @@
 #include "alloc/stream_registry.h"
 #include "cuda/driver_api.h"
 #include "gpusim.h"
+#include "sim_driver.h"
 
 namespace gpuslack {
 namespace alloc {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
+using test_support::kMiB;
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) {

@@ -4,12 +4,13 @@
 
 #include "alloc/granule_map.h"
 #include "gpusim.h"
+#include "sim_driver.h"
 
 namespace gpuslack {
 namespace alloc {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
+using test_support::kMiB;
 
 // GPUSIM_FAIL=cuMemCreate:2,cuMemMap:4,cuMemSetAccess:6
 TEST(GranuleMapFaults, EachFailingStepIsUndone) {

@@ -39,6 +39,23 @@ TEST(GranuleMap, MapsOnlyTheGranulesAskedFor) {
   EXPECT_EQ(2u, m.granules_mapped_total());
 }
 
+TEST(GranuleMap, UnmappedBytesCountsTheGranulesAMapWouldBack) {
+  GranuleMap m(api(), 0, 32 * kMiB);
+  ASSERT_TRUE(m.ok()) << m.why();
+  ASSERT_EQ(CUDA_SUCCESS, m.map(2 * kMiB, 4 * kMiB));  // granules 1 and 2
+  EXPECT_EQ(0u, m.unmapped_bytes(2 * kMiB, 4 * kMiB));
+  EXPECT_EQ(0u, m.unmapped_bytes(3 * kMiB, 1));
+  EXPECT_EQ(2 * kMiB, m.unmapped_bytes(1 * kMiB, 2 * kMiB));  // granule 0 partly, 1
+  EXPECT_EQ(4 * kMiB, m.unmapped_bytes(5 * kMiB, 4 * kMiB));  // 2 mapped; 3, 4 not
+  EXPECT_EQ(28 * kMiB, m.unmapped_bytes(0, 32 * kMiB));
+  // Counting stops at `enough`: at least that much, not the whole.
+  EXPECT_EQ(2 * kMiB, m.unmapped_bytes(0, 32 * kMiB, 1));
+  EXPECT_EQ(4 * kMiB, m.unmapped_bytes(0, 32 * kMiB, 3 * kMiB));
+  // Outside the reservation: never the cheapest.
+  EXPECT_EQ(~0ull, m.unmapped_bytes(31 * kMiB, 2 * kMiB));
+  EXPECT_EQ(~0ull, m.unmapped_bytes(0, 0));
+}
+
 TEST(GranuleMap, UnmapsOnlyWholeGranulesAndGivesTheMemoryBack) {
   GranuleMap m(api(), 0, 32 * kMiB);
   ASSERT_TRUE(m.ok()) << m.why();

@@ -47,32 +47,37 @@ TEST(RangeSet, BestFitTakesTheSmallestThenLowest) {
 }
 
 TEST(RangeSet, ForEachFitVisitsTheFittingRangesInBestFitOrder) {
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
   RangeSet s;
   ASSERT_TRUE(s.insert(0, 4096));
   ASSERT_TRUE(s.insert(8192, 1024));
   ASSERT_TRUE(s.insert(16384, 2048));
   ASSERT_TRUE(s.insert(32768, 1024));
-  ASSERT_TRUE(s.take(0, 512));  // leaves a stale size key for (4096, 0)
-  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  // [16384, 18432) shrinks to [16896, 18432): its old key (2048, 16384)
+  // stays behind, stale, and is not the largest (Note [Stale size keys]).
+  ASSERT_TRUE(s.take(16384, 512));
+  Ranges seen;
   auto record = [&](uint64_t start, uint64_t size) {
     seen.emplace_back(start, size);
     return true;
   };
-  s.for_each_fit(1024, 10, record);
-  EXPECT_EQ((std::vector<std::pair<uint64_t, uint64_t>>{{8192, 1024}, {32768, 1024}, {16384, 2048}, {512, 3584}}),
-            seen);
+  // Four fit; the stale key is neither visited nor counted against the limit.
+  s.for_each_fit(1024, 4, record);
+  EXPECT_EQ((Ranges{{8192, 1024}, {32768, 1024}, {16896, 1536}, {0, 4096}}), seen);
+  EXPECT_EQ("", s.check());
   seen.clear();
   s.for_each_fit(1024, 2, record);  // a limit
-  EXPECT_EQ(2u, seen.size());
+  EXPECT_EQ((Ranges{{8192, 1024}, {32768, 1024}}), seen);
   seen.clear();
-  s.for_each_fit(2048, 10, [&](uint64_t start, uint64_t size) {  // stopped by f
+  s.for_each_fit(1536, 10, [&](uint64_t start, uint64_t size) {  // stopped by f
     seen.emplace_back(start, size);
     return false;
   });
-  EXPECT_EQ((std::vector<std::pair<uint64_t, uint64_t>>{{16384, 2048}}), seen);
+  EXPECT_EQ((Ranges{{16896, 1536}}), seen);
   seen.clear();
   s.for_each_fit(8192, 10, record);  // none fits
   EXPECT_TRUE(seen.empty());
+  EXPECT_EQ(4096u + 1024 + 1536 + 1024, s.total());  // nothing taken
   EXPECT_EQ("", s.check());
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -203,16 +204,22 @@ TEST(BlockManager, RandomSequencesUnderPressure) {
 // it, lowest address among equals; a small block goes to the page whose
 // largest free range is the smallest that holds it (lowest address among
 // equals), a new page (placed like a large block) only if none does, and
-// takes that page's best-fitting range; an empty page goes back.
+// takes that page's best-fitting range; an empty page goes back. Priced
+// (Note [Placement by cost]): of the first 64 free ranges that hold a large
+// block or a new page, in best-fit order, each at its start then its end,
+// the first of the cheapest; none if that costs more than the ceiling.
 class ReferenceBlockManager {
  public:
+  using Cost = std::function<uint64_t(uint64_t offset, uint64_t size)>;
+
   explicit ReferenceBlockManager(uint64_t capacity) : capacity_(capacity) { add(large_, 0, capacity); }
 
-  std::optional<uint64_t> allocate(uint64_t bytes) {
+  std::optional<uint64_t> allocate(uint64_t bytes, const Cost& cost = nullptr, uint64_t max_cost = 0) {
     if (bytes > capacity_) return std::nullopt;
     uint64_t size = BlockManager::round_up(bytes);
+    auto take_large = [&](uint64_t n) { return cost ? take_priced(n, cost, max_cost) : take_best_fit(large_, n); };
     if (size > BlockManager::kSmallLimit) {
-      auto at = take_best_fit(large_, size);
+      auto at = take_large(size);
       if (at) live_[*at] = size;
       return at;
     }
@@ -223,7 +230,7 @@ class ReferenceBlockManager {
       if (l >= size && l < best_largest) best = &free, best_largest = l;
     }
     if (!best) {
-      auto page_at = take_best_fit(large_, BlockManager::kPageSize);
+      auto page_at = take_large(BlockManager::kPageSize);
       if (!page_at) return std::nullopt;
       best = &pages_[*page_at];
       add(*best, *page_at, BlockManager::kPageSize);
@@ -278,6 +285,29 @@ class ReferenceBlockManager {
     if (rest) free.emplace(at + size, rest);
     return at;
   }
+  std::optional<uint64_t> take_priced(uint64_t size, const Cost& cost, uint64_t max_cost) {
+    std::vector<std::pair<uint64_t, uint64_t>> fits;  // (size, offset)
+    for (auto& [offset, n] : large_)
+      if (n >= size) fits.emplace_back(n, offset);
+    std::sort(fits.begin(), fits.end());
+    if (fits.size() > BlockManager::kPlacementCandidates) fits.resize(BlockManager::kPlacementCandidates);
+    std::optional<uint64_t> best;
+    uint64_t best_cost = 0;
+    for (auto& [n, offset] : fits) {
+      for (uint64_t at : {offset, offset + n - size}) {
+        uint64_t c = cost(at, size);
+        if (!best || c < best_cost) best = at, best_cost = c;
+      }
+    }
+    if (!best || best_cost > max_cost) return std::nullopt;
+    // Take [*best, *best + size) out of its range.
+    auto range = std::prev(large_.upper_bound(*best));
+    uint64_t start = range->first, end = range->first + range->second;
+    large_.erase(range);
+    if (*best > start) large_.emplace(start, *best - start);
+    if (*best + size < end) large_.emplace(*best + size, end - *best - size);
+    return best;
+  }
   static uint64_t largest(const std::map<uint64_t, uint64_t>& free) {
     uint64_t l = 0;
     for (auto& [offset, size] : free) l = std::max(l, size);
@@ -298,11 +328,28 @@ void reference_run(unsigned seed, uint64_t capacity, int ops) {
   ReferenceBlockManager ref(capacity);
   std::vector<uint64_t> live;
   const uint64_t sizes[] = {1, 512, 4096, 64 << 10, 300 << 10, 512 << 10, 768 << 10, kMiB, kMiB + 1, 3 * kMiB};
+  // Half the allocations priced: per 1 MiB, 0 to 3 by a hash of its index
+  // and the seed (so many placements tie), under a ceiling of any or 0-5.
+  auto cost = [salt = rng()](uint64_t offset, uint64_t size) {
+    uint64_t c = 0;
+    for (uint64_t u = offset >> 20; u <= (offset + size - 1) >> 20; ++u) c += ((u * 0x9e3779b97f4a7c15ull) ^ salt) >> 62;
+    return c;
+  };
+  // BlockManager's callers may stop counting at `enough`; this one does.
+  auto priced = [&](uint64_t offset, uint64_t size, uint64_t enough) { return std::min(cost(offset, size), enough); };
   for (int i = 0; i < ops; ++i) {
     if (live.empty() || rng() % 100 < 60) {
       uint64_t bytes = sizes[rng() % std::size(sizes)];
-      std::optional<uint64_t> at = m.allocate(bytes);
-      ASSERT_EQ(ref.allocate(bytes), at) << "seed " << seed << " op " << i << ": " << bytes << " bytes";
+      std::optional<uint64_t> at, expected;
+      if (rng() % 2) {
+        uint64_t max_cost = rng() % 2 ? BlockManager::kAnyCost : rng() % 6;
+        at = m.allocate(bytes, priced, max_cost);
+        expected = ref.allocate(bytes, cost, max_cost);
+      } else {
+        at = m.allocate(bytes);
+        expected = ref.allocate(bytes);
+      }
+      ASSERT_EQ(expected, at) << "seed " << seed << " op " << i << ": " << bytes << " bytes";
       if (at) live.push_back(*at);
     } else {
       size_t k = rng() % live.size();

@@ -81,13 +81,7 @@ std::string us_text(double s) {
 cudaError_t native(const CopyCall& c, void*) { return cudaMemcpyAsync(c.dst, c.src, c.width, c.kind, c.stream); }
 
 CopyCall call(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
-  CopyCall c;
-  c.dst = dst;
-  c.src = src;
-  c.width = n;
-  c.kind = kind;
-  c.stream = s;
-  return c;
+  return CopyCall::linear(dst, src, n, kind, s);
 }
 
 StagerConfig config(size_t chunk = kMiB, int threads = 1,

@@ -36,13 +36,8 @@ cudaError_t native_memcpy_2d_async(const pin::CopyCall& c, void* real) {
 
 pin::CopyCall copy_call(void* dst, const void* src, size_t width, size_t height, cudaMemcpyKind kind,
                         cudaStream_t s, bool per_thread, bool sync_api, const ApiCall& api) {
-  pin::CopyCall c;
-  c.dst = dst;
-  c.src = src;
-  c.width = width;
+  pin::CopyCall c = pin::CopyCall::linear(dst, src, width, kind, s);
   c.height = height;
-  c.kind = kind;
-  c.stream = s;
   c.per_thread_default = per_thread;
   c.sync_api = sync_api;
   c.api = &api;

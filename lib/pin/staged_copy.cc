@@ -243,8 +243,8 @@ cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy 
 
   auto* dst = static_cast<char*>(c.dst);
   auto* src = static_cast<const char*>(c.src);
-  const size_t spitch = c.height > 1 ? c.spitch : c.width;
-  const size_t dpitch = c.height > 1 ? c.dpitch : c.width;
+  const size_t spitch = c.src_pitch();
+  const size_t dpitch = c.dst_pitch();
   uint64_t host_copy_ns = 0;
   cudaError_t result = cudaSuccess;
   Chunk k;
@@ -339,8 +339,8 @@ cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* 
   };
   auto* dst = static_cast<char*>(c.dst);
   auto* src = static_cast<const char*>(c.src);
-  const size_t spitch = c.height > 1 ? c.spitch : c.width;
-  const size_t dpitch = c.height > 1 ? c.dpitch : c.width;
+  const size_t spitch = c.src_pitch();
+  const size_t dpitch = c.dst_pitch();
   std::deque<InFlight> window;
   Chunk k;
   bool more = next_chunk(c, &k);
@@ -406,8 +406,8 @@ cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* 
 cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
   auto* dst = static_cast<char*>(c.dst);
   auto* src = static_cast<const char*>(c.src);
-  const size_t spitch = c.height > 1 ? c.spitch : c.width;
-  const size_t dpitch = c.height > 1 ? c.dpitch : c.width;
+  const size_t spitch = c.src_pitch();
+  const size_t dpitch = c.dst_pitch();
   Chunk k;
   cudaError_t result = cudaSuccess;
   while (next_chunk(c, &k)) {

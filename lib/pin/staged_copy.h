@@ -63,6 +63,21 @@ struct CopyCall {
   bool per_thread_default = false;  // a _ptsz/_ptds entry point: 0 is the per-thread stream
   bool sync_api = false;            // cudaMemcpy/cudaMemcpy2D: returns as they do
   const ApiCall* api = nullptr;     // the hooked call, for the pageable call sites
+
+  // The distance between rows' starts (a single row: its width).
+  size_t src_pitch() const { return height > 1 ? spitch : width; }
+  size_t dst_pitch() const { return height > 1 ? dpitch : width; }
+
+  // A copy of `bytes` in one row, on `stream`; the rest as above.
+  static CopyCall linear(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+    CopyCall c;
+    c.dst = dst;
+    c.src = src;
+    c.width = bytes;
+    c.kind = kind;
+    c.stream = stream;
+    return c;
+  }
 };
 
 // The runtime's own call for `call`; `real` is its address.

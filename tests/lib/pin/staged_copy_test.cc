@@ -41,12 +41,7 @@ cudaError_t native(const CopyCall& c, void*) {
 }
 
 CopyCall call(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s, bool sync_api = false) {
-  CopyCall c;
-  c.dst = dst;
-  c.src = src;
-  c.width = n;
-  c.kind = kind;
-  c.stream = s;
+  CopyCall c = CopyCall::linear(dst, src, n, kind, s);
   c.sync_api = sync_api;
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include "alloc/vmm.h"
 #include "config/options.h"
+#include "cuda/fail.h"
 #include "cuda/runtime_api.h"
 #include "log/log.h"
 #include "route.h"
@@ -34,13 +35,15 @@ cudaError_t routed_malloc(void** p, size_t size) {
 
 // cudaFree: a VMM block goes back to its allocator without synchronizing
 // the device (free_sync keeps the synchronization); anything else (NULL, a
-// native allocation, a bad pointer) to the runtime.
+// native allocation, a bad pointer) to the runtime. A pointer in a
+// reservation that starts no live block (freed already, or inside one) is
+// refused as the runtime refuses such a pointer, last error included.
 cudaError_t routed_free(void* p) {
   FreeFn real = real_of<FreeFn>(slot_cudaFree);
   alloc::DeviceAllocator* a = p ? alloc::owner(p) : nullptr;
   if (!a) return real(p);
   if (options().free_sync) cuda::device_synchronize();
-  return a->free(p) ? cudaSuccess : cudaErrorInvalidValue;
+  return a->free(p) ? cudaSuccess : cuda::fail(cudaErrorInvalidValue);
 }
 
 // The stream-ordered calls (alloc::ordered_stream: the per-thread default
@@ -70,7 +73,7 @@ cudaError_t routed_free_async(void* p, cudaStream_t s) {
   alloc::DeviceAllocator* a = p ? alloc::owner(p) : nullptr;
   if (!a) return real(p, s);
   std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
-  return (on ? a->free(p, *on) : a->free(p)) ? cudaSuccess : cudaErrorInvalidValue;
+  return (on ? a->free(p, *on) : a->free(p)) ? cudaSuccess : cuda::fail(cudaErrorInvalidValue);
 }
 
 // cudaMemGetInfo: memory the allocator holds mapped but unused is free in
@@ -94,7 +97,7 @@ cudaError_t routed_ipc_get_mem_handle(cudaIpcMemHandle_t* handle, void* p) {
     if (!logged.exchange(true))
       log::warn("cudaIpcGetMemHandle on memory of gpuslack's VMM allocator is not supported; "
                 "use GPUSLACK_CONF=allocator:native for programs that share device memory over IPC");
-    return cudaErrorInvalidValue;
+    return cuda::fail(cudaErrorInvalidValue);
   }
   return real_of<IpcGetFn>(slot_cudaIpcGetMemHandle)(handle, p);
 }

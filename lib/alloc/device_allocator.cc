@@ -110,6 +110,7 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
       auto it = freed_.find(*at);
       freed_bytes_ -= it->second;
       freed_.erase(it);
+      reservation_of(*at)->set_requested(*at, bytes);  // what range checks allow now
       ++stats_.stream_reuses;
       return served(*at);
     }
@@ -291,15 +292,25 @@ void DeviceAllocator::forget_stream(cudaStream_t stream) {
   epochs_.close_on(std::move(blocks), {stream}, false);
 }
 
+std::optional<BlockManager::Live> DeviceAllocator::live_block(const void* p) const {
+  Reservation* r = reservation_of(reinterpret_cast<uintptr_t>(p));
+  if (!r) return std::nullopt;
+  std::optional<BlockManager::Live> b = r->block_containing(reinterpret_cast<uintptr_t>(p));
+  if (!b || freed_.count(b->start)) return std::nullopt;
+  return b;
+}
+
 void* DeviceAllocator::block_of(const void* p, size_t* size) {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  *size = 0;
-  Reservation* r = reservation_of(reinterpret_cast<uintptr_t>(p));
-  if (!r) return nullptr;
-  std::optional<std::pair<uintptr_t, uint64_t>> b = r->block_containing(reinterpret_cast<uintptr_t>(p));
-  if (!b || freed_.count(b->first)) return nullptr;
-  *size = b->second;
-  return reinterpret_cast<void*>(b->first);
+  std::optional<BlockManager::Live> b = live_block(p);
+  *size = b ? b->size : 0;
+  return b ? reinterpret_cast<void*>(b->start) : nullptr;
+}
+
+bool DeviceAllocator::holds_range(const void* p, size_t bytes) {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  std::optional<BlockManager::Live> b = live_block(p);
+  return b && bytes <= b->requested - (reinterpret_cast<uintptr_t>(p) - b->start);
 }
 
 // ------------------------------------------------------------- the rest ---

@@ -94,6 +94,11 @@ class DeviceAllocator {
   void forget_stream(cudaStream_t stream);
   // The live block holding `p`: its start, and its (rounded) size in *size.
   void* block_of(const void* p, size_t* size);
+  // Whether [p, p + bytes) lies inside one live block, within the bytes it
+  // was allocated with (as the runtime checks a copy or memset against a
+  // cudaMalloc allocation): false for a freed block, free space, or a range
+  // that runs past the bytes asked for.
+  bool holds_range(const void* p, size_t bytes);
 
   // Whether `p` lies in one of this allocator's reservations. Lock-free.
   bool owns(const void* p) const { return reservation_of(reinterpret_cast<uintptr_t>(p)) != nullptr; }
@@ -122,6 +127,7 @@ class DeviceAllocator {
   static constexpr int kMaxReservations = 8;
 
   Reservation* reservation_of(uintptr_t a) const;
+  std::optional<BlockManager::Live> live_block(const void* p) const;  // not freed; under mu_
   // Every reservation made so far (under mu_).
   template <typename Fn>
   void for_each_reservation(Fn fn) const {

@@ -26,6 +26,10 @@
 //   cudaMemcpy2D, cudaMemcpy2DAsync
 //                                -> the staged copies (pin/staged_copy.h):
 //                                   pageable memory through pinned staging
+//   every copy and memset        -> refused, as the runtime refuses a range
+//                                   past a cudaMalloc allocation, when a range
+//                                   leaves a block of the VMM allocator
+//                                   (Note [Ranges in VMM blocks])
 //   cudaMemcpyBatchAsync,
 //   cudaLaunchHostFunc,
 //   cudaStreamAddCallback,
@@ -45,7 +49,7 @@
 
 #include "route.h"
 #include "routes_alloc.h"    // device memory
-#include "routes_copies.h"   // copies and host-visible work
+#include "routes_copies.h"   // copies, memsets and host-visible work
 #include "routes_pinned.h"   // pinned host memory
 #include "routes_streams.h"  // streams, captures, peers
 

@@ -70,6 +70,37 @@ TEST(DeviceAllocator, FreedMemoryIsReusedOnceTheGpuIsDone) {
   EXPECT_FALSE(a.owns(&local));
 }
 
+// A range is held when it lies in one live block within the bytes asked
+// for: as the runtime checks a copy or memset against cudaMalloc memory.
+TEST(DeviceAllocator, HoldsARangeOnlyInsideOneLiveBlocksRequestedBytes) {
+  DeviceAllocator a = make();
+  ASSERT_TRUE(a.ok()) << a.why();
+  char* p = static_cast<char*>(a.allocate(kMiB - 100));
+  char* q = static_cast<char*>(a.allocate(kMiB));
+  ASSERT_TRUE(p && q);
+  EXPECT_TRUE(a.holds_range(p, kMiB - 100));
+  EXPECT_FALSE(a.holds_range(p, kMiB - 99));  // into the rounding: refused, as cudaMalloc's
+  EXPECT_TRUE(a.holds_range(p + 4096, kMiB - 4196));
+  EXPECT_FALSE(a.holds_range(p + 4096, kMiB));
+  EXPECT_FALSE(a.holds_range(p, 2 * kMiB));  // over q, whatever lies between
+  EXPECT_TRUE(a.holds_range(q + kMiB - 1, 1));
+  EXPECT_FALSE(a.holds_range(q + kMiB, 1));
+  ASSERT_TRUE(a.free(q));
+  EXPECT_FALSE(a.holds_range(q, 1));  // freed: refused before the GPU is done with it
+  // Reused from its stream's cache for a smaller request: the new size counts.
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  char* r = static_cast<char*>(a.allocate(kMiB, s));
+  ASSERT_TRUE(a.free(r, s));
+  char* r2 = static_cast<char*>(a.allocate(kMiB - 100, s));  // the same rounded size
+  ASSERT_EQ(r, r2);
+  EXPECT_TRUE(a.holds_range(r2, kMiB - 100));
+  EXPECT_FALSE(a.holds_range(r2, kMiB - 99));
+  ASSERT_TRUE(a.free(r2, s));
+  ASSERT_TRUE(a.free(p));
+  cudaStreamDestroy(s);
+}
+
 TEST(DeviceAllocator, FreeDoesNotWaitForTheDevice) {
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());

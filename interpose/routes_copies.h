@@ -46,7 +46,9 @@ bool leaves_vmm_block(std::initializer_list<Range> ranges) {
 // What the application gets for such a call: `probe` is the runtime's
 // answer to the same call with a zero size.
 cudaError_t refused_range(cudaError_t probe) { return probe != cudaSuccess ? probe : cuda::fail(cudaErrorInvalidValue); }
-// The bytes a 2D call spans: `height` rows of `width`, `pitch` apart.
+// The bytes a 2D memset spans: `height` rows of `width`, `pitch` apart (a
+// zero width still spans the rows' starts, which the simulated runtime's
+// check counts too: tests/simcuda).
 size_t span_2d(size_t pitch, size_t width, size_t height) { return height ? (height - 1) * pitch + width : 0; }
 
 using MemcpyFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);

@@ -86,9 +86,10 @@ struct CopyCall {
   // The distance between rows' starts (a single row: its width).
   size_t src_pitch() const { return height > 1 ? spitch : width; }
   size_t dst_pitch() const { return height > 1 ? dpitch : width; }
-  // The bytes from the first row's start to the last row's end.
-  size_t src_span() const { return height ? (height - 1) * src_pitch() + width : 0; }
-  size_t dst_span() const { return height ? (height - 1) * dst_pitch() + width : 0; }
+  // The bytes from the first row's start to the last row's end (none for
+  // a copy of nothing, which the runtime accepts whatever the pitches).
+  size_t src_span() const { return width && height ? (height - 1) * src_pitch() + width : 0; }
+  size_t dst_span() const { return width && height ? (height - 1) * dst_pitch() + width : 0; }
   // Pitches the runtime refuses (cudaErrorInvalidPitchValue).
   bool bad_pitch() const { return (pitched || height > 1) && (width > dpitch || width > spitch); }
 

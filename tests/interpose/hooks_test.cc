@@ -299,6 +299,7 @@ std::vector<long> bounds_scenario(const Api& a) {
   rc(a.cudaMemset2DAsync(v, 4096, 5, 1024, kN / 4096 + 1, s));  // the last row starts past the end
   rc(a.cudaMemset2DAsync_ptsz(v, 4096, 6, 1024, kN / 4096, nullptr));  // ends inside: valid
   rc(a.cudaMemset(vc + kN, 0, 0));   // nothing, at the end
+  rc(a.cudaMemset2D(v, 4096, 0, 0, kN / 4096 + 8));  // no width, rows past the end
   rc(a.cudaMemset(vc + 1024, 7, kN - 1024));  // to the last byte
 
   // Host to device (pageable: staged), 1D and 2D, sync and async.
@@ -309,6 +310,7 @@ std::vector<long> bounds_scenario(const Api& a) {
   rc(a.cudaMemcpy2D(v, 2048, src.data(), 2048, 2048, kN / 2048 + 1, cudaMemcpyHostToDevice));
   rc(a.cudaMemcpy2DAsync(v, 4096, src.data(), 1024, 1024, kN / 4096 + 1, cudaMemcpyHostToDevice, s));
   rc(a.cudaMemcpy2D(v, 512, src.data(), 1024, 1024, 1, cudaMemcpyHostToDevice));  // one row, width > pitch
+  rc(a.cudaMemcpy2DAsync(v, 4096, src.data(), 4096, 0, kN / 4096 + 8, cudaMemcpyHostToDevice, s));  // nothing
   rc(a.cudaMemcpy(vc + 512, src.data() + 3, kN - 512, cudaMemcpyHostToDevice));  // to the last byte
 
   // Device to host (pageable: staged), 1D and 2D, sync and async.

@@ -41,7 +41,9 @@
 // do] in hooks.cc): a pageable copy takes the stager's locks and records
 // events, and a device->host copy into pinned memory, a host function, a
 // graph launch (and a cross-stream wait while such work is pending) record
-// one event each, under the host-work table's lock (pin/host_work.h).
+// one event each, under the host-work table's lock (pin/host_work.h); a
+// copy or memset naming memory of the VMM allocator takes that allocator's
+// lock to find the block (with the native allocator: one atomic load).
 //
 // Included by hooks.cc only, after the tables are expanded (the routes name
 // their ids and slots).

@@ -10,8 +10,12 @@
 //   cudaMallocHost, cudaHostAlloc,
 //   cudaFreeHost                 -> the pinned heap (pin/pinned_heap.h) when
 //                                   GPUSLACK_CONF's pin is on
-//   cudaMemGetInfo               -> adds the allocator's cached bytes to
-//                                   "free" (README, "cudaMemGetInfo")
+//   cudaMemGetInfo               -> adds the memory the allocator holds
+//                                   unused to "free" (README,
+//                                   "cudaMemGetInfo")
+//   cudaDeviceSynchronize        -> frees made before it reusable at once
+//                                   (Note [Frees behind a device
+//                                   synchronization])
 //   cudaDeviceEnablePeerAccess   -> grants the peer the allocator's memory
 //   cudaStreamBeginCapture,
 //   cudaStreamEndCapture         -> the allocator's capture state (Note

@@ -10,6 +10,12 @@
 //   cudaMallocHost, cudaHostAlloc,
 //   cudaFreeHost                 -> the pinned heap (pin/pinned_heap.h) when
 //                                   GPUSLACK_CONF's pin is on
+//   cudaMallocFromPoolAsync,
+//   cudaMallocManaged,
+//   cudaMallocPitch, cudaMalloc3D -> the runtime, retried once after the
+//                                   allocators released their memory if it
+//                                   failed for memory (Note [Retrying a
+//                                   pass-through allocation])
 //   cudaMemGetInfo               -> adds the memory the allocator holds
 //                                   unused to "free" (README,
 //                                   "cudaMemGetInfo")
@@ -50,8 +56,10 @@
 #include "route.h"
 #include "routes_alloc.h"    // device memory
 #include "routes_copies.h"   // copies and host-visible work
+#include "routes_passthrough.h"  // device memory the runtime serves
 #include "routes_pinned.h"   // pinned host memory
 #include "routes_streams.h"  // streams, captures, peers
 
+#undef GPUSLACK_ROUTE_PASSED_THROUGH
 #undef GPUSLACK_ROUTE_PAIR
 #undef GPUSLACK_ROUTE

@@ -13,6 +13,7 @@
 #include "cuda/runtime_api.h"
 #include "log/log.h"
 #include "route.h"
+#include "routes_passthrough.h"
 
 namespace gpuslack {
 namespace interpose {
@@ -20,7 +21,8 @@ namespace {
 
 // cudaMalloc: from the VMM allocator of the current device; when it cannot
 // serve (pass-through, or out of memory after trimming and waiting), from
-// the runtime, whose own answer (and last-error state) the caller then gets.
+// the runtime, whose own answer (and last-error state) the caller then gets
+// (Note [Retrying a pass-through allocation]).
 cudaError_t routed_malloc(void** p, size_t size) {
   MallocFn real = real_of<MallocFn>(slot_cudaMalloc);
   if (!alloc::vmm_selected() || p == nullptr || size == 0) return real(p, size);
@@ -28,7 +30,7 @@ cudaError_t routed_malloc(void** p, size_t size) {
   if (cuda::get_device(&device) != cudaSuccess) return real(p, size);
   alloc::DeviceAllocator* a = alloc::device_allocator(device);
   void* block = a ? a->allocate(size) : nullptr;
-  if (!block) return real(p, size);
+  if (!block) return passed_through(real, p, size);
   *p = block;
   return cudaSuccess;
 }
@@ -57,10 +59,10 @@ cudaError_t routed_malloc_async(void** p, size_t size, cudaStream_t s) {
   int device = 0;
   if (cuda::get_device(&device) != cudaSuccess) return real(p, size, s);
   alloc::DeviceAllocator* a = alloc::device_allocator(device);
-  if (!a) return real(p, size, s);
+  if (!a) return passed_through(real, p, size, s);
   std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
   void* block = on ? a->allocate(size, *on) : a->allocate(size);
-  if (!block) return real(p, size, s);
+  if (!block) return passed_through(real, p, size, s);
   *p = block;
   return cudaSuccess;
 }
@@ -76,10 +78,10 @@ cudaError_t routed_free_async(void* p, cudaStream_t s) {
 
 // cudaMemGetInfo: memory the allocator holds mapped with no live block in
 // it is free in every sense an application cares about (an allocation gets
-// it, the allocator releases it under pressure), so it counts as
+// it, the allocator releases it under pressure, a pass-through allocation
+// gets it back: Note [Retrying a pass-through allocation]), so it counts as
 // free, freed blocks whose fences are pending included (README,
 // "cudaMemGetInfo"). Never waits.
-using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
 cudaError_t routed_mem_get_info(size_t* free_bytes, size_t* total) {
   cudaError_t r = real_of<MemGetInfoFn>(slot_cudaMemGetInfo)(free_bytes, total);
   int device = 0;

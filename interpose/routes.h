@@ -10,8 +10,18 @@
 //   cudaMallocHost, cudaHostAlloc,
 //   cudaFreeHost                 -> the pinned heap (pin/pinned_heap.h) when
 //                                   GPUSLACK_CONF's pin is on
-//   cudaMemGetInfo               -> adds the allocator's cached bytes to
-//                                   "free" (README, "cudaMemGetInfo")
+//   cudaMallocFromPoolAsync,
+//   cudaMallocManaged,
+//   cudaMallocPitch, cudaMalloc3D -> the runtime, retried once after the
+//                                   allocators released their memory if it
+//                                   failed for memory (Note [Retrying a
+//                                   pass-through allocation])
+//   cudaMemGetInfo               -> adds the memory the allocator holds
+//                                   unused to "free" (README,
+//                                   "cudaMemGetInfo")
+//   cudaDeviceSynchronize        -> frees made before it reusable at once
+//                                   (Note [Frees behind a device
+//                                   synchronization])
 //   cudaDeviceEnablePeerAccess   -> grants the peer the allocator's memory
 //   cudaStreamBeginCapture,
 //   cudaStreamEndCapture         -> the allocator's capture state (Note
@@ -52,8 +62,10 @@
 #include "route.h"
 #include "routes_alloc.h"    // device memory
 #include "routes_copies.h"   // copies, memsets and host-visible work
+#include "routes_passthrough.h"  // device memory the runtime serves
 #include "routes_pinned.h"   // pinned host memory
 #include "routes_streams.h"  // streams, captures, peers
 
+#undef GPUSLACK_ROUTE_PASSED_THROUGH
 #undef GPUSLACK_ROUTE_PAIR
 #undef GPUSLACK_ROUTE

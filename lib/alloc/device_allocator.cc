@@ -195,8 +195,12 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
       std::vector<uint64_t> ready;
       stats_.stall_s += epochs_.wait_all(&ready);
       release(ready);
-      trim_locked();
+      // What the GPU was still using is free now and still mapped: placed
+      // on it, the block maps only what is missing. Unmap only if that fails.
       if (void* p = allocate_mapping(bytes, &result)) return p;
+      if (result == CUDA_ERROR_OUT_OF_MEMORY && trim_locked() > 0) {
+        if (void* p = allocate_mapping(bytes, &result)) return p;
+      }
     }
   }
   ++stats_.failed_allocations;
@@ -350,10 +354,26 @@ void DeviceAllocator::set_limit(uint64_t bytes) {
   limit_ = bytes;
 }
 
-uint64_t DeviceAllocator::cached_bytes() {
+uint64_t DeviceAllocator::unused_bytes() {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  uint64_t held = held_bytes(), mapped = mapped_bytes();
-  return mapped > held ? mapped - held : 0;
+  if (!capturing()) reclaim();  // Note [Frees during capture]: no event query
+  // Freed blocks are not live, reclaimed or not (README, "cudaMemGetInfo").
+  uint64_t live = held_bytes() - freed_bytes_, mapped = mapped_bytes();
+  return mapped > live ? mapped - live : 0;
+}
+
+void DeviceAllocator::fence_frees() {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  if (capturing()) return;
+  settle_deferred();
+  epochs_.close();  // a failure leaves them open, fenced at the next miss
+}
+
+void DeviceAllocator::take_back_completed() {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  if (capturing()) return;
+  reclaim();
+  note_peaks();
 }
 
 DeviceStats DeviceAllocator::stats() {

@@ -17,9 +17,10 @@
 // cache limit, and under memory pressure.
 //
 // Out of memory, in this order: release cached granules and retry; then
-// wait for every pending free (a stall, counted in stats()) and retry; only
-// then fail (nullptr), with one log line: requested, allocated, reserved,
-// largest free range.
+// wait for every pending free (a stall, counted in stats()) and retry on
+// what they free, still mapped; then release cached granules again and
+// retry; only then fail (nullptr), with one log line: requested,
+// allocated, reserved, largest free range.
 //
 // Note [Frees during capture]: while any stream captures a graph
 // (stream_registry.h), nothing here queries or records an event,
@@ -110,9 +111,24 @@ class DeviceAllocator {
   bool grant_peer(int peer);
   // Caps mapped physical memory at `bytes` (0: no cap).
   void set_limit(uint64_t bytes);
-  // Mapped bytes that no block holds: what trim() could release now. What
-  // cudaMemGetInfo adds to the driver's "free" (README, "cudaMemGetInfo").
-  uint64_t cached_bytes();
+  // Mapped bytes that no live block holds: cached granules, the free space
+  // of small-pool pages and of partly used chunks, and blocks freed but not
+  // yet reusable (their fence pending). What cudaMemGetInfo adds to the
+  // driver's "free" (README, "cudaMemGetInfo"). Takes back first what the
+  // GPU is done with (one event query per fenced epoch; none during a
+  // capture); never records an event, synchronizes or waits.
+  uint64_t unused_bytes();
+
+  // Note [Frees behind a device synchronization]: when cudaDeviceSynchronize
+  // returns, every event recorded before it was called has completed. Its
+  // hook calls fence_frees() first (the open epoch's events are recorded,
+  // nothing waits) and, once the synchronization succeeded,
+  // take_back_completed(): every block freed before the call is reusable
+  // at once, with no further event or wait; an allocation right after the
+  // synchronization reuses it instead of mapping more. Neither does
+  // anything during a capture (Note [Frees during capture]).
+  void fence_frees();
+  void take_back_completed();
 
   DeviceStats stats();
   // Restarts the peaks from the current values (torch's

@@ -104,6 +104,13 @@ void forget_stream(cudaStream_t stream) {
     if (DeviceAllocator* a = slot.load(std::memory_order_acquire)) a->forget_stream(stream);
 }
 
+uint64_t trim_all() {
+  uint64_t released = 0;
+  for (auto& slot : g_allocators)
+    if (DeviceAllocator* a = slot.load(std::memory_order_acquire)) released += a->trim();
+  return released;
+}
+
 DeviceAllocator* owner(const void* p) {
   int n = g_slots_used.load(std::memory_order_acquire);
   for (int d = 0; d < n; ++d) {

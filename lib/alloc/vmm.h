@@ -60,6 +60,9 @@ bool set_memory_fraction(int device, double fraction);
 void peer_access_enabled(int accessor, int owner);
 // `stream` is being destroyed: every allocator fences the blocks it cached.
 void forget_stream(cudaStream_t stream);
+// Every allocator's trim() (waits for pending frees, then releases every
+// cached granule); the bytes released. 0 during a capture.
+uint64_t trim_all();
 
 }  // namespace alloc
 }  // namespace gpuslack

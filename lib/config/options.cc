@@ -1,5 +1,6 @@
 #include "config/options.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -38,6 +39,16 @@ template <> const char* type_name<bool>() { return "bool"; }
 template <> const char* type_name<double>() { return "non-negative number"; }
 template <> const char* type_name<int>() { return "non-negative integer"; }
 
+// Note [Knob ranges]: strings and bools have none; a number must be finite
+// (inf parses) and within its row's range.
+bool in_range(const Range&, const std::string&) { return true; }
+bool in_range(const Range&, bool) { return true; }
+bool in_range(const Range& r, double v) {
+  if (!r.numeric) return true;
+  return std::isfinite(v) && ((r.or_zero && v == 0) || (v >= r.min && v <= r.max));
+}
+bool in_range(const Range& r, int v) { return in_range(r, static_cast<double>(v)); }
+
 std::string show(const std::string& v) { return absl::StrFormat("\"%s\"", v); }
 std::string show(bool v) { return v ? "true" : "false"; }
 std::string show(double v) { return absl::StrFormat("%g", v); }
@@ -61,20 +72,29 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
     absl::string_view key = absl::StripAsciiWhitespace(item.substr(0, sep));
     absl::string_view value = absl::StripAsciiWhitespace(item.substr(sep + 1));
     bool known = false;
-#define GPUSLACK_OPTION_PARSE(k, type, def, doc)                                            \
-  if (key == #k) {                                                                          \
-    known = true;                                                                           \
-    type v{};                                                                               \
-    if (parse_value(value, &v)) {                                                           \
-      o.k = v;                                                                              \
-    } else {                                                                                \
-      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k, \
-                                        value, type_name<type>(), show(type(def))));        \
-    }                                                                                       \
+#define GPUSLACK_OPTION_PARSE(k, type, def, range, doc)                                              \
+  if (key == #k) {                                                                                  \
+    known = true;                                                                                   \
+    type v{};                                                                                       \
+    if (!parse_value(value, &v)) {                                                                  \
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k, value,   \
+                                        type_name<type>(), show(type(def))));                      \
+    } else if (!in_range(range, v)) {                                                               \
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is out of range (%s); using %s", #k, \
+                                        value, range_text(range), show(type(def))));               \
+    } else {                                                                                        \
+      o.k = v;                                                                                      \
+    }                                                                                               \
   }
     GPUSLACK_OPTIONS(GPUSLACK_OPTION_PARSE)
 #undef GPUSLACK_OPTION_PARSE
     if (!known) errors->push_back(absl::StrFormat("GPUSLACK_CONF: unknown key '%s'; ignored", key));
+  }
+  if (static_cast<double>(o.staging_chunk_kb) > static_cast<double>(o.staging_budget_mb) * 1024) {
+    errors->push_back(absl::StrFormat(
+        "GPUSLACK_CONF: staging_chunk_kb:%d is more than staging_budget_mb:%d holds; using %d", o.staging_chunk_kb,
+        o.staging_budget_mb, Options().staging_chunk_kb));
+    o.staging_chunk_kb = Options().staging_chunk_kb;
   }
   if (o.allocator != "native" && o.allocator != "vmm") {
     errors->push_back(absl::StrFormat("GPUSLACK_CONF: allocator:%s is not one of native, vmm; using \"native\"",
@@ -107,10 +127,17 @@ const Options& options() {
   return *o;
 }
 
+std::string range_text(const Range& r) {
+  if (!r.numeric) return std::string();
+  std::string text = absl::StrFormat("%.15g to %.15g", r.min, r.max);
+  return r.or_zero ? "0, or " + text : text;
+}
+
 std::vector<std::string> options_doc() {
   std::vector<std::string> lines;
-#define GPUSLACK_OPTION_DOC(k, type, def, doc) \
-  lines.push_back(absl::StrFormat("%s (%s, default %s): %s", #k, type_name<type>(), show(type(def)), doc));
+#define GPUSLACK_OPTION_DOC(k, type, def, range, doc)                                                          \
+  lines.push_back(absl::StrFormat("%s (%s, default %s%s): %s", #k, type_name<type>(), show(type(def)),        \
+                                  range.numeric ? ", range " + range_text(range) : std::string(), doc));
   GPUSLACK_OPTIONS(GPUSLACK_OPTION_DOC)
 #undef GPUSLACK_OPTION_DOC
   return lines;

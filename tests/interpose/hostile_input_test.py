@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""End to end: what a careless or hostile configuration and environment
+cannot make gpuslack do inside a preloaded process (issue 11, points 5, 8
+and 9): knobs out of their range, a summary that cannot be written,
+secrets in NCCL_* variables.
+
+Run by ctest, one test method per ctest entry, with the paths of the built
+programs in the environment (tests/interpose/CMakeLists.txt): GPUSLACK_SO,
+STALL_APP, DLOPEN_LOCAL_APP, NCCL_USER_LIB.
+"""
+import os
+import unittest
+
+from preload_harness import OutDirTest, run, summary_file
+
+ENV = os.environ
+UNWRITABLE = "/dev/null/gpuslack"  # even root cannot make a directory under a device
+
+
+def write_failures(stderr):
+    return [l for l in stderr.splitlines() if "cannot write summary" in l]
+
+
+class HostileInput(OutDirTest):
+    def sleeper(self, out, conf):
+        """stall_app sleep: one CUDA call, then 1.5 s asleep."""
+        return run([ENV["STALL_APP"], "sleep"], out, conf=conf)
+
+    # Point 5: summary_interval_s of inf, 1e-9 became a 0 ms period (the
+    # summary rewritten in a tight loop: with an unwritable output, an
+    # error line each time); 3e6 and more silently disabled the periodic
+    # summaries. Each is now refused with one line, and the default (no
+    # periodic summary) holds: the only write failure is the one at exit.
+    def test_an_interval_out_of_range_is_refused_not_run_in_a_tight_loop(self):
+        for value in ("inf", "1e-9", "1e300", "3e6"):
+            r = self.sleeper(UNWRITABLE, "summary_interval_s:" + value)
+            self.assertEqual(0, r.returncode, r.stderr)
+            refused = [l for l in r.stderr.splitlines()
+                       if l.startswith("gpuslack: GPUSLACK_CONF: summary_interval_s:" + value + " ")]
+            self.assertEqual(1, len(refused), value + ": " + r.stderr[:2000])
+            self.assertIn("; using 0", refused[0])
+            self.assertEqual(1, len(write_failures(r.stderr)), value + ": " + r.stderr[:2000])
+
+    # Point 5: a periodic summary that cannot be written is told once, not
+    # every interval (Note [Periodic failures]); the one at exit is told too.
+    def test_a_failing_periodic_summary_is_reported_once(self):
+        r = self.sleeper(UNWRITABLE, "summary_interval_s:0.1")
+        self.assertEqual(0, r.returncode, r.stderr)
+        failures = write_failures(r.stderr)
+        self.assertEqual(2, len(failures), r.stderr[:2000])
+        self.assertIn("(periodic summaries: not repeated until one is written)", failures[0])
+        self.assertNotIn("periodic", failures[1])  # the summary at exit
+
+    # Point 5: staging_chunk_kb had no upper bound and raised the staging
+    # budget to match (a 1 MiB copy pinned 1 GiB).
+    def test_a_huge_staging_chunk_is_refused(self):
+        r = run([ENV["STALL_APP"], "pageable"], self.out, conf="staging_chunk_kb:1048576")
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertIn("gpuslack: GPUSLACK_CONF: staging_chunk_kb:1048576 is out of range (4 to 65536); using 1024",
+                      r.stderr.splitlines())
+        st = summary_file(self.out)[1]["staging"]
+        self.assertEqual(1, st["h2d"]["staged"])
+        self.assertEqual(1 << 20, st["chunk_bytes"])
+        self.assertEqual(256 << 20, st["budget_bytes"])
+        self.assertLessEqual(st["pinned_bytes"], 4 << 20)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -64,6 +64,24 @@ class HostileInput(OutDirTest):
         self.assertEqual(256 << 20, st["budget_bytes"])
         self.assertLessEqual(st["pinned_bytes"], 4 << 20)
 
+    # Point 8: NCCL_* variables went verbatim into the JSON (mode 0644) and
+    # onto stderr, NCCL_IB_PASSWORD included. Only the allow-listed tuning
+    # variables are recorded, and never one whose name says it holds a secret.
+    def test_nccl_secrets_stay_out_of_the_summary(self):
+        secret = "hunter2-do-not-print"
+        extra = {"NCCL_IB_PASSWORD": secret, "NCCL_IB_HCA": "mlx5_0", "NCCL_ALGO": "Ring",
+                 "NCCL_SOCKET_IFNAME": "=eth0", "NCCL_NET_TOKEN": secret, "NCCL_MY_OWN_SETTING": secret,
+                 "NCCL_IB_SECRET_KEY": secret}
+        r = run([ENV["DLOPEN_LOCAL_APP"], ENV["NCCL_USER_LIB"], "run_nccl_all_reduce"], self.out, extra=extra)
+        self.assertEqual(0, r.returncode, r.stdout + r.stderr)
+        path, doc = summary_file(self.out)
+        env = doc["collectives"]["env"]
+        self.assertEqual({"NCCL_ALGO": "Ring", "NCCL_IB_HCA": "mlx5_0", "NCCL_SOCKET_IFNAME": "=eth0"}, env)
+        with open(path) as f:
+            self.assertNotIn(secret, f.read())
+        self.assertIn("NCCL_ALGO=Ring", r.stderr)  # the text summary's environment line
+        self.assertNotIn(secret, r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "log/escape.h"
 #include "log/log.h"
 
 namespace gpuslack {
@@ -39,6 +40,9 @@ template <> const char* type_name<bool>() { return "bool"; }
 template <> const char* type_name<double>() { return "non-negative number"; }
 template <> const char* type_name<int>() { return "non-negative integer"; }
 
+// Input in an error line: Note [Escaped input].
+std::string escaped_input(absl::string_view text) { return log::escape_bytes(std::string_view(text.data(), text.size())); }
+
 // Note [Knob ranges]: strings and bools have none; a number must be finite
 // (inf parses) and within its row's range.
 bool in_range(const Range&, const std::string&) { return true; }
@@ -66,7 +70,7 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
     // ends at the first of the two.
     size_t sep = item.find_first_of(":=");
     if (sep == absl::string_view::npos) {
-      errors->push_back(absl::StrFormat("GPUSLACK_CONF: '%s' is not key:value; ignored", item));
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: '%s' is not key:value; ignored", escaped_input(item)));
       continue;
     }
     absl::string_view key = absl::StripAsciiWhitespace(item.substr(0, sep));
@@ -77,18 +81,18 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
     known = true;                                                                                   \
     type v{};                                                                                       \
     if (!parse_value(value, &v)) {                                                                  \
-      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k, value,   \
-                                        type_name<type>(), show(type(def))));                      \
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k,          \
+                                        escaped_input(value), type_name<type>(), show(type(def))));       \
     } else if (!in_range(range, v)) {                                                               \
       errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is out of range (%s); using %s", #k, \
-                                        value, range_text(range), show(type(def))));               \
+                                        escaped_input(value), range_text(range), show(type(def))));       \
     } else {                                                                                        \
       o.k = v;                                                                                      \
     }                                                                                               \
   }
     GPUSLACK_OPTIONS(GPUSLACK_OPTION_PARSE)
 #undef GPUSLACK_OPTION_PARSE
-    if (!known) errors->push_back(absl::StrFormat("GPUSLACK_CONF: unknown key '%s'; ignored", key));
+    if (!known) errors->push_back(absl::StrFormat("GPUSLACK_CONF: unknown key '%s'; ignored", escaped_input(key)));
   }
   if (static_cast<double>(o.staging_chunk_kb) > static_cast<double>(o.staging_budget_mb) * 1024) {
     errors->push_back(absl::StrFormat(
@@ -98,18 +102,18 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
   }
   if (o.allocator != "native" && o.allocator != "vmm") {
     errors->push_back(absl::StrFormat("GPUSLACK_CONF: allocator:%s is not one of native, vmm; using \"native\"",
-                                      o.allocator));
+                                      escaped_input(o.allocator)));
     o.allocator = "native";
   }
   if (o.text_summary != "stderr" && o.text_summary != "file" && o.text_summary != "off") {
     errors->push_back(absl::StrFormat(
-        "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"", o.text_summary));
+        "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"", escaped_input(o.text_summary)));
     o.text_summary = "stderr";
   }
   if (!log::log_level_valid(o.log_level)) {
     errors->push_back(absl::StrFormat(
         "GPUSLACK_CONF: log_level:%s is not one of off, error, warn, info, debug; using \"warn\"",
-        o.log_level));
+        escaped_input(o.log_level)));
     o.log_level = "warn";
   }
   return o;

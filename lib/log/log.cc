@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "config/options.h"
+#include "log/escape.h"
 #include "spdlog/sinks/basic_file_sink.h"
 #include "spdlog/sinks/stdout_sinks.h"
 
@@ -44,7 +45,7 @@ spdlog::logger* get_or_make(const Options& o) {
   l->set_level(level_of(o.log_level));
   l->flush_on(spdlog::level::trace);
   if (!file_error.empty())
-    l->error("cannot open log_file {} ({}); logging to stderr", o.log_file, file_error);
+    l->error("cannot open log_file {} ({}); logging to stderr", escape_bytes(o.log_file), escape_bytes(file_error));
   g_logger.store(l, std::memory_order_release);
   return l;
 }

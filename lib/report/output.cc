@@ -14,7 +14,9 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <utility>
 
+#include "log/escape.h"
 #include "log/log.h"
 #include "report/json.h"
 #include "report/text.h"
@@ -155,14 +157,16 @@ class SigpipeHeld {
   bool blocked_ = false;
 };
 
-// Logs the failure, or appends it to `failures` when given.
+// Logs the failure, or appends it to `failures` when given. The path and
+// the reason quote output_dir: Note [Escaped input].
 void tell_failure(const std::string& path, const std::string& reason, std::vector<std::string>* failures) {
   try {
+    std::string line = "cannot write summary to " + log::escape_bytes(path) + ": " + log::escape_bytes(reason);
     if (failures) {
-      failures->push_back("cannot write summary to " + path + ": " + reason);
+      failures->push_back(std::move(line));
       return;
     }
-    log::error("cannot write summary to {}: {}", path, reason);
+    log::error("{}", line);
   } catch (...) {
     // The log is the last resort; nothing is left to tell.
   }

@@ -82,6 +82,19 @@ class HostileInput(OutDirTest):
         self.assertIn("NCCL_ALGO=Ring", r.stderr)  # the text summary's environment line
         self.assertNotIn(secret, r.stderr)
 
+    # Point 9: error lines quoted GPUSLACK_CONF raw, so a newline in it
+    # forged a log line of the user's choosing (Note [Escaped input]).
+    def test_configuration_cannot_forge_a_log_line(self):
+        conf = "novalue\ngpuslack FORGED LINE,colour\n\x1b[2J:1,log_level:info\rFORGED"
+        r = run([ENV["STALL_APP"], "sync"], self.out, conf=conf)
+        self.assertEqual(0, r.returncode, r.stderr)
+        lines = r.stderr.splitlines()
+        self.assertFalse([l for l in lines if "FORGED" in l and "GPUSLACK_CONF" not in l], r.stderr)
+        self.assertNotIn("\x1b", r.stderr)
+        self.assertNotIn("\r", r.stderr)
+        self.assertIn("gpuslack: GPUSLACK_CONF: 'novalue\\ngpuslack FORGED LINE' is not key:value; ignored", lines)
+        self.assertIn("gpuslack: GPUSLACK_CONF: unknown key 'colour\\n\\x1b[2J'; ignored", lines)
+
 
 if __name__ == "__main__":
     unittest.main()

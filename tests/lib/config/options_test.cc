@@ -166,6 +166,26 @@ TEST(Options, EveryNumericKnobHasARangeThatHolds) {
   EXPECT_EQ(13, numeric);
 }
 
+// Note [Escaped input]: a newline in GPUSLACK_CONF forged a second log
+// line, an escape sequence reached the terminal.
+TEST(Options, ErrorLinesEscapeTheInputTheyQuote) {
+  std::vector<std::string> errors;
+  parse_options(
+      "novalue\ngpuslack FORGED,col\x1b[31mour:1,log_level:\xff\xfe,top_call_sites:1\r2,allocator:v\tmm,"
+      "text_summary:\x7f",
+      nullptr, &errors);
+  ASSERT_EQ(6u, errors.size());
+  for (const std::string& e : errors) {
+    for (char c : e) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << static_cast<int>(c) << " in " << e;
+  }
+  EXPECT_EQ("GPUSLACK_CONF: 'novalue\\ngpuslack FORGED' is not key:value; ignored", errors[0]);
+  EXPECT_EQ("GPUSLACK_CONF: unknown key 'col\\x1b[31mour'; ignored", errors[1]);
+  EXPECT_EQ("GPUSLACK_CONF: top_call_sites:1\\r2 is not a non-negative integer; using 5", errors[2]);
+  EXPECT_NE(std::string::npos, errors[3].find("allocator:v\\tmm is not one of"));
+  EXPECT_NE(std::string::npos, errors[4].find("text_summary:\\x7f is not one of"));
+  EXPECT_NE(std::string::npos, errors[5].find("log_level:\\xff\\xfe is not one of"));
+}
+
 TEST(Options, DocHasOneLinePerKnob) {
   std::vector<std::string> doc = options_doc();
   ASSERT_EQ(26u, doc.size());

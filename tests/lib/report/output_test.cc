@@ -197,6 +197,22 @@ TEST_F(Output, FailuresGoToTheCallerWhenAsked) {
   EXPECT_EQ(0u, failures[1].find("cannot write summary to " + file + "/sub/gpuslack-node01-123-rank0.json: "));
 }
 
+// Note [Escaped input]: output_dir comes from GPUSLACK_OUTPUT; a newline in
+// it must not make a second log line.
+TEST_F(Output, AFailureLineEscapesThePath) {
+  std::string file = dir_ + "/regular";
+  { std::ofstream(file) << "x"; }
+  Options o;
+  o.output_dir = file + "/a\ngpuslack: FORGED\x1b[2J";
+  o.text_summary = "off";
+  ::testing::internal::CaptureStderr();
+  write_summary(sample_summary(), o);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(1u, count_of(err, "\n")) << err;
+  EXPECT_EQ(0u, count_of(err, "\x1b")) << err;
+  EXPECT_EQ(2u, count_of(err, "/a\\ngpuslack: FORGED\\x1b[2J")) << err;  // in the path and in the reason
+}
+
 // Note [Periodic failures]
 TEST(PeriodicFailures, ToldOnceUntilAWriteSucceeds) {
   PeriodicFailures p;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "config/environment.h"
 #include "log/escape.h"
 #include "log/log.h"
 
@@ -119,11 +120,24 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
   return o;
 }
 
+Options secure_options() {
+  Options o;
+  o.json_summary = false;
+  o.log_file.clear();
+  o.text_summary = "stderr";
+  o.nvtx = false;
+  return o;
+}
+
+Options options_from_environment(bool secure, std::vector<std::string>* errors) {
+  if (secure) return secure_options();
+  return parse_options(environment_variable("GPUSLACK_CONF"), environment_variable("GPUSLACK_OUTPUT"), errors);
+}
+
 const Options& options() {
   static const Options* o = [] {
     std::vector<std::string> errors;
-    auto* parsed =
-        new Options(parse_options(std::getenv("GPUSLACK_CONF"), std::getenv("GPUSLACK_OUTPUT"), &errors));
+    auto* parsed = new Options(options_from_environment(secure_execution(), &errors));
     // Logged after parsing, so the log itself uses the parsed level.
     for (const std::string& e : errors) log::error_raw(*parsed, e);
     return parsed;

@@ -19,6 +19,17 @@
 // staging_chunk_kb larger than staging_budget_mb is refused the same way
 // (the budget is a cap the user set; it is never raised to fit a chunk).
 //
+// Note [Secure execution]: in a process started with AT_SECURE (setuid,
+// setgid, file capabilities: config/environment.h), the environment belongs
+// to a less privileged user. gpuslack then reads none of it (no
+// GPUSLACK_CONF, no GPUSLACK_OUTPUT, no rank or NCCL_* variables) and runs
+// with secure_options(): the defaults, except that it writes no file at all
+// (no JSON summary, no log file: the text summary at exit and any log line
+// go to stderr, which glibc opens on /dev/null for such a process if it was
+// closed) and NVTX stays off (NVTX would dlopen the library
+// NVTX_INJECTION64_PATH names, as root). Nothing tells the user the
+// variables were ignored: that too would be reading them.
+//
 // Thread safety: options() parses on first use (thread-safe static) and
 // returns an immutable object; read it from any thread.
 #pragma once
@@ -95,8 +106,16 @@ struct Options {
 #undef GPUSLACK_OPTION_FIELD
 };
 
-// The options of this process, parsed from GPUSLACK_CONF on first call.
+// The options of this process, read on first call:
+// options_from_environment(secure_execution()), each problem logged.
 const Options& options();
+
+// What options() holds: parse_options of GPUSLACK_CONF and GPUSLACK_OUTPUT,
+// or, when `secure`, secure_options() without reading the environment.
+Options options_from_environment(bool secure, std::vector<std::string>* errors);
+
+// The options of a secure process (Note [Secure execution]).
+Options secure_options();
 
 // Parses a GPUSLACK_CONF string and the GPUSLACK_OUTPUT value (may be
 // null). Each problem found is appended to `errors` as one line (key and

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "config/environment.h"
 #include "report/nccl_env.h"
-
-extern char** environ;
 
 namespace gpuslack {
 namespace report {
@@ -57,7 +55,7 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
   });
   for (const ledger::CommRow& m : run.communicators)
     c.communicators.push_back({m.nranks, m.rank, m.device, m.alive, m.aborted});
-  c.env = nccl_variables(environ);  // Note [NCCL variables]
+  c.env = nccl_variables(environment_block());  // Note [NCCL variables]; none in a secure process
   if (run.expected_busbw_gbps > 0) {
     std::vector<std::string> warned;
     std::vector<const CollectiveRow*> large;

@@ -9,6 +9,8 @@ programs in the environment (tests/interpose/CMakeLists.txt): GPUSLACK_SO,
 STALL_APP, DLOPEN_LOCAL_APP, NCCL_USER_LIB.
 """
 import os
+import shutil
+import subprocess
 import unittest
 
 from preload_harness import OutDirTest, run, summary_file
@@ -94,6 +96,55 @@ class HostileInput(OutDirTest):
         self.assertNotIn("\r", r.stderr)
         self.assertIn("gpuslack: GPUSLACK_CONF: 'novalue\\ngpuslack FORGED LINE' is not key:value; ignored", lines)
         self.assertIn("gpuslack: GPUSLACK_CONF: unknown key 'colour\\n\\x1b[2J'; ignored", lines)
+
+    # Point 9: configuration was read with getenv, so in a setuid program
+    # GPUSLACK_CONF=log_file:... and GPUSLACK_OUTPUT let an unprivileged
+    # user make root create directories and files of their choosing, and
+    # NVTX_INJECTION64_PATH made root load a library of their choosing
+    # (Note [Secure execution]). A real setuid-root copy of secure_app, run
+    # as nobody: it reads none of it and writes no file; the text summary
+    # still goes to stderr. Needs root (CI runs as root) and setpriv.
+    def test_a_setuid_process_reads_no_variable_and_writes_no_file(self):
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv to make and run a setuid program")
+        root = os.path.join(self.tmp.name, "setuid")
+        work = os.path.join(root, "work")  # the unprivileged user's directory
+        os.makedirs(work)
+        os.chmod(self.tmp.name, 0o755)
+        os.chmod(root, 0o755)
+        os.chmod(work, 0o777)
+        app = os.path.join(root, "secure_app")
+        shutil.copy(ENV["SECURE_APP"], app)
+        os.chown(app, 0, 0)
+        os.chmod(app, 0o4755)
+        env = dict(ENV)
+        env.update(GPUSLACK_CONF="log_file:%s/evil/gpuslack.log,log_level:debug,json_summary:true" % work,
+                   GPUSLACK_OUTPUT=os.path.join(work, "out"),
+                   NVTX_INJECTION64_PATH=ENV["NVTX_RECORDER"],
+                   NVTX_RECORDER_OUT=os.path.join(work, "nvtx.jsonl"),
+                   ASAN_OPTIONS="detect_leaks=0")
+
+        def run_app(argv_prefix):
+            r = subprocess.run(argv_prefix + [app, ENV["GPUSLACK_SO"]], env=env, cwd=work, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(0, r.returncode, r.stdout + r.stderr)
+            self.assertIn(" lost (pid ", r.stderr)  # the text summary at exit, on stderr
+            return r, sorted(os.listdir(work))
+
+        # The same program and environment, not setuid: all of it is obeyed.
+        r, written = run_app([])
+        self.assertEqual("AT_SECURE=0\n", r.stdout)
+        self.assertEqual(["evil", "nvtx.jsonl", "out"], written)
+        with open(os.path.join(work, "evil", "gpuslack.log")) as f:
+            self.assertIn("gpuslack: session started", f.read())  # log_level:debug
+        for name in written:
+            path = os.path.join(work, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+        # Setuid root, run by nobody: none of it.
+        r, written = run_app(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        self.assertEqual("AT_SECURE=1\n", r.stdout)
+        self.assertEqual([], written)
+        self.assertNotIn("session started", r.stderr)  # log_level stayed warn
 
 
 if __name__ == "__main__":

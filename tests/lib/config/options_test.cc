@@ -186,6 +186,40 @@ TEST(Options, ErrorLinesEscapeTheInputTheyQuote) {
   EXPECT_NE(std::string::npos, errors[5].find("log_level:\\xff\\xfe is not one of"));
 }
 
+// Note [Secure execution]: in a setuid program GPUSLACK_CONF=log_file:...
+// and GPUSLACK_OUTPUT let an unprivileged user make root create
+// directories and append text of their choosing to a root-owned file.
+TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
+  setenv("GPUSLACK_CONF", "log_file:/etc/evil.log,log_level:debug,json_summary:true,text_summary:file,nvtx:on", 1);
+  setenv("GPUSLACK_OUTPUT", "/etc/evil", 1);
+  std::vector<std::string> errors;
+  Options secure = options_from_environment(/*secure=*/true, &errors);
+  Options plain = options_from_environment(/*secure=*/false, &errors);
+  unsetenv("GPUSLACK_CONF");
+  unsetenv("GPUSLACK_OUTPUT");
+  EXPECT_TRUE(errors.empty());
+  // Nothing of the environment...
+  EXPECT_EQ("", secure.log_file);
+  EXPECT_EQ("warn", secure.log_level);
+  EXPECT_EQ("gpuslack-out", secure.output_dir);
+  // ...and no file written, no tool loaded: the text summary goes to stderr.
+  EXPECT_FALSE(secure.json_summary);
+  EXPECT_EQ("stderr", secure.text_summary);
+  EXPECT_FALSE(secure.nvtx);
+  // The same environment in a plain process is read.
+  EXPECT_EQ("/etc/evil.log", plain.log_file);
+  EXPECT_EQ("/etc/evil", plain.output_dir);
+  EXPECT_EQ("file", plain.text_summary);
+  // The secure options are the defaults but for what writes or loads.
+  Options defaults = secure_options();
+  defaults.json_summary = Options().json_summary;
+  defaults.nvtx = Options().nvtx;
+  Options def;
+#define SAME_AS_DEFAULT(k, type, d, range, doc) EXPECT_EQ(def.k, defaults.k) << #k;
+  GPUSLACK_OPTIONS(SAME_AS_DEFAULT)
+#undef SAME_AS_DEFAULT
+}
+
 TEST(Options, DocHasOneLinePerKnob) {
   std::vector<std::string> doc = options_doc();
   ASSERT_EQ(26u, doc.size());

@@ -97,6 +97,37 @@ class HostileInput(OutDirTest):
         self.assertIn("gpuslack: GPUSLACK_CONF: 'novalue\\ngpuslack FORGED LINE' is not key:value; ignored", lines)
         self.assertIn("gpuslack: GPUSLACK_CONF: unknown key 'colour\\n\\x1b[2J'; ignored", lines)
 
+    # Point 9: log_file followed symlinks, created every missing directory
+    # on its path, and was created (empty) by a process that logged nothing
+    # (Note [Log file]).
+    def test_log_file_never_follows_a_symlink_nor_creates_what_it_does_not_write(self):
+        victim = os.path.join(self.tmp.name, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        link = os.path.join(self.tmp.name, "link.log")
+        os.symlink(victim, link)
+        r = run([ENV["STALL_APP"], "sync"], self.out, conf="log_level:debug,log_file:" + link)
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertIn("gpuslack: cannot open log_file %s (a symlink, not followed); logging to stderr" % link,
+                      r.stderr.splitlines())
+        self.assertIn("gpuslack: session started", r.stderr)  # the log went to stderr instead
+        with open(victim) as f:
+            self.assertEqual("precious\n", f.read())
+
+        deep = os.path.join(self.tmp.name, "missing", "dir", "gpuslack.log")
+        r = run([ENV["STALL_APP"], "sync"], self.out, conf="log_level:debug,log_file:" + deep)
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertIn("cannot open log_file " + deep, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "missing")))
+
+        quiet = os.path.join(self.tmp.name, "quiet.log")
+        r = run([ENV["STALL_APP"], "sync"], self.out, conf="log_file:" + quiet)  # nothing at warn
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertFalse(os.path.exists(quiet))
+        r = run([ENV["STALL_APP"], "sync"], self.out, conf="log_level:debug,log_file:" + quiet)
+        with open(quiet) as f:
+            self.assertIn("gpuslack: session started", f.read())
+
     # Point 9: configuration was read with getenv, so in a setuid program
     # GPUSLACK_CONF=log_file:... and GPUSLACK_OUTPUT let an unprivileged
     # user make root create directories and files of their choosing, and
@@ -118,7 +149,7 @@ class HostileInput(OutDirTest):
         os.chown(app, 0, 0)
         os.chmod(app, 0o4755)
         env = dict(ENV)
-        env.update(GPUSLACK_CONF="log_file:%s/evil/gpuslack.log,log_level:debug,json_summary:true" % work,
+        env.update(GPUSLACK_CONF="log_file:%s/gpuslack.log,log_level:debug,json_summary:true" % work,
                    GPUSLACK_OUTPUT=os.path.join(work, "out"),
                    NVTX_INJECTION64_PATH=ENV["NVTX_RECORDER"],
                    NVTX_RECORDER_OUT=os.path.join(work, "nvtx.jsonl"),
@@ -134,8 +165,8 @@ class HostileInput(OutDirTest):
         # The same program and environment, not setuid: all of it is obeyed.
         r, written = run_app([])
         self.assertEqual("AT_SECURE=0\n", r.stdout)
-        self.assertEqual(["evil", "nvtx.jsonl", "out"], written)
-        with open(os.path.join(work, "evil", "gpuslack.log")) as f:
+        self.assertEqual(["gpuslack.log", "nvtx.jsonl", "out"], written)
+        with open(os.path.join(work, "gpuslack.log")) as f:
             self.assertIn("gpuslack: session started", f.read())  # log_level:debug
         for name in written:
             path = os.path.join(work, name)

@@ -116,8 +116,10 @@ class Summary(OutDirTest):
 
     def test_demo_all_reduce_shows_its_bus_bandwidth(self):
         # The demo all-reduces its 64 MiB of gradients on 2 ranks each step;
-        # at a 2 GB/s simulated link the busbw must come out near 2 GB/s.
-        sim = {"GPUSIM_DEVICE_COUNT": "2", "GPUSIM_COST_NCCL_GBPS": "2", "NCCL_PROTO": "Simple",
+        # at a 0.5 GB/s simulated link the busbw must come out near 0.5 GB/s
+        # (at 2 GB/s the CPU's reductions, not the link, set the pace at a
+        # load of 10: 0.42 GB/s measured).
+        sim = {"GPUSIM_DEVICE_COUNT": "2", "GPUSIM_COST_NCCL_GBPS": "0.5", "NCCL_PROTO": "Simple",
                "LD_LIBRARY_PATH": ENV["SIMCUDA_DIR"]}
         argv = [ENV["TRAIN_LOOP"], "--steps", "6"]
         plain = run(argv, self.out, preload=False, extra=sim)
@@ -135,8 +137,8 @@ class Summary(OutDirTest):
         self.assertEqual(2, row["nranks"])
         self.assertEqual(0, row["count"] % 2)  # one per rank per step
         self.assertEqual(row["count"], row["timed"] + 0, row)
-        self.assertGreater(row["busbw_gbps"], 2 * 0.33)
-        self.assertLess(row["busbw_gbps"], 2 * 1.25)
+        self.assertGreater(row["busbw_gbps"], 0.5 * 0.33)
+        self.assertLess(row["busbw_gbps"], 0.5 * 1.25)
         self.assertEqual(len(c["communicators"]), 2)
         self.assertTrue(any("all-reduce ran at" in w for w in c["warnings"]), c["warnings"])
         path = glob.glob(os.path.join(self.out, "*.json"))[0]

@@ -245,9 +245,11 @@ std::string BlockManager::check() const {
   std::vector<Span> large, small;  // large blocks and pages; small blocks
   uint64_t large_allocated = 0, small_allocated = 0;
   size_t in_use = 0;
+  // The same keys: as many, and each start a live block's.
   if (starts_.size() != live_.size()) return "the ordered starts disagree with the live blocks";
+  for (uint64_t at : starts_)
+    if (!live_.contains(at)) return "an ordered start of no live block at " + std::to_string(at);
   for (const auto& [offset, block] : live_) {
-    if (!starts_.count(offset)) return "a live block missing from the ordered starts at " + std::to_string(offset);
     if (block.requested > block.size) return "a block asked for more than its size at " + std::to_string(offset);
     if (block.page == kNoPage) {
       if (block.size <= kSmallLimit) return "a small block outside every page at " + std::to_string(offset);

@@ -60,8 +60,13 @@ void format_utc_now(char (&out)[32]) {
                  t.tm_hour, t.tm_min, t.tm_sec);
 }
 
+// Whether a session runs, with everything start() wrote before it said so
+// (g_start_seconds, g_started_utc) visible: active() alone is a relaxed
+// load, for the hooks' fast path.
+bool started() { return detail::g_active.load(std::memory_order_acquire); }
+
 void at_exit() {
-  if (active()) write_summary("exit");
+  if (started()) write_summary("exit");
 }
 
 // Note [Fork]: the child of a fork (a data-loader worker, a subprocess
@@ -193,7 +198,7 @@ report::RunInfo run_info(const char* reason) {
 }  // namespace
 
 std::string summary_json() {
-  if (!active()) return std::string();
+  if (!started()) return std::string();
   std::lock_guard<std::mutex> lock(g_write_mu);
   return report::format_json(report::build_summary(ledger::snapshot(), run_info("api")));
 }

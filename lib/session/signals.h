@@ -9,8 +9,11 @@
 // signal, so the process ends with the same status it would have had
 // without gpuslack.
 //
-// Nothing else about the signal changes (tests/interpose/summary_test.py,
-// the test_signal_* and test_sig* methods):
+// Nothing else about the signal changes (tests/interpose/summary_test.py:
+// test_signal_still_interrupts_a_blocking_read,
+// test_signals_the_program_ignores_stay_ignored_for_it_and_what_it_execs,
+// test_a_handler_installed_after_gpuslacks_replaces_it_and_may_chain_to_it,
+// and the test_sigterm_* / test_sigint_* ones before them):
 //   - a signal the program ignores (SIG_IGN: `trap '' INT TERM`, nohup) gets
 //     no handler: it stays ignored, in /proc/self/status SigIgn, and for
 //     every program it execs;

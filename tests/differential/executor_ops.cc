@@ -20,30 +20,6 @@ namespace differential {
 namespace detail {
 namespace {
 
-void* const kSentinel = reinterpret_cast<void*>(0x1);
-const cudaStream_t kBogusStream = reinterpret_cast<cudaStream_t>(0x1234);
-const cudaMemPool_t kBogusPool = reinterpret_cast<cudaMemPool_t>(0x99);
-constexpr uint64_t kHuge = uint64_t{1} << 50;
-
-cudaExtent extent(uint64_t w, uint64_t h) {
-  cudaExtent e;
-  e.width = w;
-  e.height = h;
-  e.depth = 1;
-  return e;
-}
-
-int64_t out_state(const void* p) { return p == nullptr ? 0 : p == kSentinel ? 2 : 1; }
-
-// Calls `fn` with errno cleared first, keeping errno after it in r->err.
-template <typename Fn>
-cudaError_t call(Result* r, Fn fn) {
-  errno = 0;
-  cudaError_t e = fn();
-  r->err = errno;
-  return e;
-}
-
 void* bogus_pointer(ThreadState& t, const Ref& ref) {
   switch (ref.bogus) {
     case Bogus::kNull: return nullptr;
@@ -52,24 +28,6 @@ void* bogus_pointer(ThreadState& t, const Ref& ref) {
     case Bogus::kKernelSpace: return reinterpret_cast<void*>(0xffff800000000000ull);
   }
   return nullptr;
-}
-
-// Note [What an op may ask the runtime to touch]: the pointer `ref` names,
-// for an access of `span` bytes, or false when this run must not make it.
-// `refused_untouched`: the call refuses a bogus pointer without touching it
-// (memsets, frees), so any span is fine for one.
-bool resolve(ThreadState& t, const Ref& ref, uint64_t span, bool refused_untouched, char** out) {
-  if (ref.slot < 0) {
-    *out = static_cast<char*>(bogus_pointer(t, ref));
-    if (ref.bogus == Bogus::kStack) return ref.off + span <= kStackBytes || refused_untouched;
-    return span == 0 || refused_untouched;
-  }
-  if (static_cast<size_t>(ref.slot) >= t.slots.size()) return false;
-  const Slot& s = t.slots[ref.slot];
-  if (!s.live() || ref.off > s.size || (span && ref.off == s.size)) return false;
-  if (!device_side(s.kind) && ref.off + span > s.size) return false;
-  *out = s.p + ref.off;
-  return true;
 }
 
 uint64_t span_2d(uint64_t pitch, uint64_t width, uint64_t height) {
@@ -105,12 +63,6 @@ int right_free(BufKind k) {
   if (k == BufKind::kPinned) return 1;
   if (stream_ordered(k)) return 2;
   return 0;
-}
-
-// A pointer an edge case returned where it should not have: given back.
-int64_t give_back(ThreadState& t, void* p, bool host) {
-  if (p == nullptr || p == kSentinel) return 0;
-  return host ? t.api->cudaFreeHost(p) : t.api->cudaFree(p);
 }
 
 bool allocate(ThreadState& t, const Op& op, Result* r) {
@@ -252,111 +204,6 @@ bool registration(ThreadState& t, const Op& op, Result* r) {
   if (!s || s->kind != BufKind::kPageable || s->size == 0) return false;
   r->rc = call(r, [&] { return a.cudaHostRegister(s->p, s->size, op.flags); });
   if (r->rc == cudaSuccess) s->registered = true;
-  return true;
-}
-
-bool edge(ThreadState& t, const Op& op, Result* r) {
-  const Api& a = *t.api;
-  void* p = kSentinel;
-  size_t pitch = 0;
-  cudaStream_t s = stream_of(t, op.ctx, op.ptsz);
-  char* slot_p = nullptr;
-  if (op.dst.slot >= 0 && !resolve(t, op.dst, 0, false, &slot_p)) slot_p = nullptr;
-  auto async = [&](void** out, uint64_t n, cudaStream_t st) {
-    return op.ptsz ? a.cudaMallocAsync_ptsz(out, n, st) : a.cudaMallocAsync(out, n, st);
-  };
-  auto pool = [&](void** out, uint64_t n, cudaMemPool_t pl) {
-    return op.ptsz ? a.cudaMallocFromPoolAsync_ptsz(out, n, pl, s) : a.cudaMallocFromPoolAsync(out, n, pl, s);
-  };
-  bool host = false;
-  cudaError_t rc = cudaSuccess;
-  switch (static_cast<EdgeCase>(op.variant)) {
-    case EdgeCase::kMallocNullOut: rc = call(r, [&] { return a.cudaMalloc(nullptr, op.n); }); break;
-    case EdgeCase::kMallocZero: rc = call(r, [&] { return a.cudaMalloc(&p, 0); }); break;
-    case EdgeCase::kMallocHuge: rc = call(r, [&] { return a.cudaMalloc(&p, kHuge); }); break;
-    case EdgeCase::kMallocOverCapacity: rc = call(r, [&] { return a.cudaMalloc(&p, uint64_t{1} << 40); }); break;
-    case EdgeCase::kMallocAsyncNullOut: rc = call(r, [&] { return async(nullptr, op.n, s); }); break;
-    case EdgeCase::kMallocAsyncZero: rc = call(r, [&] { return async(&p, 0, s); }); break;
-    case EdgeCase::kMallocAsyncBogusStream: rc = call(r, [&] { return async(&p, op.n, kBogusStream); }); break;
-    case EdgeCase::kMallocAsyncHuge: rc = call(r, [&] { return async(&p, kHuge, s); }); break;
-    case EdgeCase::kPoolBogusPool: rc = call(r, [&] { return pool(&p, op.n, kBogusPool); }); break;
-    case EdgeCase::kPoolNullOut: rc = call(r, [&] { return pool(nullptr, op.n, t.pool); }); break;
-    case EdgeCase::kMallocHostNullOut: rc = call(r, [&] { return a.cudaMallocHost(nullptr, op.n); }); break;
-    case EdgeCase::kMallocHostZero:
-      host = true;
-      rc = call(r, [&] { return a.cudaMallocHost(&p, 0); });
-      break;
-    case EdgeCase::kMallocHostHuge:
-      host = true;
-      rc = call(r, [&] { return a.cudaMallocHost(&p, kHuge); });
-      break;
-    case EdgeCase::kHostAllocHuge:
-      host = true;
-      rc = call(r, [&] { return a.cudaHostAlloc(&p, kHuge, cudaHostAllocPortable); });
-      break;
-    case EdgeCase::kPitchNullPitch: rc = call(r, [&] { return a.cudaMallocPitch(&p, nullptr, op.n, op.height); }); break;
-    case EdgeCase::kPitchNullOut:
-      rc = call(r, [&] { return a.cudaMallocPitch(nullptr, &pitch, op.n, op.height); });
-      r->v[1] = static_cast<int64_t>(pitch);
-      break;
-    case EdgeCase::kMalloc3DNull:
-      rc = call(r, [&] { return a.cudaMalloc3D(nullptr, extent(op.n, op.height)); });
-      break;
-    case EdgeCase::kManagedNullOut:
-      rc = call(r, [&] { return a.cudaMallocManaged(nullptr, op.n, cudaMemAttachGlobal); });
-      break;
-    case EdgeCase::kStreamCreateNull: rc = call(r, [&] { return a.cudaStreamCreate(nullptr); }); break;
-    case EdgeCase::kStreamCreateBadFlags: {
-      cudaStream_t st = kBogusStream;
-      rc = call(r, [&] { return a.cudaStreamCreateWithFlags(&st, 0xdead); });
-      r->v[0] = st != kBogusStream;
-      if (rc == cudaSuccess && st != kBogusStream) r->v[1] = a.cudaStreamDestroy(st);
-      p = nullptr;
-      break;
-    }
-    case EdgeCase::kStreamPriorityNull:
-      rc = call(r, [&] { return a.cudaStreamCreateWithPriority(nullptr, 0, 0); });
-      break;
-    case EdgeCase::kStreamDestroyNull: rc = call(r, [&] { return a.cudaStreamDestroy(nullptr); }); break;
-    case EdgeCase::kStreamDestroyBogus: rc = call(r, [&] { return a.cudaStreamDestroy(kBogusStream); }); break;
-    case EdgeCase::kStreamCreateDestroy: {
-      cudaStream_t st = nullptr;
-      rc = call(r, [&] { return a.cudaStreamCreateWithFlags(&st, op.n & 1 ? cudaStreamNonBlocking : 0); });
-      r->v[0] = st != nullptr;
-      if (rc == cudaSuccess) r->v[1] = a.cudaStreamDestroy(st);
-      p = nullptr;
-      break;
-    }
-    case EdgeCase::kMemGetInfoNulls: rc = call(r, [&] { return a.cudaMemGetInfo(nullptr, nullptr); }); break;
-    case EdgeCase::kMemGetInfoNullTotal: {
-      size_t f = 0;
-      rc = call(r, [&] { return a.cudaMemGetInfo(&f, nullptr); });
-      break;
-    }
-    case EdgeCase::kIpcNullHandle: rc = call(r, [&] { return a.cudaIpcGetMemHandle(nullptr, slot_p); }); break;
-    case EdgeCase::kEventSyncNull: rc = call(r, [&] { return a.cudaEventSynchronize(nullptr); }); break;
-    case EdgeCase::kHostFuncNull:
-      rc = call(r, [&] { return op.ptsz ? a.cudaLaunchHostFunc_ptsz(s, nullptr, nullptr) : a.cudaLaunchHostFunc(s, nullptr, nullptr); });
-      break;
-    case EdgeCase::kBatchEmpty: {
-      void* dsts[1] = {t.stack};
-      const void* srcs[1] = {t.stack};
-      size_t sizes[1] = {0};
-      rc = call(r, [&] { return a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s); });
-      break;
-    }
-    case EdgeCase::kBatchNullArrays:
-      rc = call(r, [&] { return a.cudaMemcpyBatchAsync(nullptr, nullptr, nullptr, 1, nullptr, nullptr, 0, s); });
-      break;
-    case EdgeCase::kFreeAsyncBogusStream: rc = call(r, [&] { return a.cudaFreeAsync(nullptr, kBogusStream); }); break;
-    case EdgeCase::kPeerBadDevice:
-      rc = call(r, [&] { return a.cudaMemcpyPeer(slot_p, 7, slot_p, 0, op.n); });
-      break;
-    case EdgeCase::kCount: return false;
-  }
-  r->rc = rc;
-  r->v[0] = r->v[0] ? r->v[0] : out_state(p);
-  if (rc == cudaSuccess) r->v[2] = give_back(t, p, host);
   return true;
 }
 
@@ -535,6 +382,30 @@ bool harness_op(ThreadState& t, const Op& op, Result* r) {
 
 }  // namespace
 
+// Note [What an op may ask the runtime to touch]: the pointer `ref` names,
+// for an access of `span` bytes, or false when this run must not make it.
+// `refused_untouched`: the call refuses a bogus pointer without touching it
+// (memsets, frees), so any span is fine for one.
+bool resolve(ThreadState& t, const Ref& ref, uint64_t span, bool refused_untouched, char** out) {
+  if (ref.slot < 0) {
+    *out = static_cast<char*>(bogus_pointer(t, ref));
+    if (ref.bogus == Bogus::kStack) return ref.off + span <= kStackBytes || refused_untouched;
+    return span == 0 || refused_untouched;
+  }
+  if (static_cast<size_t>(ref.slot) >= t.slots.size()) return false;
+  const Slot& s = t.slots[ref.slot];
+  if (!s.live() || ref.off > s.size || (span && ref.off == s.size)) return false;
+  if (!device_side(s.kind) && ref.off + span > s.size) return false;
+  *out = s.p + ref.off;
+  return true;
+}
+
+// A pointer an edge case returned where it should not have: given back.
+int64_t give_back(ThreadState& t, void* p, bool host) {
+  if (p == nullptr || p == kSentinel) return 0;
+  return host ? t.api->cudaFreeHost(p) : t.api->cudaFree(p);
+}
+
 cudaStream_t stream_of(const ThreadState& t, Ctx c, bool ptsz) {
   switch (c) {
     case Ctx::kNone: return nullptr;
@@ -558,7 +429,7 @@ bool run_op(ThreadState& t, const Op& op, Result* r) {
     case OpKind::kFreeBogus:
       return free_op(t, op, r);
     case OpKind::kHostRegister: case OpKind::kHostUnregister: return registration(t, op, r);
-    case OpKind::kAllocEdge: return edge(t, op, r);
+    case OpKind::kAllocEdge: return run_edge(t, op, r);
     case OpKind::kMemset: case OpKind::kMemset2D: return memset_op(t, op, r);
     case OpKind::kMemcpy: case OpKind::kMemcpy2D: case OpKind::kMemcpyPeer: return memcpy_op(t, op, r);
     case OpKind::kMemcpyBatch: return batch(t, op, r);

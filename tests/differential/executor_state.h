@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -42,6 +43,41 @@ cudaStream_t stream_of(const ThreadState& t, Ctx c, bool ptsz);
 
 // Runs one op (never kBarrier) into *r; false if it had to be skipped.
 bool run_op(ThreadState& t, const Op& op, Result* r);
+bool run_edge(ThreadState& t, const Op& op, Result* r);  // kAllocEdge (executor_edges.cc)
+
+// An out-parameter's value before the call (Result::v[0] tells whether the
+// call cleared it, set it, or left it), and handles nothing has.
+inline void* const kSentinel = reinterpret_cast<void*>(0x1);
+inline const cudaStream_t kBogusStream = reinterpret_cast<cudaStream_t>(0x1234);
+inline const cudaMemPool_t kBogusPool = reinterpret_cast<cudaMemPool_t>(0x99);
+constexpr uint64_t kHuge = uint64_t{1} << 50;  // more than any device or host has
+
+inline cudaExtent extent(uint64_t w, uint64_t h) {
+  cudaExtent e;
+  e.width = w;
+  e.height = h;
+  e.depth = 1;
+  return e;
+}
+
+// 0: NULL, 1: set, 2: left untouched.
+inline int64_t out_state(const void* p) { return p == nullptr ? 0 : p == kSentinel ? 2 : 1; }
+
+// Calls `fn` with errno cleared first, keeping errno after it in r->err.
+template <typename Fn>
+cudaError_t call(Result* r, Fn fn) {
+  errno = 0;
+  cudaError_t e = fn();
+  r->err = errno;
+  return e;
+}
+
+// Note [What an op may ask the runtime to touch]: the pointer `ref` names
+// for an access of `span` bytes, or false when this run must not make it
+// (executor_ops.cc).
+bool resolve(ThreadState& t, const Ref& ref, uint64_t span, bool refused_untouched, char** out);
+// Frees what a call returned where it should not have; its rc.
+int64_t give_back(ThreadState& t, void* p, bool host);
 
 // Frees whatever is still live in `t` through its Api (a run that stopped
 // early, or a shrunk program), best effort.

@@ -395,7 +395,8 @@ bool resolve(ThreadState& t, const Ref& ref, uint64_t span, bool refused_untouch
   if (static_cast<size_t>(ref.slot) >= t.slots.size()) return false;
   const Slot& s = t.slots[ref.slot];
   if (!s.live() || ref.off > s.size || (span && ref.off == s.size)) return false;
-  if (!device_side(s.kind) && ref.off + span > s.size) return false;
+  if (!device_side(s.kind) && ref.off + span > s.size && !(s.kind == BufKind::kPinned && ref.may_overrun))
+    return false;
   *out = s.p + ref.off;
   return true;
 }

@@ -180,6 +180,10 @@ Ref ThreadGen::host_ref(uint64_t* room) {
   ref.slot = static_cast<int8_t>(s);
   ref.off = rng_.chance(50) ? 0 : rng_.below(slots_[s].size);
   *room = slots_[s].size - ref.off;
+  if (pinned_overruns_ && slots_[s].kind == BufKind::kPinned && rng_.chance(30)) {
+    ref.may_overrun = true;
+    *room = ~0ull;
+  }
   return ref;
 }
 

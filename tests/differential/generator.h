@@ -32,6 +32,9 @@ struct Shape {
   int slots = 8;          // buffer slots per thread
   int ops = 120;          // random ops per thread (synchronizations and cleanup come on top)
   int phases = 3;         // barriers with global checks: phases - 1 between, 1 at the end
+  // Pinned ranges past the end of their block too (off by default; see
+  // differential_main.cc, "What is not compared").
+  bool pinned_overruns = false;
 };
 
 Program generate(const Shape& shape, uint64_t seed);

@@ -20,6 +20,10 @@ Ref ThreadGen::memset_target(uint64_t* room) {
   const SlotModel& m = slots_[s];
   Ref ref = slot_ref(s, offset_in(m.size));
   *room = device_side(m.kind) ? ~0ull : m.size - ref.off;
+  if (pinned_overruns_ && m.kind == BufKind::kPinned && rng_.chance(30)) {
+    ref.may_overrun = true;
+    *room = ~0ull;
+  }
   return ref;
 }
 
@@ -33,8 +37,9 @@ void ThreadGen::memset_op(bool two_d) {
   const bool dev = op.dst.slot >= 0 && device_side(slots_[op.dst.slot].kind);
   const uint64_t size = op.dst.slot >= 0 ? slots_[op.dst.slot].size : 0;
   if (!two_d) {
-    op.n = op.dst.slot < 0 ? rng_.range(1, 64 * kKiB) : dev ? device_bytes(size, op.dst.off, room)
-                                                              : host_bytes(room);
+    op.n = op.dst.slot < 0                      ? rng_.range(1, 64 * kKiB)
+           : dev || op.dst.may_overrun ? device_bytes(size, op.dst.off, room)
+                                       : host_bytes(room);
   } else {
     const SlotModel* m = op.dst.slot >= 0 ? &slots_[op.dst.slot] : nullptr;
     op.n = rng_.range(1, 64 * kKiB);
@@ -94,7 +99,7 @@ void ThreadGen::memcpy_op() {
       op.src.off = op.dst.off;
       room_s = room_d;
     }
-    op.n = host_bytes(std::min(room_d, room_s));
+    op.n = host_bytes(std::min({room_d, room_s, 4 * kMiB}));
     op.copy_kind = rng_.pick({cudaMemcpyHostToHost, cudaMemcpyDefault, cudaMemcpyHostToDevice,
                               cudaMemcpyDeviceToHost});
   }

@@ -48,7 +48,8 @@ class ThreadGen {
  public:
   ThreadGen(const Shape& shape, uint64_t seed, int thread)
       : rng_{seed * 0x100000001B3ull + static_cast<uint64_t>(thread) * 0x9E3779B97F4A7C15ull + 1},
-        slots_(static_cast<size_t>(shape.slots)) {}
+        slots_(static_cast<size_t>(shape.slots)),
+        pinned_overruns_(shape.pinned_overruns) {}
 
   std::vector<Op> take() { return std::move(ops_); }
 
@@ -182,6 +183,7 @@ class ThreadGen {
   Rng rng_;
   std::vector<SlotModel> slots_;
   SlotModel stack_;
+  bool pinned_overruns_;
   std::vector<Op> ops_;
 };
 

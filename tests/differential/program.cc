@@ -63,7 +63,8 @@ namespace {
 std::string ref(const Ref& r) {
   char buf[64];
   if (r.slot >= 0) {
-    std::snprintf(buf, sizeof buf, "s%d+%llu", r.slot, static_cast<unsigned long long>(r.off));
+    std::snprintf(buf, sizeof buf, "s%d+%llu%s", r.slot, static_cast<unsigned long long>(r.off),
+                  r.may_overrun ? "(may overrun)" : "");
     return buf;
   }
   switch (r.bogus) {

@@ -108,6 +108,9 @@ struct Ref {
   int8_t slot = -1;       // -1: `bogus`
   Bogus bogus = Bogus::kNull;
   uint64_t off = 0;
+  // A pinned slot's range may run past its end (--pinned-overruns): the
+  // runtime refuses that without touching memory, as for device memory.
+  bool may_overrun = false;
 };
 
 struct Part {  // one copy of a kMemcpyBatch

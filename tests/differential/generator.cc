@@ -19,6 +19,7 @@ void ThreadGen::prologue() {
     op.variant = static_cast<uint8_t>(i);
     emit(op);
   }
+  for (int i = 0; i < 4; ++i) alloc();  // something to work on from the start
 }
 
 void ThreadGen::random_op() {
@@ -58,7 +59,7 @@ void ThreadGen::epilogue() {
   for (size_t i = 0; i < slots_.size(); ++i)
     if (slots_[i].live()) observe(static_cast<int>(i));
   for (size_t i = 0; i < slots_.size(); ++i)
-    if (slots_[i].live()) free_right(static_cast<int>(i));
+    if (slots_[i].live()) free_right(static_cast<int>(i), false);
   for (Ctx c : {Ctx::kLegacy, Ctx::kPerThread, Ctx::kOwn0, Ctx::kOwn1, Ctx::kOwn2})
     if (any_pending(c)) stream_sync(c, false);
   for (int i = 0; i < kOwnStreams; ++i) {
@@ -187,6 +188,25 @@ Ref ThreadGen::host_ref(uint64_t* room) {
   return ref;
 }
 
+int ThreadGen::largest_device(uint64_t at_most) {
+  int best = -1;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].live() && device_side(slots_[i].kind) && slots_[i].size <= at_most &&
+        (best < 0 || slots_[i].size > slots_[best].size))
+      best = static_cast<int>(i);
+  return best;
+}
+
+Ref ThreadGen::largest_pageable(uint64_t* room) {
+  int best = -1;
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].kind == BufKind::kPageable && (best < 0 || slots_[i].size > slots_[best].size))
+      best = static_cast<int>(i);
+  if (best < 0) return host_ref(room);
+  *room = slots_[best].size;
+  return slot_ref(best, 0);
+}
+
 Ref ThreadGen::slot_ref(int s, uint64_t off) {
   Ref ref;
   ref.slot = static_cast<int8_t>(s);
@@ -283,8 +303,11 @@ void ThreadGen::alloc() {
   emit(init);
 }
 
-void ThreadGen::free_right(int s) {
+void ThreadGen::free_right(int s, bool look_first) {
   SlotModel& m = slots_[s];
+  // What a buffer holds is seen before it goes (an overrun that wrote it
+  // shows here even when nothing reads it later).
+  if (look_first && m.kind != BufKind::kPageable && rng_.chance(80)) observe(s);
   Op op;
   op.kind = OpKind::kFree;
   op.dst = slot_ref(s, 0);
@@ -324,6 +347,7 @@ void ThreadGen::free_op() {
   // Twice, with nothing allocated in between by any thread (Op::exclusive);
   // a stream-ordered free is synchronized first, so that the second call
   // meets memory the runtime has taken back.
+  if (rng_.chance(80)) observe(s);
   Op op;
   op.kind = OpKind::kDoubleFree;
   op.exclusive = true;

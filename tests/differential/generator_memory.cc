@@ -66,24 +66,31 @@ void ThreadGen::memcpy_op() {
   entry_point(&op);
   const uint64_t r = rng_.below(100);
   int dev = live_device(), dev2 = live_device();
+  if (r >= 6 && r < 80 && dev < 0) return alloc();  // a copy to or from device memory needs some
   if (r < 6) {
     // Zero bytes: any pointers at all.
     op.n = 0;
     op.dst = rng_.chance(50) ? bogus_ref() : dev >= 0 ? slot_ref(dev, 0) : bogus_ref();
     op.src = bogus_ref();
     op.copy_kind = rng_.pick({cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDefault});
-  } else if (r < 34 && dev >= 0) {  // host to device
+  } else if (r < 62 && dev >= 0) {
+    // Host to device or back. A third of them between the largest
+    // buffers, from the start, a little past the end: a copy of more than
+    // one staging chunk whose first chunks fit (what a per-chunk check
+    // lets through).
+    const bool h2d = r < 34;
     uint64_t room;
-    op.src = host_ref(&room);
-    op.dst = slot_ref(dev, offset_in(slots_[dev].size));
-    op.n = device_bytes(slots_[dev].size, op.dst.off, room);
-    op.copy_kind = copy_kind(cudaMemcpyHostToDevice);
-  } else if (r < 62 && dev >= 0) {  // device to host
-    uint64_t room;
-    op.dst = host_ref(&room);
-    op.src = slot_ref(dev, offset_in(slots_[dev].size));
-    op.n = device_bytes(slots_[dev].size, op.src.off, room);
-    op.copy_kind = copy_kind(cudaMemcpyDeviceToHost);
+    Ref host = largest_pageable(&room);
+    const int big = rng_.chance(35) && host.slot >= 0 ? largest_device(room > 4096 ? room - 4096 : 0) : -1;
+    if (big < 0) host = host_ref(&room);
+    else dev = big;
+    Ref device = slot_ref(dev, big >= 0 ? 0 : offset_in(slots_[dev].size));
+    const uint64_t left = slots_[dev].size - device.off;
+    op.n = big >= 0 ? left + rng_.range(1, 4096) : device_bytes(slots_[dev].size, device.off, room);
+    op.dst = h2d ? device : host;
+    op.src = h2d ? host : device;
+    const cudaMemcpyKind right = h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    op.copy_kind = big >= 0 ? rng_.pick({right, cudaMemcpyDefault}) : copy_kind(right);
   } else if (r < 80 && dev >= 0 && dev2 >= 0 && dev != dev2) {  // device to device
     op.dst = slot_ref(dev, offset_in(slots_[dev].size));
     op.src = slot_ref(dev2, offset_in(slots_[dev2].size));

@@ -53,7 +53,7 @@ class ThreadGen {
 
   std::vector<Op> take() { return std::move(ops_); }
 
-  void prologue();   // the thread's streams
+  void prologue();   // the thread's streams and first buffers
   void random_op();  // one op, with the synchronizations it needs first
   void barrier();
 
@@ -108,6 +108,10 @@ class ThreadGen {
   // A host-side end of a copy: a live host slot at an offset, or the stack
   // buffer; its room in *room.
   Ref host_ref(uint64_t* room);
+  // The largest live device-side slot of at most `at_most` bytes (-1:
+  // none), and the largest pageable one, at offset 0 (else host_ref()).
+  int largest_device(uint64_t at_most);
+  Ref largest_pageable(uint64_t* room);
   Ref slot_ref(int s, uint64_t off);
   static bool same_memory(const Ref& a, const Ref& b) {
     return a.slot >= 0 ? a.slot == b.slot : b.slot < 0 && a.bogus == Bogus::kStack && b.bogus == Bogus::kStack;
@@ -128,7 +132,7 @@ class ThreadGen {
 
   // ------------------------------------------------------------- frees --
 
-  void free_right(int s);
+  void free_right(int s, bool look_first = true);
 
   void free_op();
 

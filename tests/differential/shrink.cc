@@ -88,6 +88,37 @@ size_t count_kept(const std::vector<std::vector<bool>>& keep) {
   return n;
 }
 
+bool allocates(OpKind k) {
+  return k == OpKind::kMalloc || k == OpKind::kMallocAsync || k == OpKind::kMallocFromPool ||
+         k == OpKind::kMallocPitch || k == OpKind::kMalloc3D || k == OpKind::kMallocManaged ||
+         k == OpKind::kMallocHost || k == OpKind::kHostAlloc || k == OpKind::kPageable;
+}
+
+// The ops of a shrunk thread that matter to a reader: those kept, the
+// initializations of buffers they allocate, and the synchronizations
+// between the first and the last of them.
+void print_thread(const ThreadProgram& tp, size_t t) {
+  long first = -1, last = -1;
+  for (size_t i = 0; i < tp.ops.size(); ++i)
+    if (droppable(tp.ops[i])) {
+      if (first < 0) first = static_cast<long>(i);
+      last = static_cast<long>(i);
+    }
+  if (first < 0) return;  // synchronizations only
+  std::set<int> allocated;
+  for (size_t i = 0; i < tp.ops.size(); ++i) {
+    const Op& op = tp.ops[i];
+    bool show = droppable(op);
+    if (op.kind == OpKind::kInit) show = allocated.count(op.dst.slot) > 0 && static_cast<long>(i) < last;
+    else if (!show && op.kind != OpKind::kBarrier && op.kind != OpKind::kStreamCreate &&
+             op.kind != OpKind::kStreamDestroy)
+      show = static_cast<long>(i) > first && static_cast<long>(i) < last;
+    if (allocates(op.kind)) allocated.insert(op.dst.slot);
+    if (op.kind == OpKind::kFree || op.kind == OpKind::kDoubleFree) allocated.erase(op.dst.slot);
+    if (show) std::printf("  t%zu #%zu %s\n", t, tp.origin_of(i), describe(op).c_str());
+  }
+}
+
 }  // namespace
 
 bool droppable(const Op& op) {
@@ -216,14 +247,7 @@ int supervise(const Supervisor& sup, const Program& program) {
   std::printf("\ndifferential: SHRUNK seed %llu from %zu droppable ops to %zu in %d runs (%s); the program:\n",
               static_cast<unsigned long long>(seed), total, count_kept(keep), runs,
               in_budget() ? "minimal for single drops" : "time budget spent");
-  for (size_t t = 0; t < shrunk.threads.size(); ++t) {
-    if (std::count(keep[t].begin(), keep[t].end(), true) == 0) continue;  // synchronizations only
-    for (size_t i = 0; i < shrunk.threads[t].ops.size(); ++i) {
-      const Op& op = shrunk.threads[t].ops[i];
-      if (op.kind == OpKind::kBarrier || op.kind == OpKind::kStreamCreate || op.kind == OpKind::kStreamDestroy) continue;
-      std::printf("  t%zu #%zu %s\n", t, shrunk.threads[t].origin_of(i), describe(op).c_str());
-    }
-  }
+  for (size_t t = 0; t < shrunk.threads.size(); ++t) print_thread(shrunk.threads[t], t);
   std::string cmd;
   for (const std::string& a : sup.args) cmd += (cmd.empty() ? "" : " ") + quote(a);
   std::printf("differential: rerun it: %s --seed %llu --subset %s\n", cmd.c_str(), static_cast<unsigned long long>(seed),

@@ -152,7 +152,7 @@ void ThreadGen::memcpy_2d() {
   op.spitch = pitch_for(op.src);
   if (rng_.chance(4)) {  // rows wider than a pitch: refused before anything is touched
     op.n = std::min(op.dpitch, op.spitch) + rng_.range(1, 64);
-    op.height = 1;
+    op.height = rng_.range(1, 3);
   }
   const uint64_t room = std::min(room_d, room_s);
   if (room != ~0ull) {

@@ -33,9 +33,10 @@
 // What is not compared (each a documented difference, skipped in both runs):
 //   - under allocator:vmm, cudaIpcGetMemHandle of cudaMalloc memory (refused
 //     by design, README "The VMM allocator"), and cudaFree of
-//     cudaMallocAsync memory / cudaFreeAsync of cudaMalloc memory (real
-//     CUDA accepts both, and so does the VMM allocator, which serves both;
-//     the simulated runtime refuses them);
+//     cudaMallocAsync memory / cudaFreeAsync of cudaMalloc memory: the
+//     simulated runtime refuses them, the VMM allocator (one heap for both)
+//     accepts them, and real CUDA allows at least the first (an NVIDIA
+//     engineer in cupy/cupy#4537);
 //   - free memory under allocator:vmm is compared with a tolerance
 //     (compare.h);
 //   - copies and memsets past the end of a pinned block: the simulated

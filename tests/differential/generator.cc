@@ -369,9 +369,9 @@ void ThreadGen::free_wrong(int s) {
   op.dst = slot_ref(s, 0);
   switch (m.kind) {
     case BufKind::kDevice:
-      // cudaFreeAsync of cudaMalloc memory: real CUDA accepts it (and the
-      // VMM allocator, which serves both, does); the simulated runtime
-      // refuses. Not compared under allocator:vmm.
+      // cudaFreeAsync of cudaMalloc memory: the simulated runtime refuses
+      // it, the VMM allocator (one heap for both kinds) accepts it. Not
+      // compared under allocator:vmm (differential_main.cc).
       op.variant = static_cast<uint8_t>(rng_.pick({1, 2}));
       op.not_under_vmm = op.variant == 2;
       break;

@@ -40,6 +40,7 @@ Fn real_of(Slot& slot) {
 // Signatures more than one concept's routes share.
 using MallocFn = cudaError_t (*)(void**, size_t);
 using FreeFn = cudaError_t (*)(void*);
+using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
 
 }  // namespace
 }  // namespace interpose

@@ -3,6 +3,7 @@
 // GPUSLACK_CONF's pin is on. routes.h has the list.
 #pragma once
 
+#include "cuda/fail.h"
 #include "pin/process_heap.h"
 #include "route.h"
 
@@ -37,7 +38,7 @@ cudaError_t routed_free_host(void* p) {
   FreeFn real = real_of<FreeFn>(slot_cudaFreeHost);
   pin::PinnedHeap* heap = p ? pin::existing_pinned_heap() : nullptr;
   if (!heap || !heap->owns(p)) return real(p);
-  return heap->free(p) ? cudaSuccess : cudaErrorInvalidValue;
+  return heap->free(p) ? cudaSuccess : cuda::fail(cudaErrorInvalidValue);
 }
 
 GPUSLACK_ROUTE(cudaMallocHost, MallocFn, routed_malloc_host)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
 
 namespace gpuslack {
 namespace alloc {
@@ -20,12 +21,17 @@ std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, PlacementCost cos
 std::optional<uint64_t> BlockManager::place(uint64_t bytes, const Placement* placement) {
   if (bytes > capacity_) return std::nullopt;
   uint64_t size = round_up(bytes);
-  if (size <= kSmallLimit) return allocate_small(size, placement);
+  if (size <= kSmallLimit) return allocate_small(size, bytes, placement);
   std::optional<uint64_t> at = take_large(size, placement);
   if (!at) return std::nullopt;
-  live_.emplace(*at, Block{size, kNoPage});
-  allocated_ += size;
+  add_live(*at, Block{size, kNoPage, bytes});
   return at;
+}
+
+void BlockManager::add_live(uint64_t at, const Block& block) {
+  live_.emplace(at, block);
+  starts_.insert(at);
+  allocated_ += block.size;
 }
 
 // Note [Placement by cost].
@@ -53,7 +59,7 @@ std::optional<uint64_t> BlockManager::take_large(uint64_t size, const Placement*
   return best;
 }
 
-std::optional<uint64_t> BlockManager::allocate_small(uint64_t size, const Placement* placement) {
+std::optional<uint64_t> BlockManager::allocate_small(uint64_t size, uint64_t requested, const Placement* placement) {
   // Best fit across the pages: the page whose largest free range is the
   // smallest that holds `size` (lowest address among equals); a new page
   // only when none has room.
@@ -73,8 +79,7 @@ std::optional<uint64_t> BlockManager::allocate_small(uint64_t size, const Placem
     page.bucket = bucket;
     index_add(id);
   }
-  live_.emplace(at, Block{size, id});
-  allocated_ += size;
+  add_live(at, Block{size, id, requested});
   return at;
 }
 
@@ -99,6 +104,7 @@ uint64_t BlockManager::release(uint64_t offset) {
   if (it == live_.end()) return 0;
   Block block = it->second;
   live_.erase(it);
+  starts_.erase(offset);
   allocated_ -= block.size;
   if (block.page != kNoPage) return release_small(offset, block);
   large_free_.insert(offset, block.size);
@@ -211,14 +217,20 @@ uint64_t BlockManager::size_of(uint64_t offset) const {
   return it == live_.end() ? 0 : it->second.size;
 }
 
-std::optional<std::pair<uint64_t, uint64_t>> BlockManager::block_containing(uint64_t offset) const {
-  if (uint64_t size = size_of(offset)) return std::make_pair(offset, size);  // a block's start
-  // Inside a block: live blocks are hashed, not ordered, so look at each.
-  // Only interior pointers come here (the C API's gpuslack_base_alloc,
-  // rare); the allocation paths never do.
-  for (const auto& [at, block] : live_)
-    if (offset - at < block.size) return std::make_pair(at, block.size);
-  return std::nullopt;
+std::optional<BlockManager::Live> BlockManager::block_containing(uint64_t offset) const {
+  auto it = live_.find(offset);  // a block's start: the common case, no tree walk
+  if (it == live_.end()) {
+    auto after = starts_.upper_bound(offset);
+    if (after == starts_.begin()) return std::nullopt;
+    it = live_.find(*std::prev(after));
+  }
+  if (offset - it->first >= it->second.size) return std::nullopt;  // free space after it
+  return Live{it->first, it->second.size, it->second.requested};
+}
+
+void BlockManager::set_requested(uint64_t offset, uint64_t bytes) {
+  auto it = live_.find(offset);
+  if (it != live_.end() && bytes <= it->second.size) it->second.requested = bytes;
 }
 
 // Walks the space in address order: the large space's free ranges, live
@@ -233,7 +245,10 @@ std::string BlockManager::check() const {
   std::vector<Span> large, small;  // large blocks and pages; small blocks
   uint64_t large_allocated = 0, small_allocated = 0;
   size_t in_use = 0;
+  if (starts_.size() != live_.size()) return "the ordered starts disagree with the live blocks";
   for (const auto& [offset, block] : live_) {
+    if (!starts_.count(offset)) return "a live block missing from the ordered starts at " + std::to_string(offset);
+    if (block.requested > block.size) return "a block asked for more than its size at " + std::to_string(offset);
     if (block.page == kNoPage) {
       if (block.size <= kSmallLimit) return "a small block outside every page at " + std::to_string(offset);
       large.push_back({offset, block.size, kNoPage});

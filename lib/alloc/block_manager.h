@@ -4,7 +4,8 @@
 // The allocator reserves virtual address space and maps physical memory
 // under it; BlockManager decides, in offsets within that space, where each
 // block goes. It knows nothing of CUDA, streams or mapping.
-//   - Every size is rounded up to 512 bytes, every offset a multiple of 512.
+//   - Every size is rounded up to 512 bytes, every offset a multiple of 512;
+//     a block also keeps the bytes asked for (what a range check allows).
 //   - Small requests (<= 1 MiB) are packed into 2 MiB small-pool pages, so
 //     small short-lived blocks never split the space large blocks need.
 //   - Large requests take the best fit (smallest free range that holds
@@ -94,8 +95,16 @@ class BlockManager {
   uint64_t release(uint64_t offset);
   // The (rounded) size of the live block at `offset`, 0 if none.
   uint64_t size_of(uint64_t offset) const;
-  // The live block holding `offset` (anywhere inside it): {start, size}.
-  std::optional<std::pair<uint64_t, uint64_t>> block_containing(uint64_t offset) const;
+  // A live block: where it starts, its (rounded) size, and the bytes asked
+  // for (allocate()'s `bytes`, or set_requested()'s).
+  struct Live {
+    uint64_t start, size, requested;
+  };
+  // The live block holding `offset` (anywhere inside it). O(log blocks).
+  std::optional<Live> block_containing(uint64_t offset) const;
+  // The live block at `offset` is reused for a request of `bytes` (at most
+  // its size): what block_containing() reports as asked for.
+  void set_requested(uint64_t offset, uint64_t bytes);
 
   uint64_t capacity() const { return capacity_; }
   uint64_t allocated() const { return allocated_; }  // live blocks, rounded sizes
@@ -118,6 +127,7 @@ class BlockManager {
   struct Block {
     uint64_t size;
     uint32_t page;  // its small-pool page's index in pages_; kNoPage: a large block
+    uint64_t requested;  // the bytes asked for, <= size
   };
   struct Page {
     uint64_t at = 0;  // where the page lies in the large space
@@ -139,7 +149,8 @@ class BlockManager {
   // Takes `size` bytes of the large space: best fit, or by `placement`.
   std::optional<uint64_t> take_large(uint64_t size, const Placement* placement);
   std::optional<uint64_t> place(uint64_t bytes, const Placement* placement);
-  std::optional<uint64_t> allocate_small(uint64_t size, const Placement* placement);
+  std::optional<uint64_t> allocate_small(uint64_t size, uint64_t requested, const Placement* placement);
+  void add_live(uint64_t at, const Block& block);
   uint64_t release_small(uint64_t offset, const Block& block);
   uint32_t new_page(uint64_t at);
   std::string check_index(size_t pages_in_use) const;
@@ -156,6 +167,7 @@ class BlockManager {
   uint64_t allocated_ = 0;
   RangeSet large_free_;                        // pages are live 2 MiB blocks in it
   absl::flat_hash_map<uint64_t, Block> live_;  // offset -> every live block (not pages)
+  absl::btree_set<uint64_t> starts_;           // the keys of live_, ordered
   std::vector<Page> pages_;                    // indexed by Block::page; slots reused
   std::vector<uint32_t> unused_pages_;         // the slots of pages_ not in use
   std::vector<uint32_t> heaps_ = std::vector<uint32_t>(kBuckets, kNoPage);  // each bucket's root page

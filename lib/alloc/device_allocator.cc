@@ -110,6 +110,7 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
       auto it = freed_.find(*at);
       freed_bytes_ -= it->second;
       freed_.erase(it);
+      reservation_of(*at)->set_requested(*at, bytes);  // what range checks allow now
       ++stats_.stream_reuses;
       return served(*at);
     }
@@ -194,8 +195,12 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
       std::vector<uint64_t> ready;
       stats_.stall_s += epochs_.wait_all(&ready);
       release(ready);
-      trim_locked();
+      // What the GPU was still using is free now and still mapped: placed
+      // on it, the block maps only what is missing. Unmap only if that fails.
       if (void* p = allocate_mapping(bytes, &result)) return p;
+      if (result == CUDA_ERROR_OUT_OF_MEMORY && trim_locked() > 0) {
+        if (void* p = allocate_mapping(bytes, &result)) return p;
+      }
     }
   }
   ++stats_.failed_allocations;
@@ -291,15 +296,25 @@ void DeviceAllocator::forget_stream(cudaStream_t stream) {
   epochs_.close_on(std::move(blocks), {stream}, false);
 }
 
+std::optional<BlockManager::Live> DeviceAllocator::live_block(const void* p) const {
+  Reservation* r = reservation_of(reinterpret_cast<uintptr_t>(p));
+  if (!r) return std::nullopt;
+  std::optional<BlockManager::Live> b = r->block_containing(reinterpret_cast<uintptr_t>(p));
+  if (!b || freed_.count(b->start)) return std::nullopt;
+  return b;
+}
+
 void* DeviceAllocator::block_of(const void* p, size_t* size) {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  *size = 0;
-  Reservation* r = reservation_of(reinterpret_cast<uintptr_t>(p));
-  if (!r) return nullptr;
-  std::optional<std::pair<uintptr_t, uint64_t>> b = r->block_containing(reinterpret_cast<uintptr_t>(p));
-  if (!b || freed_.count(b->first)) return nullptr;
-  *size = b->second;
-  return reinterpret_cast<void*>(b->first);
+  std::optional<BlockManager::Live> b = live_block(p);
+  *size = b ? b->size : 0;
+  return b ? reinterpret_cast<void*>(b->start) : nullptr;
+}
+
+bool DeviceAllocator::holds_range(const void* p, size_t bytes) {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  std::optional<BlockManager::Live> b = live_block(p);
+  return b && bytes <= b->requested - (reinterpret_cast<uintptr_t>(p) - b->start);
 }
 
 // ------------------------------------------------------------- the rest ---
@@ -339,10 +354,26 @@ void DeviceAllocator::set_limit(uint64_t bytes) {
   limit_ = bytes;
 }
 
-uint64_t DeviceAllocator::cached_bytes() {
+uint64_t DeviceAllocator::unused_bytes() {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  uint64_t held = held_bytes(), mapped = mapped_bytes();
-  return mapped > held ? mapped - held : 0;
+  if (!capturing()) reclaim();  // Note [Frees during capture]: no event query
+  // Freed blocks are not live, reclaimed or not (README, "cudaMemGetInfo").
+  uint64_t live = held_bytes() - freed_bytes_, mapped = mapped_bytes();
+  return mapped > live ? mapped - live : 0;
+}
+
+void DeviceAllocator::fence_frees() {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  if (capturing()) return;
+  settle_deferred();
+  epochs_.close();  // a failure leaves them open, fenced at the next miss
+}
+
+void DeviceAllocator::take_back_completed() {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  if (capturing()) return;
+  reclaim();
+  note_peaks();
 }
 
 DeviceStats DeviceAllocator::stats() {

@@ -17,9 +17,10 @@
 // cache limit, and under memory pressure.
 //
 // Out of memory, in this order: release cached granules and retry; then
-// wait for every pending free (a stall, counted in stats()) and retry; only
-// then fail (nullptr), with one log line: requested, allocated, reserved,
-// largest free range.
+// wait for every pending free (a stall, counted in stats()) and retry on
+// what they free, still mapped; then release cached granules again and
+// retry; only then fail (nullptr), with one log line: requested,
+// allocated, reserved, largest free range.
 //
 // Note [Frees during capture]: while any stream captures a graph
 // (stream_registry.h), nothing here queries or records an event,
@@ -94,6 +95,11 @@ class DeviceAllocator {
   void forget_stream(cudaStream_t stream);
   // The live block holding `p`: its start, and its (rounded) size in *size.
   void* block_of(const void* p, size_t* size);
+  // Whether [p, p + bytes) lies inside one live block, within the bytes it
+  // was allocated with (as the runtime checks a copy or memset against a
+  // cudaMalloc allocation): false for a freed block, free space, or a range
+  // that runs past the bytes asked for.
+  bool holds_range(const void* p, size_t bytes);
 
   // Whether `p` lies in one of this allocator's reservations. Lock-free.
   bool owns(const void* p) const { return reservation_of(reinterpret_cast<uintptr_t>(p)) != nullptr; }
@@ -105,9 +111,24 @@ class DeviceAllocator {
   bool grant_peer(int peer);
   // Caps mapped physical memory at `bytes` (0: no cap).
   void set_limit(uint64_t bytes);
-  // Mapped bytes that no block holds: what trim() could release now. What
-  // cudaMemGetInfo adds to the driver's "free" (README, "cudaMemGetInfo").
-  uint64_t cached_bytes();
+  // Mapped bytes that no live block holds: cached granules, the free space
+  // of small-pool pages and of partly used chunks, and blocks freed but not
+  // yet reusable (their fence pending). What cudaMemGetInfo adds to the
+  // driver's "free" (README, "cudaMemGetInfo"). Takes back first what the
+  // GPU is done with (one event query per fenced epoch; none during a
+  // capture); never records an event, synchronizes or waits.
+  uint64_t unused_bytes();
+
+  // Note [Frees behind a device synchronization]: when cudaDeviceSynchronize
+  // returns, every event recorded before it was called has completed. Its
+  // hook calls fence_frees() first (the open epoch's events are recorded,
+  // nothing waits) and, once the synchronization succeeded,
+  // take_back_completed(): every block freed before the call is reusable
+  // at once, with no further event or wait; an allocation right after the
+  // synchronization reuses it instead of mapping more. Neither does
+  // anything during a capture (Note [Frees during capture]).
+  void fence_frees();
+  void take_back_completed();
 
   DeviceStats stats();
   // Restarts the peaks from the current values (torch's
@@ -122,6 +143,7 @@ class DeviceAllocator {
   static constexpr int kMaxReservations = 8;
 
   Reservation* reservation_of(uintptr_t a) const;
+  std::optional<BlockManager::Live> live_block(const void* p) const;  // not freed; under mu_
   // Every reservation made so far (under mu_).
   template <typename Fn>
   void for_each_reservation(Fn fn) const {

@@ -48,11 +48,11 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
   return base_ + *at;
 }
 
-std::optional<std::pair<uintptr_t, uint64_t>> Reservation::block_containing(uintptr_t a) const {
+std::optional<BlockManager::Live> Reservation::block_containing(uintptr_t a) const {
   if (!holds(a)) return std::nullopt;
-  auto b = blocks_.block_containing(a - base_);
-  if (!b) return std::nullopt;
-  return std::make_pair(base_ + b->first, b->second);
+  std::optional<BlockManager::Live> b = blocks_.block_containing(a - base_);
+  if (b) b->start += base_;
+  return b;
 }
 
 uint64_t Reservation::trim() {

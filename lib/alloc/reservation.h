@@ -44,7 +44,9 @@ class Reservation {
   // Frees the block at `a`; returns its size (0: no live block there).
   uint64_t release(uintptr_t a) { return blocks_.release(a - base_); }
   uint64_t size_of(uintptr_t a) const { return blocks_.size_of(a - base_); }
-  std::optional<std::pair<uintptr_t, uint64_t>> block_containing(uintptr_t a) const;
+  // The live block holding `a`, in absolute addresses (BlockManager::Live).
+  std::optional<BlockManager::Live> block_containing(uintptr_t a) const;
+  void set_requested(uintptr_t a, uint64_t bytes) { blocks_.set_requested(a - base_, bytes); }
 
   // Unmaps every chunk lying wholly in free space; returns the bytes released.
   uint64_t trim();

@@ -12,6 +12,9 @@ namespace alloc {
 namespace {
 
 std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
+// 1 + the highest device with an allocator (0: none): owner() looks no
+// further, so with the native allocator it is one load.
+std::atomic<int> g_slots_used{0};
 std::atomic<bool> g_refused[kMaxDevices];
 std::mutex g_make_mu;
 std::atomic<uint64_t> g_peers[kMaxDevices];
@@ -50,6 +53,7 @@ __attribute__((noinline, cold)) DeviceAllocator* make(int device) {
   uint64_t peers = g_peers[device].load();
   for (int d = 0; d < kMaxDevices; ++d)
     if (peers & (1ull << d)) a->grant_peer(d);
+  if (g_slots_used.load() <= device) g_slots_used.store(device + 1, std::memory_order_release);
   g_allocators[device].store(a, std::memory_order_release);
   log::info("device {}: VMM allocator over {} bytes of address space", device, total + total / 8);
   return a;
@@ -100,12 +104,26 @@ void forget_stream(cudaStream_t stream) {
     if (DeviceAllocator* a = slot.load(std::memory_order_acquire)) a->forget_stream(stream);
 }
 
+uint64_t trim_all() {
+  uint64_t released = 0;
+  for (auto& slot : g_allocators)
+    if (DeviceAllocator* a = slot.load(std::memory_order_acquire)) released += a->trim();
+  return released;
+}
+
 DeviceAllocator* owner(const void* p) {
-  for (auto& slot : g_allocators) {
-    DeviceAllocator* a = slot.load(std::memory_order_acquire);
+  int n = g_slots_used.load(std::memory_order_acquire);
+  for (int d = 0; d < n; ++d) {
+    DeviceAllocator* a = g_allocators[d].load(std::memory_order_acquire);
     if (a && a->owns(p)) return a;
   }
   return nullptr;
+}
+
+VmmRange vmm_range(const void* p, size_t bytes) {
+  DeviceAllocator* a = owner(p);
+  if (!a) return VmmRange::kNotVmm;
+  return a->holds_range(p, bytes) ? VmmRange::kInside : VmmRange::kOutside;
 }
 
 }  // namespace alloc

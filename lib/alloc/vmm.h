@@ -27,8 +27,19 @@ inline constexpr int kMaxDevices = 64;
 bool vmm_selected();
 // The allocator of `device`, or nullptr for pass-through.
 DeviceAllocator* device_allocator(int device);
-// The allocator whose range holds `p`, or nullptr.
+// The allocator whose range holds `p`, or nullptr. With no allocator made
+// (allocator:native), one atomic load.
 DeviceAllocator* owner(const void* p);
+
+// What the runtime checks for cudaMalloc memory, for a range a call names
+// (a copy's source or destination, a memset's target) that lies in a VMM
+// reservation, which the runtime sees as one large mapping: kNotVmm when
+// `p` lies in none (the runtime's memory or the host's: the runtime checks
+// it), else whether [p, p + bytes) lies in one live block within the bytes
+// it was allocated with (DeviceAllocator::holds_range; a freed block or
+// free space is kOutside). As cheap as owner() when it says kNotVmm.
+enum class VmmRange { kNotVmm, kInside, kOutside };
+VmmRange vmm_range(const void* p, size_t bytes);
 // The allocator of `device` if one was made; nullptr otherwise (never makes one).
 DeviceAllocator* existing_allocator(int device);
 
@@ -49,6 +60,9 @@ bool set_memory_fraction(int device, double fraction);
 void peer_access_enabled(int accessor, int owner);
 // `stream` is being destroyed: every allocator fences the blocks it cached.
 void forget_stream(cudaStream_t stream);
+// Every allocator's trim() (waits for pending frees, then releases every
+// cached granule); the bytes released. 0 during a capture.
+uint64_t trim_all();
 
 }  // namespace alloc
 }  // namespace gpuslack

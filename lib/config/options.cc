@@ -1,5 +1,6 @@
 #include "config/options.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -8,6 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "config/environment.h"
+#include "log/escape.h"
 #include "log/log.h"
 
 namespace gpuslack {
@@ -38,6 +41,19 @@ template <> const char* type_name<bool>() { return "bool"; }
 template <> const char* type_name<double>() { return "non-negative number"; }
 template <> const char* type_name<int>() { return "non-negative integer"; }
 
+// Input in an error line: Note [Escaped input].
+std::string escaped_input(absl::string_view text) { return log::escape_bytes(std::string_view(text.data(), text.size())); }
+
+// Note [Knob ranges]: strings and bools have none; a number must be finite
+// (inf parses) and within its row's range.
+bool in_range(const Range&, const std::string&) { return true; }
+bool in_range(const Range&, bool) { return true; }
+bool in_range(const Range& r, double v) {
+  if (!r.numeric) return true;
+  return std::isfinite(v) && ((r.or_zero && v == 0) || (v >= r.min && v <= r.max));
+}
+bool in_range(const Range& r, int v) { return in_range(r, static_cast<double>(v)); }
+
 std::string show(const std::string& v) { return absl::StrFormat("\"%s\"", v); }
 std::string show(bool v) { return v ? "true" : "false"; }
 std::string show(double v) { return absl::StrFormat("%g", v); }
@@ -55,51 +71,73 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
     // ends at the first of the two.
     size_t sep = item.find_first_of(":=");
     if (sep == absl::string_view::npos) {
-      errors->push_back(absl::StrFormat("GPUSLACK_CONF: '%s' is not key:value; ignored", item));
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: '%s' is not key:value; ignored", escaped_input(item)));
       continue;
     }
     absl::string_view key = absl::StripAsciiWhitespace(item.substr(0, sep));
     absl::string_view value = absl::StripAsciiWhitespace(item.substr(sep + 1));
     bool known = false;
-#define GPUSLACK_OPTION_PARSE(k, type, def, doc)                                            \
-  if (key == #k) {                                                                          \
-    known = true;                                                                           \
-    type v{};                                                                               \
-    if (parse_value(value, &v)) {                                                           \
-      o.k = v;                                                                              \
-    } else {                                                                                \
-      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k, \
-                                        value, type_name<type>(), show(type(def))));        \
-    }                                                                                       \
+#define GPUSLACK_OPTION_PARSE(k, type, def, range, doc)                                              \
+  if (key == #k) {                                                                                  \
+    known = true;                                                                                   \
+    type v{};                                                                                       \
+    if (!parse_value(value, &v)) {                                                                  \
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k,          \
+                                        escaped_input(value), type_name<type>(), show(type(def))));       \
+    } else if (!in_range(range, v)) {                                                               \
+      errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is out of range (%s); using %s", #k, \
+                                        escaped_input(value), range_text(range), show(type(def))));       \
+    } else {                                                                                        \
+      o.k = v;                                                                                      \
+    }                                                                                               \
   }
     GPUSLACK_OPTIONS(GPUSLACK_OPTION_PARSE)
 #undef GPUSLACK_OPTION_PARSE
-    if (!known) errors->push_back(absl::StrFormat("GPUSLACK_CONF: unknown key '%s'; ignored", key));
+    if (!known) errors->push_back(absl::StrFormat("GPUSLACK_CONF: unknown key '%s'; ignored", escaped_input(key)));
+  }
+  if (static_cast<double>(o.staging_chunk_kb) > static_cast<double>(o.staging_budget_mb) * 1024) {
+    errors->push_back(absl::StrFormat(
+        "GPUSLACK_CONF: staging_chunk_kb:%d is more than staging_budget_mb:%d holds; using %d", o.staging_chunk_kb,
+        o.staging_budget_mb, Options().staging_chunk_kb));
+    o.staging_chunk_kb = Options().staging_chunk_kb;
   }
   if (o.allocator != "native" && o.allocator != "vmm") {
     errors->push_back(absl::StrFormat("GPUSLACK_CONF: allocator:%s is not one of native, vmm; using \"native\"",
-                                      o.allocator));
+                                      escaped_input(o.allocator)));
     o.allocator = "native";
   }
   if (o.text_summary != "stderr" && o.text_summary != "file" && o.text_summary != "off") {
     errors->push_back(absl::StrFormat(
-        "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"", o.text_summary));
+        "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"", escaped_input(o.text_summary)));
     o.text_summary = "stderr";
   }
   if (!log::log_level_valid(o.log_level)) {
     errors->push_back(absl::StrFormat(
         "GPUSLACK_CONF: log_level:%s is not one of off, error, warn, info, debug; using \"warn\"",
-        o.log_level));
+        escaped_input(o.log_level)));
     o.log_level = "warn";
   }
   return o;
 }
 
+Options secure_options() {
+  Options o;
+  o.json_summary = false;
+  o.log_file.clear();
+  o.text_summary = "stderr";
+  o.nvtx = false;
+  return o;
+}
+
+Options options_from_environment(bool secure, std::vector<std::string>* errors) {
+  if (secure) return secure_options();
+  return parse_options(environment_variable("GPUSLACK_CONF"), environment_variable("GPUSLACK_OUTPUT"), errors);
+}
+
 const Options& options() {
   static const Options* o = [] {
     std::vector<std::string> errors;
-    auto* parsed =
-        new Options(parse_options(std::getenv("GPUSLACK_CONF"), std::getenv("GPUSLACK_OUTPUT"), &errors));
+    auto* parsed = new Options(options_from_environment(secure_execution(), &errors));
     // Logged after parsing, so the log itself uses the parsed level.
     for (const std::string& e : errors) log::error_raw(*parsed, e);
     return parsed;
@@ -107,10 +145,17 @@ const Options& options() {
   return *o;
 }
 
+std::string range_text(const Range& r) {
+  if (!r.numeric) return std::string();
+  std::string text = absl::StrFormat("%.15g to %.15g", r.min, r.max);
+  return r.or_zero ? "0, or " + text : text;
+}
+
 std::vector<std::string> options_doc() {
   std::vector<std::string> lines;
-#define GPUSLACK_OPTION_DOC(k, type, def, doc) \
-  lines.push_back(absl::StrFormat("%s (%s, default %s): %s", #k, type_name<type>(), show(type(def)), doc));
+#define GPUSLACK_OPTION_DOC(k, type, def, range, doc)                                                          \
+  lines.push_back(absl::StrFormat("%s (%s, default %s%s): %s", #k, type_name<type>(), show(type(def)),        \
+                                  range.numeric ? ", range " + range_text(range) : std::string(), doc));
   GPUSLACK_OPTIONS(GPUSLACK_OPTION_DOC)
 #undef GPUSLACK_OPTION_DOC
   return lines;

@@ -42,7 +42,8 @@ void load() {
             resolve(lib, "cuMemUnmap", &api->mem_unmap, why) &&
             resolve(lib, "cuMemSetAccess", &api->mem_set_access, why) &&
             resolve(lib, "cuDeviceGetCount", &api->device_get_count, why) &&
-            resolve(lib, "cuDevicePrimaryCtxGetState", &api->primary_ctx_get_state, why);
+            resolve(lib, "cuDevicePrimaryCtxGetState", &api->primary_ctx_get_state, why) &&
+            resolve(lib, "cuMemGetAddressRange_v2", &api->mem_get_address_range, why);
   if (!ok) {
     delete api;
     return;

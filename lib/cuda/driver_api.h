@@ -35,6 +35,9 @@ struct DriverApi {
   // Which devices the process uses (the pinned heap fences frees on each).
   CUresult (*device_get_count)(int* count);
   CUresult (*primary_ctx_get_state)(CUdevice device, unsigned int* flags, int* active);
+  // The allocation holding a device address (the staged copies check a
+  // copy's whole device range: cuda/pointer_kind.h).
+  CUresult (*mem_get_address_range)(CUdeviceptr* base, size_t* size, CUdeviceptr ptr);
 };
 
 const DriverApi* driver();

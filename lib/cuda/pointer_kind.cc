@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "cuda/driver_api.h"
 #include "cuda/runtime_api.h"
 
 namespace gpuslack {
@@ -15,6 +16,8 @@ struct Entry {
   const void* ptr = nullptr;
   uint32_t generation = 0;
   PointerKind kind = PointerKind::kUnknown;
+  uintptr_t base = 0;  // the allocation holding ptr; size 0: not looked up
+  size_t size = 0;
 };
 constexpr int kEntries = 64;  // direct-mapped
 thread_local Entry t_cache[kEntries];
@@ -53,6 +56,30 @@ PointerKind pointer_kind(const void* ptr) {
 }
 
 void invalidate_pointer_kinds() { g_generation.fetch_add(1, std::memory_order_acq_rel); }
+
+bool within_allocation(const void* ptr, size_t bytes) {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  uint32_t gen = g_generation.load(std::memory_order_acquire);
+  Entry& e = t_cache[slot_of(ptr)];
+  const bool cached = e.ptr == ptr && e.generation == gen;  // the kind's entry, from the copy's classification
+  uintptr_t base = 0;
+  size_t size = 0;
+  if (cached && e.size) {
+    base = e.base;
+    size = e.size;
+  } else {
+    const DriverApi* api = driver();
+    CUdeviceptr b = 0;
+    if (!api || api->mem_get_address_range(&b, &size, static_cast<CUdeviceptr>(p)) != CUDA_SUCCESS || size == 0)
+      return false;
+    base = static_cast<uintptr_t>(b);
+    if (cached) {
+      e.base = base;
+      e.size = size;
+    }
+  }
+  return p >= base && p - base <= size && bytes <= size - (p - base);
+}
 
 }  // namespace cuda
 }  // namespace gpuslack

@@ -18,6 +18,7 @@ GPUSLACK_RUNTIME_CALL(pointer_get_attributes, "cudaPointerGetAttributes",
                       (cudaPointerAttributes * attributes, const void* ptr), (attributes, ptr))
 GPUSLACK_RUNTIME_CALL(peek_at_last_error, "cudaPeekAtLastError", (), ())
 GPUSLACK_RUNTIME_CALL(get_last_error, "cudaGetLastError", (), ())
+GPUSLACK_RUNTIME_CALL(driver_get_version, "cudaDriverGetVersion", (int* version), (version))
 GPUSLACK_RUNTIME_CALL(get_device, "cudaGetDevice", (int* device), (device))
 GPUSLACK_RUNTIME_CALL(set_device, "cudaSetDevice", (int device), (device))
 GPUSLACK_RUNTIME_CALL(device_synchronize, "cudaDeviceSynchronize", (), ())

@@ -11,10 +11,12 @@
 namespace gpuslack {
 namespace cuda {
 
-// Errors and pointers (cuda/pointer_kind.h).
+// Errors and pointers (cuda/pointer_kind.h); cudaDriverGetVersion records
+// gpuslack's own errors (cuda/fail.h).
 cudaError_t pointer_get_attributes(cudaPointerAttributes* attributes, const void* ptr);
 cudaError_t peek_at_last_error();
 cudaError_t get_last_error();
+cudaError_t driver_get_version(int* version);
 
 // Devices, events and capture state: the collectives' GPU timing
 // (ledger/collective_events.h) and the allocator's free epochs. gpuslack

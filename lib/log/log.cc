@@ -5,8 +5,7 @@
 #include <mutex>
 
 #include "config/options.h"
-#include "spdlog/sinks/basic_file_sink.h"
-#include "spdlog/sinks/stdout_sinks.h"
+#include "log/log_sink.h"
 
 namespace gpuslack {
 namespace log {
@@ -27,24 +26,13 @@ spdlog::logger* get_or_make(const Options& o) {
   if (spdlog::logger* l = g_logger.load(std::memory_order_acquire)) return l;
   std::lock_guard<std::mutex> lock(g_make_mu);
   if (spdlog::logger* l = g_logger.load(std::memory_order_acquire)) return l;
-  spdlog::sink_ptr sink;
-  std::string file_error;
-  if (!o.log_file.empty()) {
-    try {
-      sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(o.log_file, /*truncate=*/false);
-    } catch (const std::exception& e) {
-      file_error = e.what();
-    }
-  }
-  if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   // Leaked on purpose: hooks may log during process exit, after static
-  // destructors have run.
-  auto* l = new spdlog::logger("gpuslack", std::move(sink));
+  // destructors have run. The file, if any, opens on the first line
+  // (Note [Log file]).
+  auto* l = new spdlog::logger("gpuslack", make_log_sink(o.log_file));
   l->set_pattern("gpuslack: %v");
   l->set_level(level_of(o.log_level));
   l->flush_on(spdlog::level::trace);
-  if (!file_error.empty())
-    l->error("cannot open log_file {} ({}); logging to stderr", o.log_file, file_error);
   g_logger.store(l, std::memory_order_release);
   return l;
 }

@@ -3,9 +3,12 @@
 //
 // The logger is made on first use (never in a constructor: a process that
 // never touches CUDA must print nothing), at the level of the log_level
-// knob, and flushes every line so that nothing is lost if the host process
-// dies. If log_file cannot be opened, one line on stderr says so and the log
-// goes to stderr.
+// knob, and writes every line at once so that nothing is lost if the host
+// process dies. Its sink (log_sink.h) opens log_file on the first line
+// logged, never through another user's symlink and never creating a
+// directory (Note [Log file]), escapes every message (Note [Escaped
+// input]), and falls back to stderr with one line if the file cannot be
+// opened.
 //
 // Thread safety: every function may be called from any thread. Not for the
 // hot path: a hook logs only on rare paths (first resolution, failures).

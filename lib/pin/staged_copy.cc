@@ -10,7 +10,9 @@
 #include <mutex>
 
 #include "alloc/stream_registry.h"
+#include "alloc/vmm.h"
 #include "config/options.h"
+#include "cuda/fail.h"
 #include "cuda/pointer_kind.h"
 #include "cuda/runtime_api.h"
 #include "ledger/backtrace.h"
@@ -186,11 +188,27 @@ cudaError_t Stager::pass(const CopyCall& c, NativeCopy native, void* real, Direc
   return native(c, real);
 }
 
+// Note [The whole range first]: true when `c` must not be staged because
+// its device range runs past its allocation; *r is then what the
+// application gets.
+bool Stager::refused(const CopyCall& c, bool h2d, cudaError_t* r, NativeCopy native, void* real) {
+  const void* device = h2d ? c.dst : c.src;
+  const size_t span = h2d ? c.dst_span() : c.src_span();
+  switch (alloc::vmm_range(device, span)) {
+    case alloc::VmmRange::kInside: return false;
+    case alloc::VmmRange::kOutside: *r = cuda::fail(cudaErrorInvalidValue); return true;
+    case alloc::VmmRange::kNotVmm: break;
+  }
+  if (cuda::within_allocation(device, span)) return false;
+  *r = native(c, real);
+  return true;
+}
+
 cudaError_t Stager::copy(const CopyCall& c, NativeCopy native, void* real) {
   const size_t bytes = c.width * c.height;
   if (bytes == 0 || c.dst == nullptr || c.src == nullptr) return native(c, real);
   // Pitches the runtime refuses: it answers.
-  if (c.height > 1 && (c.width > c.dpitch || c.width > c.spitch)) return native(c, real);
+  if (c.bad_pitch()) return native(c, real);
   Route route = classify(c);
   if (route == Route::kOther) return native(c, real);
   if (route == Route::kToHost) {
@@ -202,6 +220,8 @@ cudaError_t Stager::copy(const CopyCall& c, NativeCopy native, void* real) {
   }
 
   const bool h2d = route == Route::kPageableH2D;
+  cudaError_t refusal = cudaSuccess;
+  if (config_.enabled && refused(c, h2d, &refusal, native, real)) return refusal;
   DirectionCounters& d = h2d ? h2d_ : d2h_;
   d.seen.add(1);
   d.seen_bytes.add(bytes);

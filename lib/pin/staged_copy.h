@@ -26,10 +26,28 @@
 // (staging_pool.h): a copy may wait for staging memory (a copy stall, in
 // stats()) and falls back to the runtime's own call rather than fail.
 //
-// Errors: a copy the runtime refuses is refused the same way (the staged
-// DMA is the runtime's cudaMemcpy(2D)Async and its error is returned and
-// left as the last error); gpuslack's own bookkeeping calls leave no error
-// behind, and a thread with an error already pending is left untouched.
+// Errors: a copy the runtime refuses is refused the same way, with nothing
+// written. Before staging anything, a copy checks its whole device range
+// (Note [The whole range first]); one that runs past its allocation goes
+// to the runtime's own call, which refuses it (or, for a block of
+// gpuslack's VMM allocator, which the runtime cannot check, is refused with
+// cudaErrorInvalidValue, recorded as the last error: cuda/fail.h), and is
+// not counted in stats(). A chunk's DMA the runtime still refuses returns
+// its error, left as the last error. gpuslack's own bookkeeping calls
+// leave no error behind, and a thread with an error already pending is
+// left untouched.
+//
+// Note [The whole range first]: the runtime checks a copy against its
+// allocation as a whole; a staged copy is many runtime copies of at most a
+// chunk each, and each would pass on its own until one ran past the end:
+// the chunks before it written (past the allocation's end, into its
+// neighbour, for a copy starting inside it), the rest not. So the device
+// side's span, (height - 1) * pitch + width, is checked first: against the
+// VMM block (alloc/vmm.h), else against the driver's allocation
+// (cuda::within_allocation, cached per thread). A range the driver cannot
+// vouch for (unknown to it, or spanning two mappings of an application's
+// own VMM memory) also goes to the runtime's own call: it is never staged
+// on a guess.
 //
 // Thread safety: any thread, any number of streams.
 #pragma once
@@ -62,11 +80,18 @@ struct CopyCall {
   cudaStream_t stream = nullptr;    // as passed (cudaMemcpy: 0)
   bool per_thread_default = false;  // a _ptsz/_ptds entry point: 0 is the per-thread stream
   bool sync_api = false;            // cudaMemcpy/cudaMemcpy2D: returns as they do
+  bool pitched = false;             // cudaMemcpy2D(Async): the pitches are checked, even for one row
   const ApiCall* api = nullptr;     // the hooked call, for the pageable call sites
 
   // The distance between rows' starts (a single row: its width).
   size_t src_pitch() const { return height > 1 ? spitch : width; }
   size_t dst_pitch() const { return height > 1 ? dpitch : width; }
+  // The bytes from the first row's start to the last row's end (none for
+  // a copy of nothing, which the runtime accepts whatever the pitches).
+  size_t src_span() const { return width && height ? (height - 1) * src_pitch() + width : 0; }
+  size_t dst_span() const { return width && height ? (height - 1) * dst_pitch() + width : 0; }
+  // Pitches the runtime refuses (cudaErrorInvalidPitchValue).
+  bool bad_pitch() const { return (pitched || height > 1) && (width > dpitch || width > spitch); }
 
   // A copy of `bytes` in one row, on `stream`; the rest as above.
   static CopyCall linear(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
@@ -123,6 +148,7 @@ class Stager {
   struct Chunk;
 
   Pass pass_reason(const CopyCall& c, bool h2d, size_t bytes, const StreamRef& s) const;
+  static bool refused(const CopyCall& c, bool h2d, cudaError_t* r, NativeCopy native, void* real);
   cudaError_t pass(const CopyCall& c, NativeCopy native, void* real, DirectionCounters& d, Counter& why);
   cudaError_t stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy native, void* real);
   cudaError_t stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy native, void* real);

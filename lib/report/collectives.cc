@@ -2,29 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_format.h"
-
-extern char** environ;
+#include "config/environment.h"
+#include "report/nccl_env.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
 
 double finite(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
-
-std::vector<std::pair<std::string, std::string>> nccl_env() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "NCCL_", 5) != 0) continue;
-    const char* eq = std::strchr(*e, '=');
-    if (!eq) continue;
-    out.emplace_back(std::string(*e, eq - *e), std::string(eq + 1));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 }  // namespace
 
@@ -68,7 +55,7 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
   });
   for (const ledger::CommRow& m : run.communicators)
     c.communicators.push_back({m.nranks, m.rank, m.device, m.alive, m.aborted});
-  c.env = nccl_env();
+  c.env = nccl_variables(environment_block());  // Note [NCCL variables]; none in a secure process
   if (run.expected_busbw_gbps > 0) {
     std::vector<std::string> warned;
     std::vector<const CollectiveRow*> large;

@@ -1,6 +1,7 @@
 // The summary's collectives section (summary.h, CollectivesSection), built
 // from the collectives ledger's snapshot and the run's facts. Report time
-// only: allocates and reads the environment (the NCCL_* variables).
+// only: allocates and reads the environment (the NCCL_* tuning variables,
+// nccl_env.h).
 //
 // The bandwidth check: a row of 64 MiB or more per call with timed calls
 // whose busbw is below half of expected_busbw_gbps gets one warning line,

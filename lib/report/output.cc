@@ -14,7 +14,9 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <utility>
 
+#include "log/escape.h"
 #include "log/log.h"
 #include "report/json.h"
 #include "report/text.h"
@@ -155,22 +157,30 @@ class SigpipeHeld {
   bool blocked_ = false;
 };
 
-void log_failure(const std::string& path, const std::string& reason) {
+// Logs the failure, or appends it to `failures` when given. The path and
+// the reason quote output_dir: Note [Escaped input].
+void tell_failure(const std::string& path, const std::string& reason, std::vector<std::string>* failures) {
   try {
-    log::error("cannot write summary to {}: {}", path, reason);
+    std::string line = "cannot write summary to " + log::escape_bytes(path) + ": " + log::escape_bytes(reason);
+    if (failures) {
+      failures->push_back(std::move(line));
+      return;
+    }
+    log::error("{}", line);
   } catch (...) {
     // The log is the last resort; nothing is left to tell.
   }
 }
 
-void write_to_stderr(const std::string& text) {
+void write_to_stderr(const std::string& text, std::vector<std::string>* failures) {
   int err = 0;
-  if (!write_all(STDERR_FILENO, text.data(), text.size(), &err)) log_failure("stderr", errno_text(err));
+  if (!write_all(STDERR_FILENO, text.data(), text.size(), &err)) tell_failure("stderr", errno_text(err), failures);
 }
 
-void write_to_file(const std::string& dir, const std::string& name, const std::string& contents) {
+void write_to_file(const std::string& dir, const std::string& name, const std::string& contents,
+                   std::vector<std::string>* failures) {
   std::string error;
-  if (!write_file_atomically(dir, name, contents, &error)) log_failure(dir + "/" + name, error);
+  if (!write_file_atomically(dir, name, contents, &error)) tell_failure(dir + "/" + name, error, failures);
 }
 
 }  // namespace
@@ -215,7 +225,7 @@ bool write_file_atomically(const std::string& dir_in, const std::string& name, c
   return true;
 }
 
-void write_summary(const Summary& summary, const Options& options) {
+void write_summary(const Summary& summary, const Options& options, std::vector<std::string>* failures) {
   const int saved_errno = errno;
   {
     SigpipeHeld sigpipe_held;
@@ -224,28 +234,40 @@ void write_summary(const Summary& summary, const Options& options) {
     try {
       if (options.text_summary == "file") {
         where = dir + "/" + text_file_name(summary);
-        write_to_file(dir, text_file_name(summary), format_text(summary));
+        write_to_file(dir, text_file_name(summary), format_text(summary), failures);
       } else if (options.text_summary != "off") {
-        write_to_stderr(format_text(summary));
+        write_to_stderr(format_text(summary), failures);
       }
     } catch (const std::exception& e) {
-      log_failure(where, e.what());
+      tell_failure(where, e.what(), failures);
     } catch (...) {
-      log_failure(where, "unknown error");
+      tell_failure(where, "unknown error", failures);
     }
     where = dir;
     try {
       if (options.json_summary) {
         where = dir + "/" + json_file_name(summary);
-        write_to_file(dir, json_file_name(summary), format_json(summary));
+        write_to_file(dir, json_file_name(summary), format_json(summary), failures);
       }
     } catch (const std::exception& e) {
-      log_failure(where, e.what());
+      tell_failure(where, e.what(), failures);
     } catch (...) {
-      log_failure(where, "unknown error");
+      tell_failure(where, "unknown error", failures);
     }
   }
   errno = saved_errno;
+}
+
+std::vector<std::string> PeriodicFailures::to_log(const std::vector<std::string>& failures) {
+  std::vector<std::string> lines;
+  if (failures.empty()) {
+    failing_ = false;
+    return lines;
+  }
+  if (failing_) return lines;
+  failing_ = true;
+  for (const std::string& f : failures) lines.push_back(f + " (periodic summaries: not repeated until one is written)");
+  return lines;
 }
 
 }  // namespace report

@@ -8,14 +8,16 @@
 // write_summary() never throws, never changes errno, never exits and never
 // lets SIGPIPE (a closed stderr pipe) kill the process: it may run at exit or
 // on a signal-initiated path inside someone else's program. Each file it
-// cannot write costs exactly one log line
-// ("gpuslack: cannot write summary to <path>: <reason>").
+// cannot write costs exactly one line
+// ("gpuslack: cannot write summary to <path>: <reason>"): logged, or handed
+// to the caller, who decides what to tell (PeriodicFailures below).
 //
 // Thread safety: any thread; two concurrent calls for the same process
 // write the same final names, and the last rename wins whole.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/options.h"
 #include "report/summary.h"
@@ -38,8 +40,30 @@ bool write_file_atomically(const std::string& dir, const std::string& name, cons
 
 // Writes the summary as `options` say: the text to stderr (in one write, so
 // other output does not cut into it), to dir/<text name> or nowhere; the
-// JSON to output_dir when json_summary is on.
-void write_summary(const Summary& summary, const Options& options);
+// JSON to output_dir when json_summary is on. Each failure is one line,
+// logged, or appended to `failures` when it is given (then nothing is
+// logged).
+void write_summary(const Summary& summary, const Options& options, std::vector<std::string>* failures = nullptr);
+
+// Note [Periodic failures]: a summary rewritten every summary_interval_s
+// into an output directory that cannot take it would log the same line
+// every interval (193,861 lines in 10 s once). A periodic write's failures
+// are told once: the first failing write logs its lines, each ending
+// "(periodic summaries: not repeated until one is written)"; the failing
+// writes after it log nothing; a write that succeeds re-arms it, so a
+// failure after a recovery is told again. The summaries at exit and on a
+// signal always log their failures (once each: they are written once).
+//
+// Not thread-safe: the caller serializes (session.cc's write lock).
+class PeriodicFailures {
+ public:
+  // The lines to log for one periodic write that failed with `failures`
+  // (empty: it succeeded).
+  std::vector<std::string> to_log(const std::vector<std::string>& failures);
+
+ private:
+  bool failing_ = false;
+};
 
 }  // namespace report
 }  // namespace gpuslack

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "build_info.h"
+#include "config/environment.h"
 #include "report/collectives.h"
 #include "report/staging.h"
 #include "report/symbolize.h"
@@ -57,7 +58,7 @@ int parse_rank(const char* text) {
 // The first of `names` that holds a rank; -1 if none does.
 int rank_from_env(std::initializer_list<const char*> names) {
   for (const char* name : names) {
-    int r = parse_rank(std::getenv(name));
+    int r = parse_rank(environment_variable(name));  // Note [Secure execution]
     if (r >= 0) return r;
   }
   return -1;

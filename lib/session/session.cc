@@ -44,6 +44,7 @@ bool g_atexit_registered = false;
 // Set once the summary at exit is written: a periodic summary the reporter
 // thread was about to write must not replace it.
 bool g_exit_written = false;
+report::PeriodicFailures g_periodic_failures;  // Note [Periodic failures]; under g_write_mu
 
 std::string utc_now() {
   timespec ts;
@@ -107,6 +108,9 @@ void start(const ApiCall* const* calls, int n_calls) {
     std::atexit(at_exit);
     pthread_atfork(nullptr, nullptr, on_fork_child);
   }
+  // A forked child starts here too: its periodic failures are its own. No
+  // reporter runs yet to write it concurrently.
+  g_periodic_failures = report::PeriodicFailures();
   start_reporter(o.summary_interval_s, o.signals);
   detail::g_active.store(true, std::memory_order_release);
   log::debug("session started (pid {})", static_cast<int>(getpid()));
@@ -186,7 +190,10 @@ void write_summary(const char* reason) {
     if (periodic && out.text_summary == "stderr") out.text_summary = "off";
     try {
       report::Summary summary = report::build_summary(ledger::snapshot(), run);
-      report::write_summary(summary, out);
+      std::vector<std::string> failures;
+      report::write_summary(summary, out, periodic ? &failures : nullptr);
+      if (periodic)
+        for (const std::string& line : g_periodic_failures.to_log(failures)) log::error("{}", line);
       if (std::strcmp(reason, "exit") == 0) g_exit_written = true;
     } catch (const std::exception& e) {
       log::error("cannot write the summary: {}", e.what());

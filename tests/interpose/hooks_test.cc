@@ -1,20 +1,29 @@
 // The hooks, in process: every hooked call returns exactly what the runtime
-// returns, for valid and invalid arguments; eight threads calling hooks at
-// once lose no count (the TSan build runs this too).
+// returns, leaves the same last error and the same bytes in memory, for
+// valid and invalid arguments (ranges past the end, freed and interior
+// pointers, NULL); eight threads calling hooks at once lose no count (the
+// TSan build runs this too).
 //
 // The test links the simulated runtime and dlopen()s libgpuslack.so: each
 // hooked symbol is then reachable twice, as the runtime's own function and
 // as gpuslack's hook (which finds the runtime through the loaded-library
 // scan), and the same scenario runs through both.
+//
+// One binary, one ctest per configuration (CMakeLists.txt): the process
+// reads GPUSLACK_TEST_CONF (e.g. "allocator:vmm,async_d2h:true") and loads
+// gpuslack with it, so the same comparisons run with the native and the
+// VMM allocator, staging on and off, and async_d2h.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpusim.h"
@@ -32,8 +41,18 @@ struct Api {
 #undef GPUSLACK_API_MEMBER
 };
 
-// Quiet (the summary is read through the C API).
-void* gpuslack_handle() { return in_process::gpuslack("text_summary:off,json_summary:false"); }
+// This process's configuration: quiet (the summary is read through the C
+// API), plus GPUSLACK_TEST_CONF.
+const std::string& conf() {
+  static const std::string c = [] {
+    const char* extra = std::getenv("GPUSLACK_TEST_CONF");
+    return std::string("text_summary:off,json_summary:false") + (extra && *extra ? "," : "") + (extra ? extra : "");
+  }();
+  return c;
+}
+bool vmm_mode() { return conf().find("allocator:vmm") != std::string::npos; }
+
+void* gpuslack_handle() { return in_process::gpuslack(conf().c_str()); }
 
 Api load(void* handle) {
   Api a;
@@ -68,11 +87,15 @@ TEST(Hooks, EverySymbolIsHookedAndDistinctFromTheRuntime) {
   EXPECT_EQ(59, n);
 }
 
-// One scenario: calls through `a`, returns every result (and observable
-// side effect as a number) in order.
+// One scenario: calls through `a`, returns every result, the last error it
+// left (read, so reset, after each call) and observable side effects as
+// numbers, in order.
 std::vector<long> scenario(const Api& a) {
   std::vector<long> r;
-  auto rc = [&](cudaError_t e) { r.push_back(static_cast<long>(e)); };
+  auto rc = [&](cudaError_t e) {
+    r.push_back(static_cast<long>(e));
+    r.push_back(static_cast<long>(cudaGetLastError()));
+  };
   // Streams of this scenario do not all order with each other (the
   // per-thread stream, a non-blocking one): each copy is waited for, so
   // that no two touch the same memory at once, and results are the same
@@ -122,7 +145,9 @@ std::vector<long> scenario(const Api& a) {
   rc(a.cudaHostUnregister(pageable.data()));
   rc(a.cudaHostUnregister(pageable.data()));  // not registered
   cudaIpcMemHandle_t ipc;
-  rc(a.cudaIpcGetMemHandle(&ipc, d));
+  // A VMM block has no IPC handle: refused by design (README), which
+  // VmmRefusalsSetTheLastError checks.
+  if (!vmm_mode()) rc(a.cudaIpcGetMemHandle(&ipc, d));
   rc(a.cudaIpcGetMemHandle(&ipc, pageable.data()));  // not device memory
   size_t free_b = 0, total = 0;
   rc(a.cudaMemGetInfo(&free_b, &total));
@@ -192,7 +217,8 @@ std::vector<long> scenario(const Api& a) {
   // Frees, valid and invalid.
   rc(a.cudaFreeAsync(pa, s));
   rc(a.cudaFreeAsync_ptsz(pp, s));
-  rc(a.cudaFreeAsync(d, s));  // not stream-ordered memory
+  // Not stream-ordered memory; a VMM block takes either free (README).
+  if (!vmm_mode()) rc(a.cudaFreeAsync(d, s));
   rc(a.cudaFree(d));
   rc(a.cudaFree(d));  // twice
   rc(a.cudaFree(nullptr));
@@ -218,6 +244,158 @@ TEST(Hooks, ReturnExactlyWhatTheRuntimeReturns) {
   for (size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(direct[i], hooked[i]) << "result #" << i;
   // And the scenario did exercise failures.
   EXPECT_GE(std::count_if(direct.begin(), direct.end(), [](long v) { return v == cudaErrorInvalidValue; }), 5);
+}
+
+// A checksum of `n` bytes at `p` (FNV-1a): device memory is host memory on
+// the simulated device.
+long checksum(const void* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+  return static_cast<long>(h);
+}
+
+// Ranges the runtime refuses, through `a`: past the end of an allocation
+// (1D and 2D, every direction and kind, staged or not, sync and async),
+// inside it and past its end, freed and interior pointers, NULL, and with
+// an error already pending; a few valid ranges near the end. Returns every
+// result with the last error after it, then the bytes of every buffer and
+// of the allocations on both sides of the one overrun (a write past the
+// end, a partial copy, a read of the neighbour all show).
+std::vector<long> bounds_scenario(const Api& a) {
+  std::vector<long> r;
+  auto rc = [&](cudaError_t e) {
+    r.push_back(static_cast<long>(e));
+    r.push_back(static_cast<long>(cudaGetLastError()));
+    cudaDeviceSynchronize();  // async_d2h: the data has landed
+  };
+  constexpr size_t kN = 1 << 20;  // past the end by 1 MiB: two staging chunks
+  std::vector<char> src(4 * kN), back(4 * kN, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + i / 4096);
+  cudaStream_t s = nullptr;
+  rc(a.cudaStreamCreate(&s));
+  // v between two neighbours, whichever way the allocator lays them out;
+  // big: room for what v's copies would carry.
+  void *w1 = nullptr, *v = nullptr, *w2 = nullptr, *big = nullptr, *h = nullptr, *f = nullptr;
+  rc(a.cudaMalloc(&w1, kN));
+  rc(a.cudaMalloc(&v, kN));
+  rc(a.cudaMalloc(&w2, kN));
+  rc(a.cudaMalloc(&big, 4 * kN));
+  rc(a.cudaMallocHost(&h, 4 * kN));
+  auto* vc = static_cast<char*>(v);
+  cudaMemset(w1, 0x11, kN);
+  cudaMemset(v, 0x22, kN);
+  cudaMemset(w2, 0x33, kN);
+  cudaMemset(big, 0x44, 4 * kN);
+  std::memset(h, 0x55, 4 * kN);
+  cudaDeviceSynchronize();
+
+  // Memsets.
+  rc(a.cudaMemset(v, 1, kN + 1));  // one byte past the end
+  rc(a.cudaMemset_ptds(vc + 512, 2, kN));
+  rc(a.cudaMemsetAsync(v, 3, 2 * kN, s));
+  rc(a.cudaMemsetAsync_ptsz(v, 3, 3 * kN, nullptr));
+  rc(a.cudaMemset2D(v, 1024, 4, 1024, kN / 1024 + 1));  // one row too many
+  rc(a.cudaMemset2D_ptds(v, 1024, 4, 2048, 4));          // width > pitch: the pitch is refused
+  rc(a.cudaMemset2DAsync(v, 4096, 5, 1024, kN / 4096 + 1, s));  // the last row starts past the end
+  rc(a.cudaMemset2DAsync_ptsz(v, 4096, 6, 1024, kN / 4096, nullptr));  // ends inside: valid
+  rc(a.cudaMemset(vc + kN, 0, 0));   // nothing, at the end
+  rc(a.cudaMemset2D(v, 4096, 0, 0, kN / 4096 + 8));  // no width, rows past the end
+  rc(a.cudaMemset(vc + 1024, 7, kN - 1024));  // to the last byte
+
+  // Host to device (pageable: staged), 1D and 2D, sync and async.
+  rc(a.cudaMemcpy(v, src.data(), 2 * kN, cudaMemcpyHostToDevice));
+  rc(a.cudaMemcpy_ptds(vc + kN / 2, src.data(), kN, cudaMemcpyDefault));
+  rc(a.cudaMemcpyAsync(v, src.data(), kN + 512, cudaMemcpyHostToDevice, s));
+  rc(a.cudaMemcpyAsync_ptsz(vc + 512, src.data(), kN, cudaMemcpyHostToDevice, nullptr));
+  rc(a.cudaMemcpy2D(v, 2048, src.data(), 2048, 2048, kN / 2048 + 1, cudaMemcpyHostToDevice));
+  rc(a.cudaMemcpy2DAsync(v, 4096, src.data(), 1024, 1024, kN / 4096 + 1, cudaMemcpyHostToDevice, s));
+  rc(a.cudaMemcpy2D(v, 512, src.data(), 1024, 1024, 1, cudaMemcpyHostToDevice));  // one row, width > pitch
+  rc(a.cudaMemcpy2DAsync(v, 4096, src.data(), 4096, 0, kN / 4096 + 8, cudaMemcpyHostToDevice, s));  // nothing
+  rc(a.cudaMemcpy(vc + 512, src.data() + 3, kN - 512, cudaMemcpyHostToDevice));  // to the last byte
+
+  // Device to host (pageable: staged), 1D and 2D, sync and async.
+  rc(a.cudaMemcpyAsync(back.data(), v, 2 * kN, cudaMemcpyDeviceToHost, s));
+  rc(a.cudaMemcpyAsync_ptsz(back.data(), v, 3 * kN, cudaMemcpyDefault, nullptr));
+  rc(a.cudaMemcpy(back.data(), vc + 4096, kN, cudaMemcpyDeviceToHost));
+  rc(a.cudaMemcpy_ptds(back.data(), v, kN + 1, cudaMemcpyDeviceToHost));
+  rc(a.cudaMemcpy2DAsync(back.data(), 4096, v, 4096, 4096, kN / 4096 + 1, cudaMemcpyDeviceToHost, s));
+  rc(a.cudaMemcpy2DAsync_ptsz(back.data(), 4096, v, 8192, 4096, kN / 8192 + 1, cudaMemcpyDeviceToHost, nullptr));
+  rc(a.cudaMemcpy2D_ptds(back.data(), 1024, v, 1024, 1024, kN / 1024 + 1, cudaMemcpyDeviceToHost));
+  rc(a.cudaMemcpyAsync(back.data() + 8, vc + 100, kN - 100, cudaMemcpyDeviceToHost, s));  // to the last byte
+
+  // Pinned memory, device to device, peer, batch.
+  rc(a.cudaMemcpyAsync(h, v, 2 * kN, cudaMemcpyDeviceToHost, s));
+  rc(a.cudaMemcpy(v, h, kN + 4096, cudaMemcpyHostToDevice));
+  rc(a.cudaMemcpy(big, v, kN + 512, cudaMemcpyDeviceToDevice));         // source past the end
+  rc(a.cudaMemcpyAsync(vc + kN / 2, big, kN, cudaMemcpyDefault, s));     // destination past the end
+  rc(a.cudaMemcpy2DAsync(big, 4096, v, 4096, 4096, kN / 4096 + 1, cudaMemcpyDeviceToDevice, s));
+  rc(a.cudaMemcpyPeer(v, 0, big, 0, 2 * kN));
+  rc(a.cudaMemcpyPeerAsync(big, 0, v, 0, kN + 1, s));
+  rc(a.cudaMemcpyPeerAsync(big, 0, vc + 256, 0, kN - 256, s));  // valid
+  void* dsts[] = {big, static_cast<char*>(big) + kN};
+  const void* srcs[] = {vc + 8, v};
+  size_t sizes[] = {kN - 8, 2 * kN};  // the second copy is past the end
+  rc(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, nullptr, nullptr, 0, s));
+
+  // NULL, freed and interior pointers.
+  rc(a.cudaMemset(nullptr, 0, 16));
+  rc(a.cudaMemsetAsync(nullptr, 0, 0, s));
+  rc(a.cudaMemcpy(nullptr, src.data(), 16, cudaMemcpyHostToDevice));
+  rc(a.cudaMemcpyAsync(back.data(), nullptr, 16, cudaMemcpyDeviceToHost, s));
+  rc(a.cudaMalloc(&f, kN));
+  rc(a.cudaFree(f));
+  rc(a.cudaMemset(f, 0, 16));
+  rc(a.cudaMemsetAsync(f, 0, kN, s));
+  rc(a.cudaFree(f));
+  rc(a.cudaFreeAsync(f, s));
+  rc(a.cudaFree(vc + 512));
+  rc(a.cudaFreeAsync(vc + 512, s));
+  rc(a.cudaFreeHost(static_cast<char*>(h) + 4096));
+
+  // With an error pending: a copy leaves it (and adds none), a refusal
+  // replaces it.
+  rc(a.cudaMalloc(nullptr, 16));
+  a.cudaMalloc(nullptr, 16);
+  r.push_back(static_cast<long>(a.cudaMemcpy(v, src.data(), 4096, cudaMemcpyHostToDevice)));
+  r.push_back(static_cast<long>(cudaPeekAtLastError()));
+  rc(a.cudaMemcpy2D(v, 2048, src.data(), 2048, 2048, kN / 2048 + 1, cudaMemcpyHostToDevice));
+
+  // Every byte.
+  cudaDeviceSynchronize();
+  for (auto [p, n] : {std::pair<const void*, size_t>{w1, kN}, {v, kN}, {w2, kN}, {big, 4 * kN}, {h, 4 * kN},
+                      {back.data(), back.size()}})
+    r.push_back(checksum(p, n));
+
+  rc(a.cudaFree(w1));
+  rc(a.cudaFree(v));
+  rc(a.cudaFree(w2));
+  rc(a.cudaFree(big));
+  rc(a.cudaFreeHost(h));
+  rc(a.cudaStreamDestroy(s));
+  return r;
+}
+
+TEST(Hooks, RangesPastTheEndAndBadPointersGetTheRuntimesAnswerWithNothingWritten) {
+  ASSERT_NE(nullptr, gpuslack_handle()) << dlerror();
+  std::vector<long> direct = bounds_scenario(runtime());
+  std::vector<long> hooked = bounds_scenario(hooks());
+  ASSERT_EQ(direct.size(), hooked.size());
+  for (size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(direct[i], hooked[i]) << "result #" << i;
+  EXPECT_GE(std::count(direct.begin(), direct.end(), static_cast<long>(cudaErrorInvalidValue)), 60);
+}
+
+// What the VMM allocator refuses by design (an IPC handle of its memory)
+// sets the last error as the runtime's own refusals do.
+TEST(Hooks, VmmRefusalsSetTheLastError) {
+  ASSERT_NE(nullptr, gpuslack_handle());
+  cudaGetLastError();
+  void* d = nullptr;
+  ASSERT_EQ(cudaSuccess, hooks().cudaMalloc(&d, 4096));
+  cudaIpcMemHandle_t ipc;
+  cudaError_t e = hooks().cudaIpcGetMemHandle(&ipc, d);
+  EXPECT_EQ(vmm_mode() ? cudaErrorInvalidValue : cudaSuccess, e);
+  EXPECT_EQ(e, cudaGetLastError());
+  EXPECT_EQ(cudaSuccess, hooks().cudaFree(d));
 }
 
 TEST(Hooks, LeaveTheRuntimesLastErrorAsTheRuntimeWould) {

@@ -69,6 +69,7 @@ std::function<void()> timed(Rows rows, double us) {
 
 cudaError_t copy(Rows c, CUstream_st* s, Api api) {
   if (c.bytes() == 0) return cudaSuccess;
+  if (!c.dst || !c.src) return cudaErrorInvalidValue;
   int sdev = 0, ddev = 0;
   Where src = classify(c.src, c.src_span(), &sdev);
   Where dst = classify(c.dst, c.dst_span(), &ddev);

@@ -66,6 +66,35 @@ TEST(BlockManager, FullIsNulloptNotACrash) {
   EXPECT_EQ("", m.check());
 }
 
+// The block holding any address inside it, with the bytes asked for:
+// small and large blocks, side by side, freed, and reused for a smaller
+// request (what range checks of copies and memsets ask).
+TEST(BlockManager, FindsTheBlockHoldingAnInteriorAddressAndItsRequestedBytes) {
+  BlockManager m(64 * kMiB);
+  auto s1 = m.allocate(1000), s2 = m.allocate(1000), big = m.allocate(3 * kMiB + 1);
+  ASSERT_TRUE(s1 && s2 && big);
+  ASSERT_EQ(*s1 + 1024, *s2);  // side by side in one page
+  auto live = [&](uint64_t at) { return m.block_containing(at); };
+  ASSERT_TRUE(live(*s1));
+  EXPECT_EQ(*s1, live(*s1)->start);
+  EXPECT_EQ(1024u, live(*s1)->size);
+  EXPECT_EQ(1000u, live(*s1)->requested);
+  EXPECT_EQ(*s1, live(*s1 + 1023)->start);  // the rounding belongs to s1
+  EXPECT_EQ(*s2, live(*s1 + 1024)->start);
+  EXPECT_EQ(*big, live(*big + 2 * kMiB + 7)->start);
+  EXPECT_EQ(3 * kMiB + 1, live(*big + 2 * kMiB + 7)->requested);
+  EXPECT_FALSE(live(*s2 + 1024));  // free space after the last small block
+  EXPECT_FALSE(live(m.capacity() - 1));
+  m.release(*s2);
+  EXPECT_FALSE(live(*s2 + 100));  // freed
+  EXPECT_EQ(*s1, live(*s1 + 100)->start);
+  m.set_requested(*s1, 10);
+  EXPECT_EQ(10u, live(*s1)->requested);
+  m.set_requested(*s1, 2048);  // more than the block: ignored
+  EXPECT_EQ(10u, live(*s1)->requested);
+  EXPECT_EQ("", m.check());
+}
+
 // One random run: allocate and free at random, sizes spanning small and
 // large, checking invariants and the model after every operation.
 void random_run(unsigned seed, uint64_t capacity, int ops) {

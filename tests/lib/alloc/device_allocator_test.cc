@@ -70,6 +70,37 @@ TEST(DeviceAllocator, FreedMemoryIsReusedOnceTheGpuIsDone) {
   EXPECT_FALSE(a.owns(&local));
 }
 
+// A range is held when it lies in one live block within the bytes asked
+// for: as the runtime checks a copy or memset against cudaMalloc memory.
+TEST(DeviceAllocator, HoldsARangeOnlyInsideOneLiveBlocksRequestedBytes) {
+  DeviceAllocator a = make();
+  ASSERT_TRUE(a.ok()) << a.why();
+  char* p = static_cast<char*>(a.allocate(kMiB - 100));
+  char* q = static_cast<char*>(a.allocate(kMiB));
+  ASSERT_TRUE(p && q);
+  EXPECT_TRUE(a.holds_range(p, kMiB - 100));
+  EXPECT_FALSE(a.holds_range(p, kMiB - 99));  // into the rounding: refused, as cudaMalloc's
+  EXPECT_TRUE(a.holds_range(p + 4096, kMiB - 4196));
+  EXPECT_FALSE(a.holds_range(p + 4096, kMiB));
+  EXPECT_FALSE(a.holds_range(p, 2 * kMiB));  // over q, whatever lies between
+  EXPECT_TRUE(a.holds_range(q + kMiB - 1, 1));
+  EXPECT_FALSE(a.holds_range(q + kMiB, 1));
+  ASSERT_TRUE(a.free(q));
+  EXPECT_FALSE(a.holds_range(q, 1));  // freed: refused before the GPU is done with it
+  // Reused from its stream's cache for a smaller request: the new size counts.
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  char* r = static_cast<char*>(a.allocate(kMiB, s));
+  ASSERT_TRUE(a.free(r, s));
+  char* r2 = static_cast<char*>(a.allocate(kMiB - 100, s));  // the same rounded size
+  ASSERT_EQ(r, r2);
+  EXPECT_TRUE(a.holds_range(r2, kMiB - 100));
+  EXPECT_FALSE(a.holds_range(r2, kMiB - 99));
+  ASSERT_TRUE(a.free(r2, s));
+  ASSERT_TRUE(a.free(p));
+  cudaStreamDestroy(s);
+}
+
 TEST(DeviceAllocator, FreeDoesNotWaitForTheDevice) {
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
@@ -165,6 +196,78 @@ TEST(DeviceAllocator, PressureWaitsForPendingFreesAsAStall) {
   DeviceStats s = a.stats();
   EXPECT_GE(s.stall_s, 0.1);
   EXPECT_GE(s.oom_retries, 1u);
+}
+
+TEST(DeviceAllocator, AnAllocationThatWaitsForFreesReusesTheirMemoryStillMapped) {
+  // Chunks of up to 64 MiB: the over-budget mappings below fail before
+  // mapping anything, so granule counts tell where the block went.
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0, 64 * kMiB);
+  ASSERT_TRUE(a.ok());
+  reset_streams();
+  a.set_limit(56 * kMiB);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 6; ++i) blocks.push_back(a.allocate(8 * kMiB));
+  for (void* b : blocks) ASSERT_NE(nullptr, b);
+  volatile int status = 0;
+  // Long enough that the frees' fences are still pending at the miss.
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(nullptr, blocks[0], 4096, 1000000, 7, &status));
+  for (void* b : blocks) ASSERT_TRUE(a.free(b));
+  DeviceStats before = a.stats();
+  // 52 MiB: 48 of them are the freed blocks', mapped; 4 more fit the limit,
+  // 52 more would not.
+  void* p = a.allocate(52 * kMiB);
+  ASSERT_NE(nullptr, p);
+  EXPECT_EQ(1, status);
+  DeviceStats s = a.stats();
+  EXPECT_EQ(before.oom_retries + 1, s.oom_retries);  // it had to wait
+  EXPECT_EQ(blocks[0], p);
+  EXPECT_EQ(before.granules_unmapped, s.granules_unmapped);  // main: the 24 freed granules unmapped ...
+  EXPECT_EQ(before.granules_mapped + 2, s.granules_mapped);  // ... and 26 mapped again
+}
+
+TEST(DeviceAllocator, UnusedBytesCountFreedBlocksAtOnce) {
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  reset_streams();
+  void* p = a.allocate(8 * kMiB);
+  void* q = a.allocate(8 * kMiB);
+  ASSERT_TRUE(p && q);
+  EXPECT_EQ(0u, a.unused_bytes());
+  // Pending behind a running kernel: counted, not waited for.
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(nullptr, p, 4096, 200000, 7, nullptr));
+  ASSERT_TRUE(a.free(p));
+  EXPECT_EQ(8 * kMiB, a.unused_bytes());
+  EXPECT_EQ(cudaErrorNotReady, cudaStreamQuery(nullptr));
+  EXPECT_EQ(1u, a.stats().pending_free);
+  // Freed in stream order, cached for its stream: counted.
+  ASSERT_TRUE(a.free(q, nullptr));
+  EXPECT_EQ(16 * kMiB, a.unused_bytes());
+  // A small-pool page: its free space counts, the small block does not.
+  void* small = a.allocate(1000);
+  ASSERT_NE(nullptr, small);
+  EXPECT_EQ(16 * kMiB + 2 * kMiB - 1024, a.unused_bytes());
+  cudaDeviceSynchronize();
+  EXPECT_EQ(16 * kMiB + 2 * kMiB - 1024, a.unused_bytes());  // the same, reclaimed or not
+}
+
+TEST(DeviceAllocator, FreesBeforeADeviceSynchronizationAreReusableAfterIt) {
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  reset_streams();
+  void* p = a.allocate(8 * kMiB);
+  ASSERT_NE(nullptr, p);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(nullptr, p, 4096, 50000, 7, nullptr));
+  ASSERT_TRUE(a.free(p));
+  a.take_back_completed();  // not fenced yet: nothing to take back
+  EXPECT_EQ(1u, a.stats().pending_free);
+  a.fence_frees();
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  a.take_back_completed();
+  DeviceStats s = a.stats();
+  EXPECT_EQ(0u, s.pending_free);
+  EXPECT_EQ(p, a.allocate(8 * kMiB));  // p's range, free and mapped: the cached path
+  EXPECT_EQ(s.epochs, a.stats().epochs);  // no further fence
+  EXPECT_EQ(s.granules_mapped, a.stats().granules_mapped);
 }
 
 TEST(DeviceAllocator, OutOfMemoryIsNullptrAndNothingLeaks) {

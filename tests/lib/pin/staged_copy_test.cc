@@ -1,6 +1,7 @@
 // The Stager on the simulated device: staged copies give the bytes the
 // runtime's own copies give (every direction, sizes from 1 B to 256 MiB,
-// unaligned ends, eight threads on four streams), keep what an application
+// unaligned ends, eight threads on four streams), refuse a copy past the
+// end of its allocation whole, with nothing written, keep what an application
 // can observe of the driver's stream drain (device->host copies and host
 // functions it enqueued earlier), never drain for a kernel alone, return
 // device->host data when the runtime would, and wait for staging memory,
@@ -10,6 +11,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -480,6 +482,69 @@ TEST(StagedCopy, ARefusedCopyIsRefusedTheSameWay) {
   EXPECT_NE(cudaSuccess, r);
   r = st.copy(call(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice, nullptr), &native, nullptr);
   EXPECT_EQ(r, cudaGetLastError());
+}
+
+// Note [The whole range first]: a copy of many chunks that runs past the
+// end of its allocation is refused as a whole, with nothing written: not
+// the allocation, not its neighbour (allocated first, so that on the
+// simulated device it lies just past the end), not the host buffer; in
+// every direction and way, 1D and 2D, from the start or from inside. It
+// is not counted as a pageable copy.
+TEST(StagedCopy, ACopyPastTheEndIsRefusedWholeWithNothingWritten) {
+  StagerConfig staged = config(), async_d2h = config();
+  staged.d2h_way = StagerConfig::D2hWay::kStaged;
+  async_d2h.async_d2h = true;
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (const StagerConfig& cfg : {staged, async_d2h}) {
+    Stager st(cfg);
+    DeviceBuffer neighbour(kMiB), dev(kMiB);
+    ASSERT_EQ(cudaSuccess, cudaMemset(neighbour.p, 0x11, kMiB));
+    ASSERT_EQ(cudaSuccess, cudaMemset(dev.p, 0x22, kMiB));
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    const std::vector<char> host = random_bytes(3 * kMiB, 16);
+    std::vector<char> back(3 * kMiB, 0);
+    // Whether every one of `n` bytes at `p` is `v`.
+    auto all = [](const char* p, size_t n, char v) { return std::all_of(p, p + n, [v](char c) { return c == v; }); };
+    auto refused = [&](CopyCall c, const char* what) {
+      SCOPED_TRACE(what);
+      cudaGetLastError();
+      EXPECT_EQ(cudaErrorInvalidValue, st.copy(c, &native, nullptr));
+      EXPECT_EQ(cudaErrorInvalidValue, cudaGetLastError());
+      ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+      EXPECT_TRUE(all(neighbour.at(0), kMiB, 0x11)) << "the neighbour was written";
+      EXPECT_TRUE(all(dev.at(0), kMiB, 0x22)) << "the allocation was written";
+      EXPECT_TRUE(all(back.data(), back.size(), 0)) << "the host buffer was written";
+    };
+    auto rows = [](CopyCall c, size_t width, size_t height, size_t dpitch, size_t spitch) {
+      c.width = width;
+      c.height = height;
+      c.dpitch = dpitch;
+      c.spitch = spitch;
+      c.pitched = true;
+      return c;
+    };
+    refused(call(dev.p, host.data(), 2 * kMiB, cudaMemcpyHostToDevice, s), "H2D async");
+    refused(call(dev.at(512), host.data(), kMiB, cudaMemcpyHostToDevice, nullptr, true), "H2D sync, from inside");
+    refused(call(back.data(), dev.p, 2 * kMiB, cudaMemcpyDeviceToHost, s), "D2H async");
+    refused(call(back.data(), dev.at(4096), kMiB, cudaMemcpyDefault, nullptr, true), "D2H sync, from inside");
+    refused(rows(call(dev.p, host.data(), 0, cudaMemcpyHostToDevice, s), 4096, kMiB / 8192 + 1, 8192, 4096),
+            "H2D 2D: the last row starts past the end");
+    refused(rows(call(back.data(), dev.p, 0, cudaMemcpyDeviceToHost, s), 1024, kMiB / 1024 + 1, 1024, 1024),
+            "D2H 2D: one row too many");
+    EXPECT_EQ(0u, st.stats().h2d.seen + st.stats().d2h.seen);
+    // To the last byte: staged, every byte.
+    ASSERT_EQ(cudaSuccess, st.copy(call(dev.at(512), host.data(), kMiB - 512, cudaMemcpyHostToDevice, s), &native,
+                                   nullptr));
+    ASSERT_EQ(cudaSuccess, st.copy(call(back.data(), dev.at(512), kMiB - 512, cudaMemcpyDeviceToHost, s), &native,
+                                   nullptr));
+    ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+    EXPECT_EQ(0, std::memcmp(back.data(), host.data(), kMiB - 512));
+    EXPECT_TRUE(all(neighbour.at(0), kMiB, 0x11));
+    EXPECT_EQ(1u, st.stats().h2d.staged);
+    EXPECT_EQ(1u, st.stats().d2h.staged);
+  }
+  cudaStreamDestroy(s);
 }
 
 }  // namespace

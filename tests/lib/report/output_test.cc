@@ -182,6 +182,52 @@ TEST_F(Output, AnUnwritableOutputDirCostsOneLogLineAndKeepsErrno) {
   EXPECT_EQ(1u, count_of(err, "\n")) << err;
 }
 
+TEST_F(Output, FailuresGoToTheCallerWhenAsked) {
+  std::string file = dir_ + "/regular";
+  { std::ofstream(file) << "x"; }
+  Options o;
+  o.output_dir = file + "/sub";
+  o.text_summary = "file";
+  std::vector<std::string> failures;
+  ::testing::internal::CaptureStderr();
+  write_summary(sample_summary(), o, &failures);
+  EXPECT_EQ("", ::testing::internal::GetCapturedStderr());
+  ASSERT_EQ(2u, failures.size());
+  EXPECT_EQ(0u, failures[0].find("cannot write summary to " + file + "/sub/gpuslack-node01-123-rank0.txt: "));
+  EXPECT_EQ(0u, failures[1].find("cannot write summary to " + file + "/sub/gpuslack-node01-123-rank0.json: "));
+}
+
+// Note [Escaped input]: output_dir comes from GPUSLACK_OUTPUT; a newline in
+// it must not make a second log line.
+TEST_F(Output, AFailureLineEscapesThePath) {
+  std::string file = dir_ + "/regular";
+  { std::ofstream(file) << "x"; }
+  Options o;
+  o.output_dir = file + "/a\ngpuslack: FORGED\x1b[2J";
+  o.text_summary = "off";
+  ::testing::internal::CaptureStderr();
+  write_summary(sample_summary(), o);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(1u, count_of(err, "\n")) << err;
+  EXPECT_EQ(0u, count_of(err, "\x1b")) << err;
+  EXPECT_EQ(2u, count_of(err, "/a\\ngpuslack: FORGED\\x1b[2J")) << err;  // in the path and in the reason
+}
+
+// Note [Periodic failures]
+TEST(PeriodicFailures, ToldOnceUntilAWriteSucceeds) {
+  PeriodicFailures p;
+  const std::vector<std::string> none;
+  const std::vector<std::string> two = {"cannot write summary to a: x", "cannot write summary to b: y"};
+  EXPECT_TRUE(p.to_log(none).empty());
+  std::vector<std::string> first = p.to_log(two);
+  ASSERT_EQ(2u, first.size());
+  EXPECT_EQ("cannot write summary to a: x (periodic summaries: not repeated until one is written)", first[0]);
+  for (int i = 0; i < 1000; ++i) EXPECT_TRUE(p.to_log(two).empty());
+  EXPECT_TRUE(p.to_log(none).empty());  // recovered
+  EXPECT_EQ(2u, p.to_log(two).size());  // and failing again: told again
+  EXPECT_TRUE(p.to_log(two).empty());
+}
+
 TEST(WriteSummary, AClosedStderrPipeDoesNotKillTheProcess) {
   EXPECT_EXIT(
       {

@@ -9,8 +9,6 @@ namespace differential {
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
-constexpr uint64_t kGranule = 2 * kMiB;
-constexpr uint64_t kChunk = 16 * kMiB;
 constexpr size_t kContext = 4;  // earlier ops of the thread shown in a report
 
 // The names of the codes the harness meets (the simulated runtime's
@@ -79,8 +77,8 @@ std::string describe(const Result& r) {
   return s;
 }
 
-Comparator::Comparator(const Program& program, const Trace& native, bool vmm, std::string mode, std::string how)
-    : program_(program), native_(native), vmm_(vmm), mode_(std::move(mode)), how_(std::move(how)) {}
+Comparator::Comparator(const Program& program, const Trace& native, std::string mode, std::string how)
+    : program_(program), native_(native), mode_(std::move(mode)), how_(std::move(how)) {}
 
 bool Comparator::op(int thread, size_t index, const Result& hooked) {
   const Op& op = program_.threads[thread].ops[index];
@@ -118,15 +116,12 @@ bool Comparator::global(size_t b, const GlobalResult& h) {
   both("cudaMemGetInfo", n.info_rc, h.info_rc);
   both("total memory", static_cast<int64_t>(n.total), static_cast<int64_t>(h.total));
   both("live device buffers", n.live_device_blocks, h.live_device_blocks);
-  auto free_rule = [&](const char* when, uint64_t nf, uint64_t hf, uint64_t slack) {
-    if (!why.empty()) return;
-    const bool ok = vmm_ ? hf + slack >= nf : hf == nf;
-    if (!ok)
-      why = std::string("free memory ") + when + ": runtime alone " + mib(nf) + ", gpuslack " + mib(hf) +
-            (vmm_ ? " (allowed: at least the runtime's minus " + mib(slack) + ")" : " (must be equal)");
+  auto free_rule = [&](const char* when, uint64_t nf, uint64_t hf) {
+    if (why.empty() && hf != nf)
+      why = std::string("free memory ") + when + ": runtime alone " + mib(nf) + " (" + std::to_string(nf) +
+            " B), gpuslack " + mib(hf) + " (" + std::to_string(hf) + " B); they must be equal";
   };
-  free_rule("at the barrier", n.free_bytes, h.free_bytes,
-            static_cast<uint64_t>(n.live_device_blocks) * kChunk + kGranule);
+  free_rule("at the barrier", n.free_bytes, h.free_bytes);
   if (n.final) {
     both("big allocation size", static_cast<int64_t>(n.big), static_cast<int64_t>(h.big));
     both("cudaMallocFromPoolAsync of the big size (pass-through)", n.big_pool_rc, h.big_pool_rc);
@@ -134,7 +129,7 @@ bool Comparator::global(size_t b, const GlobalResult& h) {
     both("cudaMallocFromPoolAsync of the big size, after the cudaMalloc was freed", n.big_pool_again_rc,
          h.big_pool_again_rc);
     both("cudaMemGetInfo after them", n.after_info_rc, h.after_info_rc);
-    free_rule("after the big allocations", n.free_after, h.free_after, kGranule);
+    free_rule("after the big allocations", n.free_after, h.free_after);
   }
   if (why.empty()) return true;
   std::string sig = "barrier " + std::to_string(b) + " " + why.substr(0, why.find(':'));

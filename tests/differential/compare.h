@@ -11,12 +11,14 @@
 // cudaMemGetInfo's codes, total memory, and free memory by this rule:
 //   - default, async_d2h, exact_copy_semantics: equal (gpuslack allocates
 //     no device memory in these modes);
-//   - allocator:vmm: at least the runtime's figure minus what the VMM
-//     allocator may hold for live blocks it cannot give back: 16 MiB (a
-//     physical chunk, map_chunk_mb) per live device buffer, plus 2 MiB (a
-//     granule). At the end, every buffer freed and the device synchronized,
-//     that is 2 MiB: freed memory counts as free (README, "The VMM
-//     allocator", cudaMemGetInfo). Above the runtime's figure is allowed.
+//   - allocator:vmm: equal too, with the device synchronized (as it is at
+//     a barrier). gpuslack's "free" is the driver's plus what it keeps
+//     mapped with no live block in it, freed blocks included (README,
+//     "cudaMemGetInfo"), so it is the device's memory less the live blocks
+//     and what the runtime allocated itself; live blocks are rounded to
+//     512 bytes as the simulated runtime rounds cudaMalloc's: the same sum.
+//     (Main before the fix reported freed memory as used: 0 MiB free of
+//     1,024 with everything freed; a partial revert leaves a few MiB.)
 // And at the end: the big allocations' codes equal (a pass-through
 // allocation that succeeds natively succeeds under gpuslack), and no busy
 // kernel saw its buffer change.
@@ -37,7 +39,7 @@ namespace differential {
 class Comparator {
  public:
   // `how` is the command line that reruns this seed (for the report).
-  Comparator(const Program& program, const Trace& native, bool vmm, std::string mode, std::string how);
+  Comparator(const Program& program, const Trace& native, std::string mode, std::string how);
 
   bool op(int thread, size_t index, const Result& hooked);
   bool global(size_t barrier, const GlobalResult& hooked);
@@ -56,7 +58,6 @@ class Comparator {
 
   const Program& program_;
   const Trace& native_;
-  const bool vmm_;
   const std::string mode_, how_;
   mutable std::mutex mu_;
   std::vector<std::string> reports_;

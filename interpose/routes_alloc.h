@@ -22,16 +22,18 @@ namespace {
 
 // cudaMalloc: from the VMM allocator of the current device; when it cannot
 // serve (pass-through, or out of memory after trimming and waiting), from
-// the runtime, whose own answer (and last-error state) the caller then gets
-// (Note [Retrying a pass-through allocation]).
+// the runtime, whose own answer (and last-error state, and errno) the
+// caller then gets (Note [Retrying a pass-through allocation]).
 cudaError_t routed_malloc(void** p, size_t size) {
   MallocFn real = real_of<MallocFn>(slot_cudaMalloc);
   if (!alloc::vmm_selected() || p == nullptr || size == 0) return real(p, size);
+  const CallersErrno caller;
   int device = 0;
   if (cuda::get_device(&device) != cudaSuccess) return real(p, size);
   alloc::DeviceAllocator* a = alloc::device_allocator(device);
   void* block = a ? a->allocate(size) : nullptr;
-  if (!block) return passed_through(real, p, size);
+  if (!block) return passed_through_from(caller, real, p, size);
+  caller.restore();
   *p = block;
   return cudaSuccess;
 }
@@ -55,17 +57,30 @@ cudaError_t routed_free(void* p) {
 using MallocAsyncFn = cudaError_t (*)(void**, size_t, cudaStream_t);
 using FreeAsyncFn = cudaError_t (*)(void*, cudaStream_t);
 
+// Whether `s`, a stream an ordered call names (not the legacy or a
+// per-thread default stream), is one the runtime knows: a handle it does
+// not know (destroyed, or never a stream) goes to the runtime, which
+// refuses it (cudaErrorInvalidResourceHandle) and records the error, as it
+// would without gpuslack, where the allocator would have taken it.
+bool known_stream(cudaStream_t s) {
+  cudaStreamCaptureStatus status;
+  return s == nullptr || cuda::stream_is_capturing(s, &status) == cudaSuccess;
+}
+
 template <bool kPtsz>
 cudaError_t routed_malloc_async(void** p, size_t size, cudaStream_t s) {
   MallocAsyncFn real = real_of<MallocAsyncFn>(kPtsz ? slot_cudaMallocAsync_ptsz : slot_cudaMallocAsync);
   if (!alloc::vmm_selected() || p == nullptr || size == 0) return real(p, size, s);
+  const CallersErrno caller;
   int device = 0;
   if (cuda::get_device(&device) != cudaSuccess) return real(p, size, s);
   alloc::DeviceAllocator* a = alloc::device_allocator(device);
-  if (!a) return passed_through(real, p, size, s);
+  if (!a) return passed_through_from(caller, real, p, size, s);
   std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
+  if (on && !known_stream(*on)) return real(p, size, s);
   void* block = on ? a->allocate(size, *on) : a->allocate(size);
-  if (!block) return passed_through(real, p, size, s);
+  if (!block) return passed_through_from(caller, real, p, size, s);
+  caller.restore();
   *p = block;
   return cudaSuccess;
 }
@@ -76,6 +91,7 @@ cudaError_t routed_free_async(void* p, cudaStream_t s) {
   alloc::DeviceAllocator* a = p ? alloc::owner(p) : nullptr;
   if (!a) return real(p, s);
   std::optional<cudaStream_t> on = alloc::ordered_stream(s, kPtsz);
+  if (on && !known_stream(*on)) return real(p, s);
   return (on ? a->free(p, *on) : a->free(p)) ? cudaSuccess : cuda::fail(cudaErrorInvalidValue);
 }
 

@@ -184,7 +184,9 @@ using WaitEventFn = cudaError_t (*)(cudaStream_t, cudaEvent_t, unsigned int);
 
 // A batch whose copy i leaves its VMM block: copies 0..i-1 are made, as
 // the runtime makes them before it refuses copy i of cudaMalloc memory
-// (Note [Ranges in VMM blocks]).
+// (Note [Ranges in VMM blocks]). When that is the first copy, the runtime
+// still answers for the rest of the call (a bad stream first) as it would:
+// it is asked for the first copy with nothing to do.
 template <bool kPtsz>
 cudaError_t routed_batch GPUSLACK_P_BATCH {
   BatchFn real = real_of<BatchFn>(kPtsz ? slot_cudaMemcpyBatchAsync_ptsz : slot_cudaMemcpyBatchAsync);
@@ -194,8 +196,11 @@ cudaError_t routed_batch GPUSLACK_P_BATCH {
       valid = i;
       break;
     }
-  cudaError_t r = valid == count || valid > 0 ? real(dsts, srcs, sizes, valid, attrs, attr_idxs, n_attrs, s)
-                                              : cudaSuccess;
+  if (valid == 0 && count > 0) {
+    const size_t nothing[1] = {0};
+    return refused_range(real(dsts, srcs, nothing, 1, attrs, attr_idxs, n_attrs, s));
+  }
+  cudaError_t r = real(dsts, srcs, sizes, valid, attrs, attr_idxs, n_attrs, s);
   if (r != cudaSuccess) return r;
   if (valid > 0) pin::note_host_work(s, kPtsz);
   return valid == count ? r : cuda::fail(cudaErrorInvalidValue);

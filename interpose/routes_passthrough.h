@@ -32,6 +32,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cerrno>
 #include <cstddef>
 
 #include "alloc/vmm.h"
@@ -69,23 +70,44 @@ inline bool runtime_short_of(size_t bytes) {
   return real_of<MemGetInfoFn>(slot_cudaMemGetInfo)(&free_bytes, &total) == cudaSuccess && free_bytes < bytes;
 }
 
+// errno as the application left it when it made the call. gpuslack's own
+// work inside a routed allocation (reserving, mapping, trimming) may set
+// errno; the application must see only what the runtime's call left
+// (README, "What is hooked"): restore() before the runtime's call, or
+// before returning without one.
+class CallersErrno {
+ public:
+  void restore() const { errno = errno_; }
+
+ private:
+  int errno_ = errno;
+};
+
 // Calls `real` with `args`; releases the allocators' memory and calls it
 // once more if it failed for memory (Note [Retrying a pass-through
-// allocation]).
+// allocation]). `caller`: errno before gpuslack did anything; each call of
+// `real` starts from it, so that errno ends as one runtime call left it.
 template <typename Fn, typename... Args>
-cudaError_t passed_through(Fn real, Args... args) {
+cudaError_t passed_through_from(const CallersErrno& caller, Fn real, Args... args) {
   if (!alloc::vmm_selected()) return real(args...);
   const cudaError_t pending = cuda::peek_at_last_error();
   if (pending != cudaSuccess && pending != cudaErrorMemoryAllocation) {
     // A retry could not leave `pending` as it is: release first if needed.
     if (runtime_short_of(requested_bytes(args...))) alloc::trim_all();
+    caller.restore();
     return real(args...);
   }
+  caller.restore();
   cudaError_t r = real(args...);
   if (r != cudaErrorMemoryAllocation || alloc::trim_all() == 0) return r;
+  caller.restore();
   r = real(args...);
   if (r == cudaSuccess && pending == cudaSuccess) cuda::get_last_error();  // the first failure's
   return r;
+}
+template <typename Fn, typename... Args>
+cudaError_t passed_through(Fn real, Args... args) {
+  return passed_through_from(CallersErrno(), real, args...);
 }
 
 // The route of a hooked allocation that goes to the runtime: through

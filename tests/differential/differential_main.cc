@@ -410,6 +410,6 @@ int main(int argc, char** argv) {
       }
   }
   if (g_any_failed) return 1;
-  std::printf("differential: mode %s: every seed equal (%.1f s)\n", o.mode.c_str(), seconds_since(t0));
+  if (!o.quiet) std::printf("differential: mode %s: every seed equal (%.1f s)\n", o.mode.c_str(), seconds_since(t0));
   return 0;
 }

@@ -388,7 +388,10 @@ class Summary(OutDirTest):
         doc = summary(self.out)
         # The same cudaFree behind the same 50 ms kernel: no wait.
         self.assertLess(call(doc, "cudaFree")["max_s"], 0.010)
-        self.assertLess(doc["categories"]["allocation"]["seconds"], 0.020)
+        # Every allocation call together, the mappings included, stays
+        # below the one free's wait natively (29 ms seen under TSan at a
+        # load of 10, so not a tighter bound).
+        self.assertLess(doc["categories"]["allocation"]["seconds"], STALL)
         # The allocator's own figures, in the summary and valid by the schema.
         self.assertEqual(1, len(doc["allocator"]), doc["allocator"])
         a = doc["allocator"][0]

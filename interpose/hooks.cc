@@ -16,8 +16,10 @@
 // thread's very first hooked call makes its ledger shard once), never
 // throws, and never changes the call's result, errno or the runtime's
 // last-error state (pointer lookups for the copy table take care of that:
-// cuda/pointer_kind.h). Rare paths (first resolution, the session's start,
-// slow calls) may lock, allocate and log.
+// cuda/pointer_kind.h); a route that returns an error of its own records it
+// as the runtime's last error, as the runtime's refusal would have
+// (cuda/fail.h). Rare paths (first resolution, the session's start, slow
+// calls) may lock, allocate and log.
 #include <cerrno>
 
 #include <atomic>

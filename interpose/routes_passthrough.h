@@ -59,7 +59,9 @@ size_t requested_bytes(void**, size_t size, Rest...) {
   return size;
 }
 inline size_t requested_bytes(void**, size_t*, size_t width, size_t height) { return pitched_bytes(width, height); }
-inline size_t requested_bytes(cudaPitchedPtr*, cudaExtent e) { return pitched_bytes(e.width, times(e.height, e.depth)); }
+inline size_t requested_bytes(cudaPitchedPtr*, cudaExtent e) {
+  return pitched_bytes(e.width, times(e.height, e.depth));
+}
 
 // Whether the runtime has fewer free bytes than `bytes` (Note [Retrying a
 // pass-through allocation]: asked only with an error pending).

@@ -30,7 +30,8 @@ std::optional<uint64_t> BlockManager::place(uint64_t bytes, const Placement* pla
 
 void BlockManager::add_live(uint64_t at, const Block& block) {
   live_.emplace(at, block);
-  starts_.insert(at);
+  if (block.page == kNoPage) occupants_.emplace(at, kNoPage);
+  else pages_[block.page].mark_start(at, true);
   allocated_ += block.size;
 }
 
@@ -96,6 +97,7 @@ uint32_t BlockManager::new_page(uint64_t at) {
   page.at = at;
   page.free.insert(at, kPageSize);
   page.in_use = true;
+  occupants_.emplace(at, id);
   return id;
 }
 
@@ -104,9 +106,9 @@ uint64_t BlockManager::release(uint64_t offset) {
   if (it == live_.end()) return 0;
   Block block = it->second;
   live_.erase(it);
-  starts_.erase(offset);
   allocated_ -= block.size;
   if (block.page != kNoPage) return release_small(offset, block);
+  occupants_.erase(offset);
   large_free_.insert(offset, block.size);
   return block.size;
 }
@@ -115,7 +117,9 @@ uint64_t BlockManager::release_small(uint64_t offset, const Block& block) {
   Page& page = pages_[block.page];
   page.free.insert(offset, block.size);
   page.used -= block.size;
+  page.mark_start(offset, false);
   if (page.used == 0) {  // the page's last block: back to the large space
+    occupants_.erase(page.at);
     index_remove(block.page);
     page.free.take(page.at, kPageSize);  // empty, its RangeSet kept for the slot's next page
     large_free_.insert(page.at, kPageSize);
@@ -218,14 +222,37 @@ uint64_t BlockManager::size_of(uint64_t offset) const {
 }
 
 std::optional<BlockManager::Live> BlockManager::block_containing(uint64_t offset) const {
-  auto it = live_.find(offset);  // a block's start: the common case, no tree walk
+  auto it = live_.find(offset);  // a block's start: the common case
   if (it == live_.end()) {
-    auto after = starts_.upper_bound(offset);
-    if (after == starts_.begin()) return std::nullopt;
-    it = live_.find(*std::prev(after));
+    // Inside something of the large space: a large block, or a page whose
+    // last block start at or before `offset` is the one.
+    auto after = occupants_.upper_bound(offset);
+    if (after == occupants_.begin()) return std::nullopt;
+    auto [at, page] = *std::prev(after);
+    std::optional<uint64_t> start = page == kNoPage ? std::optional<uint64_t>(at) : pages_[page].start_at_or_before(offset);
+    if (!start) return std::nullopt;
+    it = live_.find(*start);
+    if (it == live_.end()) return std::nullopt;
   }
   if (offset - it->first >= it->second.size) return std::nullopt;  // free space after it
   return Live{it->first, it->second.size, it->second.requested};
+}
+
+void BlockManager::Page::mark_start(uint64_t offset, bool live) {
+  uint64_t slot = (offset - at) / kAlignment;
+  if (live) starts[slot / 64] |= 1ull << (slot % 64);
+  else starts[slot / 64] &= ~(1ull << (slot % 64));
+}
+
+std::optional<uint64_t> BlockManager::Page::start_at_or_before(uint64_t offset) const {
+  if (offset - at >= kPageSize) return std::nullopt;
+  uint64_t slot = (offset - at) / kAlignment;
+  for (int64_t w = static_cast<int64_t>(slot / 64); w >= 0; --w) {
+    uint64_t bits = starts[w];
+    if (static_cast<uint64_t>(w) == slot / 64) bits &= ~0ull >> (63 - slot % 64);  // slots <= slot
+    if (bits) return at + (static_cast<uint64_t>(w) * 64 + 63 - __builtin_clzll(bits)) * kAlignment;
+  }
+  return std::nullopt;
 }
 
 void BlockManager::set_requested(uint64_t offset, uint64_t bytes) {
@@ -245,9 +272,7 @@ std::string BlockManager::check() const {
   std::vector<Span> large, small;  // large blocks and pages; small blocks
   uint64_t large_allocated = 0, small_allocated = 0;
   size_t in_use = 0;
-  if (starts_.size() != live_.size()) return "the ordered starts disagree with the live blocks";
   for (const auto& [offset, block] : live_) {
-    if (!starts_.count(offset)) return "a live block missing from the ordered starts at " + std::to_string(offset);
     if (block.requested > block.size) return "a block asked for more than its size at " + std::to_string(offset);
     if (block.page == kNoPage) {
       if (block.size <= kSmallLimit) return "a small block outside every page at " + std::to_string(offset);
@@ -266,6 +291,14 @@ std::string BlockManager::check() const {
   auto by_address = [](const Span& a, const Span& b) { return a.at < b.at; };
   std::sort(large.begin(), large.end(), by_address);
   std::sort(small.begin(), small.end(), by_address);
+  // The ordered occupants of the large space: its large blocks and pages.
+  if (occupants_.size() != large.size()) return "the occupants of the large space disagree in number";
+  auto occupant = occupants_.begin();
+  for (const Span& l : large) {
+    if (occupant->first != l.at || occupant->second != l.page)
+      return "the occupants of the large space disagree at " + std::to_string(l.at);
+    ++occupant;
+  }
 
   uint64_t cursor = 0;
   auto free_it = large_free_.ranges().begin(), free_end = large_free_.ranges().end();
@@ -288,7 +321,7 @@ std::string BlockManager::check() const {
       std::string at = std::to_string(page.at);
       if (std::string e = page.free.check(); !e.empty()) return "page at " + at + ": " + e;
       if (page.used == 0) return "an empty page kept at " + at;
-      uint64_t used = 0, in_page = page.at;
+      uint64_t used = 0, in_page = page.at, blocks = 0;
       auto f = page.free.ranges().begin(), f_end = page.free.ranges().end();
       while (in_page < page.at + kPageSize) {
         if (f != f_end && f->first == in_page) {
@@ -296,8 +329,10 @@ std::string BlockManager::check() const {
           ++f;
         } else if (block != small.end() && block->at == in_page && block->page == id) {
           if (block->size > kSmallLimit) return "a large block in the page at " + at;
+          if (page.start_at_or_before(in_page) != in_page) return "a block start unmarked in the page at " + at;
           used += block->size;
           in_page += block->size;
+          ++blocks;
           ++block;
         } else {
           return "a gap or overlap in the page at " + at;
@@ -305,6 +340,9 @@ std::string BlockManager::check() const {
       }
       if (in_page != page.at + kPageSize || f != f_end) return "a block or free range runs past the page at " + at;
       if (used != page.used) return "the used bytes of the page at " + at + " disagree";
+      uint64_t marked = 0;
+      for (uint64_t w : page.starts) marked += static_cast<uint64_t>(__builtin_popcountll(w));
+      if (marked != blocks) return "block starts marked in the page at " + at + " that no block has";
       ++in_use;
     }
     ++taken;

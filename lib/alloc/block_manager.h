@@ -19,7 +19,12 @@
 // Note [The cached path]: an allocation or a free that maps nothing costs a
 // few B-tree and hash-table operations and no scan (RangeSet's header says
 // how its indexes keep their share small). Live blocks are in a hash table
-// that also names each small block's page. Pages are indexed by their
+// that also names each small block's page. For the block holding an
+// interior address (a range check of a copy or memset), large blocks and
+// pages are also in a B-tree by address (changed only when a large block
+// or a page comes or goes), and each page marks its blocks' starts in a
+// bitmap (one bit set or cleared per small block): a tree lookup, then at
+// most 64 words of one page's bitmap. Pages are indexed by their
 // largest free range in buckets, one per possible size (a page's ranges are
 // multiples of 512 B below 2 MiB: 4096 of them), a two-level bitmap of the
 // non-empty buckets and, in each bucket, a heap of its pages by address: a
@@ -100,7 +105,7 @@ class BlockManager {
   struct Live {
     uint64_t start, size, requested;
   };
-  // The live block holding `offset` (anywhere inside it). O(log blocks).
+  // The live block holding `offset` (anywhere inside it).
   std::optional<Live> block_containing(uint64_t offset) const;
   // The live block at `offset` is reused for a request of `bytes` (at most
   // its size): what block_containing() reports as asked for.
@@ -140,6 +145,11 @@ class BlockManager {
     // child; kNoPage for the heap's root).
     uint32_t bucket = 0;
     uint32_t child = kNoPage, next = kNoPage, prev = kNoPage;
+    // Bit i: a live block starts at at + i * kAlignment.
+    uint64_t starts[kPageSize / kAlignment / 64] = {};
+    void mark_start(uint64_t offset, bool live);
+    // The last block start at or before `offset` (in the page), if any.
+    std::optional<uint64_t> start_at_or_before(uint64_t offset) const;
   };
 
   struct Placement {
@@ -167,7 +177,7 @@ class BlockManager {
   uint64_t allocated_ = 0;
   RangeSet large_free_;                        // pages are live 2 MiB blocks in it
   absl::flat_hash_map<uint64_t, Block> live_;  // offset -> every live block (not pages)
-  absl::btree_set<uint64_t> starts_;           // the keys of live_, ordered
+  absl::btree_map<uint64_t, uint32_t> occupants_;  // offset -> large block (kNoPage) or page (its id)
   std::vector<Page> pages_;                    // indexed by Block::page; slots reused
   std::vector<uint32_t> unused_pages_;         // the slots of pages_ not in use
   std::vector<uint32_t> heaps_ = std::vector<uint32_t>(kBuckets, kNoPage);  // each bucket's root page

@@ -42,7 +42,9 @@ template <> const char* type_name<double>() { return "non-negative number"; }
 template <> const char* type_name<int>() { return "non-negative integer"; }
 
 // Input in an error line: Note [Escaped input].
-std::string escaped_input(absl::string_view text) { return log::escape_bytes(std::string_view(text.data(), text.size())); }
+std::string escaped_input(absl::string_view text) {
+  return log::escape_bytes(std::string_view(text.data(), text.size()));
+}
 
 // Note [Knob ranges]: strings and bools have none; a number must be finite
 // (inf parses) and within its row's range.
@@ -83,10 +85,10 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
     type v{};                                                                                       \
     if (!parse_value(value, &v)) {                                                                  \
       errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is not a %s; using %s", #k,          \
-                                        escaped_input(value), type_name<type>(), show(type(def))));       \
+                                        escaped_input(value), type_name<type>(), show(type(def)))); \
     } else if (!in_range(range, v)) {                                                               \
       errors->push_back(absl::StrFormat("GPUSLACK_CONF: %s:%s is out of range (%s); using %s", #k, \
-                                        escaped_input(value), range_text(range), show(type(def))));       \
+                                        escaped_input(value), range_text(range), show(type(def)))); \
     } else {                                                                                        \
       o.k = v;                                                                                      \
     }                                                                                               \
@@ -108,7 +110,8 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
   }
   if (o.text_summary != "stderr" && o.text_summary != "file" && o.text_summary != "off") {
     errors->push_back(absl::StrFormat(
-        "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"", escaped_input(o.text_summary)));
+        "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"",
+        escaped_input(o.text_summary)));
     o.text_summary = "stderr";
   }
   if (!log::log_level_valid(o.log_level)) {

@@ -1,6 +1,8 @@
 #include "ledger/collective_events.h"
 
+#include <algorithm>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "cuda/runtime_api.h"
@@ -28,6 +30,10 @@ __attribute__((noinline, cold)) cudaEvent_t make_event(int device) {
 
 }  // namespace
 
+namespace detail {
+std::mutex& events_mutex() { return g_mu; }
+}  // namespace detail
+
 cudaEvent_t acquire_event(int device) {
   if (device < 0 || device >= kMaxDevices) return nullptr;
   {
@@ -47,6 +53,18 @@ void release_event(int device, cudaEvent_t event) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_free[device]) g_free[device] = new std::vector<cudaEvent_t>();
   g_free[device]->push_back(event);
+}
+
+void events_after_fork_child() {
+  // The lists stay allocated (and reachable, for leak checkers), unread.
+  [[maybe_unused]] static std::vector<cudaEvent_t>* volatile left_behind[4][kMaxDevices];  // volatile: the stores stay
+  static int n_left_behind = 0;
+  if (n_left_behind < 4) {
+    for (int d = 0; d < kMaxDevices; ++d) left_behind[n_left_behind][d] = g_free[d];
+    ++n_left_behind;
+  }
+  std::fill(std::begin(g_free), std::end(g_free), nullptr);
+  new (&g_mu) std::mutex();
 }
 
 }  // namespace ledger

@@ -14,12 +14,33 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+
 namespace gpuslack {
 namespace ledger {
 
 // An event of `device`, or nullptr when none can be made.
 cudaEvent_t acquire_event(int device);
 void release_event(int device, cudaEvent_t event);
+
+// In the child of a fork (collectives_after_fork_child): the parent's events
+// are not the child's; forgets them without reading the lists or taking the
+// lock, which another thread may have held at the fork.
+void events_after_fork_child();
+
+// Tests of Note [Fork] only: runs `during` while holding the pool's lock.
+template <typename F>
+void events_while_holding_lock(F&& during);
+
+namespace detail {
+std::mutex& events_mutex();
+}
+
+template <typename F>
+void events_while_holding_lock(F&& during) {
+  std::lock_guard<std::mutex> lock(detail::events_mutex());
+  during();
+}
 
 }  // namespace ledger
 }  // namespace gpuslack

@@ -22,6 +22,12 @@
 // synchronization. A full ring leaves the call untimed. GPU statistics come
 // from the timed calls; counts, bytes and host time from all of them.
 //
+// Threads: a thread's shard is taken on its first collective and, when the
+// thread exits, merged into the exited threads' rows and reused (Note
+// [Exited threads] in ledger/ledger.h); its timed calls still in flight are
+// resolved by later reports (at most 64 of them wait so; more count as
+// dropped).
+//
 // Hot path (an untimed call outside a group): a communicator lookup
 // (communicators.h), one cudaStreamIsCapturing, a probe of the thread's
 // cell table and four single-writer relaxed stores: no lock, no allocation.
@@ -126,8 +132,25 @@ struct CollectiveSnapshot {
 // Polls every thread's pending events (never waits), then merges.
 CollectiveSnapshot collectives_snapshot();
 
-// Forgets every figure (a forked child starts clean).
+// Forgets every figure (tests: no thread may make a collective meanwhile).
 void reset_collectives();
+
+// In the child of a fork, from its atfork handler (Note [Fork] in
+// session/session.cc): forgets the parent's figures, communicators and
+// events without touching what another thread of the parent may have been
+// changing or have locked at the fork; takes no lock, allocates nothing.
+void collectives_after_fork_child();
+
+// Shards made so far, in use or free (Note [Exited threads] in ledger.h:
+// a thread's shard is reused once it exits).
+size_t collective_shard_count();
+
+namespace testing {
+// Tests of Note [Fork] only: runs `during(arg)` while the calling thread
+// holds every lock of the collectives ledger (the free list's, the exited
+// threads', the event pool's and its own shard's).
+void while_holding_collective_locks(void (*during)(void*), void* arg);
+}  // namespace testing
 
 }  // namespace ledger
 }  // namespace gpuslack

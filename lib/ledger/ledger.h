@@ -1,16 +1,25 @@
 // The stall ledger: per-thread figures of every hooked call, merged only at
 // report time.
 //
-// Each thread writes its own shard (made on its first call, never freed, so
-// figures of exited threads stay); a shard's counters are single-writer
-// relaxed atomics, so the hot path is a few plain stores to memory no other
-// thread writes, and a report may read them while threads run.
+// Each thread writes its own shard (taken on its first call); a shard's
+// counters are single-writer relaxed atomics, so the hot path is a few plain
+// stores to memory no other thread writes, and a report may read them while
+// threads run.
+//
+// Note [Exited threads]: when a thread exits, its figures are folded into
+// the figures of exited threads (ledger/exited_threads.h: the few that lost
+// most by name, every other one summed) and its shard goes back on a free
+// list for the next new thread. The ledger's memory is bounded by the most
+// threads alive at once, not by every thread that ever made a call: a
+// server or a pool that recycles threads does not grow.
 //
 // Hot path (record): no lock, no allocation (after the thread's first call).
 // Slow path (record_call_site): only for calls that blocked past the
-// call-site threshold; takes the shard's own lock.
+// call-site threshold; takes the shard's own lock. A thread's first call
+// and its exit take the free list's lock; its exit, and reports, the lock of
+// the exited threads' figures.
 //
-// Thread safety: every function, any thread.
+// Thread safety: every function, any thread, except after_fork_child.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +52,27 @@ void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, 
 // its previous sample, attributed to the call site `frames` of `call`.
 void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames);
 
-// Forgets every figure (a forked child starts clean).
+// Forgets every figure (tests: no thread may record meanwhile).
 void reset();
+
+// In the child of a fork, from its atfork handler (Note [Fork] in
+// session/session.cc): forgets every figure of the parent without touching
+// anything another thread of the parent may have been changing or have
+// locked at the fork (its shards, lists and locks are left behind, never
+// read again), and takes no lock and allocates nothing.
+void after_fork_child();
+
+// Shards made so far, in use or free (those a fork left behind included):
+// the ledger's memory is this many shards and the exited threads' figures.
+size_t shard_count();
+
+namespace testing {
+// Tests of Note [Fork] only: runs `during(arg)` while the calling thread
+// holds every lock of the ledger (the free list's, the exited threads' and
+// its own shard's), as a thread caught in a report or at its exit would hold
+// them at a fork.
+void while_holding_locks(void (*during)(void*), void* arg);
+}  // namespace testing
 
 // ---- report time ----
 
@@ -81,8 +109,22 @@ struct PageableSiteFigures {
   uint64_t bytes = 0;
 };
 
+// What a row of the snapshot stands for (Note [Exited threads]).
+enum class ThreadKind : uint8_t {
+  kLive,         // a thread that has not exited
+  kExited,       // one of the kListedExitedThreads exited threads that lost most:
+                 // its time only (its calls, copies and sites are on the kOtherExited row)
+  kOtherExited,  // every other exited thread, summed (`threads` of them, maybe 0), with
+                 // the calls, copies and call sites of every exited thread
+};
+
+// Exited threads kept by tid and name, the ones that lost most.
+inline constexpr int kListedExitedThreads = 8;
+
 struct ThreadFigures {
-  int tid = 0;                         // kernel thread id
+  ThreadKind kind = ThreadKind::kLive;
+  uint64_t threads = 1;                // threads this row stands for
+  int tid = 0;                         // kernel thread id (0 for kOtherExited)
   std::string name;                    // pthread name when it was first seen
   uint64_t ticks[kCategoryCount] = {};  // host time per category
   std::vector<CallFigures> calls;      // only ids with count > 0
@@ -91,7 +133,8 @@ struct ThreadFigures {
   std::vector<PageableSiteFigures> pageable_sites;
 };
 
-// Every thread's figures, as of now.
+// Every live thread's figures, then the exited threads' (at most
+// kListedExitedThreads kExited rows and one kOtherExited row), as of now.
 std::vector<ThreadFigures> snapshot();
 
 }  // namespace ledger

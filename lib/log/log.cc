@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <new>
 
 #include "config/options.h"
 #include "log/log_sink.h"
@@ -42,6 +43,15 @@ spdlog::logger* get_or_make(const Options& o) {
 spdlog::logger& logger() { return *get_or_make(options()); }
 
 void error_raw(const Options& o, const std::string& line) { get_or_make(o)->error("{}", line); }
+
+void after_fork_child() {
+  // The parent's logger stays allocated (and reachable), never used again.
+  [[maybe_unused]] static spdlog::logger* volatile left_behind[16];  // volatile: the stores stay
+  static int n_left_behind = 0;
+  spdlog::logger* old = g_logger.exchange(nullptr, std::memory_order_relaxed);
+  if (old && n_left_behind < 16) left_behind[n_left_behind++] = old;
+  new (&g_make_mu) std::mutex();
+}
 
 bool log_level_valid(const std::string& name) {
   return name == "off" || name == "error" || name == "warn" || name == "info" || name == "debug";

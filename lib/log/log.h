@@ -30,6 +30,11 @@ spdlog::logger& logger();
 // parser, which cannot call options() while it is being made.
 void error_raw(const Options& o, const std::string& line);
 
+// In the child of a fork (Note [Fork] in session/session.cc): the parent's
+// logger may be locked by a thread that is not in the child; the next line
+// makes a new one. Takes no lock, allocates nothing.
+void after_fork_child();
+
 // True for the level names the log_level knob accepts.
 bool log_level_valid(const std::string& name);
 

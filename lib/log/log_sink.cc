@@ -157,8 +157,8 @@ int open_log_file(const std::string& path, std::string* error) {
     if (!S_ISDIR(st.st_mode)) return fail(error, walked + ": " + errno_text(ENOTDIR));
     dir.reset(next.release());
   }
-  Fd file(openat(dir.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                 0644));
+  const int flags = O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  Fd file(openat(dir.get(), name.c_str(), flags, 0644));
   if (file.get() < 0) return fail(error, errno == ELOOP ? "a symlink, not followed" : errno_text(errno));
   struct stat st;
   if (fstat(file.get(), &st) != 0) return fail(error, errno_text(errno));

@@ -186,6 +186,9 @@ void pop() {
 // "gpuslack" domain.
 void register_call(const ApiCall* call) {
   if (call == nullptr || !g_enabled.load(std::memory_order_relaxed) || reentered()) return;
+  // Registered already (a forked child's new session): no lock, which a
+  // thread of the parent may have held at the fork.
+  if (call->id < kMaxCalls && g_table[call->id].load(std::memory_order_acquire) != nullptr) return;
   SlowPathScope scope;
   register_slow(*call);
 }

@@ -33,6 +33,29 @@ std::vector<Entry>& entries() {
 
 void publish_count() { g_count.store(static_cast<int>(entries().size()), std::memory_order_release); }
 
+// Entries of finished work are dropped when a staged copy waits; a program
+// that makes none would keep one per stream ever used, and per-thread
+// streams come and go with threads (Note [Exited threads] in
+// ledger/ledger.h). So when the list reaches g_reap_at, finished entries go
+// (their events back to the pool) and the mark doubles past what is left.
+size_t g_reap_at = 64;  // guarded by g_mu
+
+void reap_finished_locked() {
+  auto& all = entries();
+  if (all.size() < g_reap_at) return;
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [](Entry& e) {
+                             if (!e.event) return false;  // unknown: a drain must still see it
+                             cudaError_t r = cuda::event_query(e.event.event);
+                             if (r == cudaErrorNotReady) return false;
+                             if (r != cudaSuccess) cuda::get_last_error();
+                             give_event(e.event);
+                             return true;
+                           }),
+            all.end());
+  g_reap_at = std::max<size_t>(64, 2 * all.size());
+}
+
 // Whether a drain of `s` (blocking or not: `s_blocking`) covers work on `e`.
 bool covers(const StreamRef& s, bool s_blocking, const Entry& e) {
   if (e.device != s.device) return false;
@@ -50,6 +73,7 @@ void host_work_enqueued(const StreamRef& s, bool may_call_runtime) {
   auto& all = entries();
   auto it = std::find_if(all.begin(), all.end(), [&](const Entry& e) { return e.key == s.key; });
   if (it == all.end()) {
+    if (may_call_runtime) reap_finished_locked();
     all.push_back({s.key, s.handle, s.device, s.legacy, blocking, {}});
     it = all.end() - 1;
   }
@@ -143,7 +167,13 @@ void reset_host_work() {
   std::lock_guard<std::mutex> lock(g_mu);
   for (Entry& e : entries()) give_event(e.event);
   entries().clear();
+  g_reap_at = 64;
   publish_count();
+}
+
+size_t host_work_entries() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return entries().size();
 }
 
 }  // namespace pin

@@ -40,6 +40,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "pin/stream_ref.h"
@@ -72,6 +73,10 @@ void host_work_stream_destroyed(cudaStream_t stream);
 
 // Forgets everything (tests).
 void reset_host_work();
+
+// Streams with an entry (tests: entries of finished work do not pile up as
+// threads come and go with their per-thread streams).
+size_t host_work_entries();
 
 }  // namespace pin
 }  // namespace gpuslack

@@ -50,12 +50,10 @@ std::size_t private_allocated_bytes() {
 
 const char* private_heap_conf() { return je_malloc_conf; }
 
-const char* jemalloc_version() {
-  const char* v = nullptr;
-  std::size_t len = sizeof(v);
-  if (je_mallctl("version", &v, &len, nullptr, 0) != 0 || v == nullptr) return "unknown";
-  return v;
-}
+// From the header of the archive linked in: asking jemalloc (mallctl)
+// would initialize it, and with it its atfork handlers, in every process
+// that writes a summary, pinned memory or not.
+const char* jemalloc_version() { return JEMALLOC_VERSION; }
 
 }  // namespace pin
 }  // namespace gpuslack

@@ -26,7 +26,8 @@ void private_free(void* p);
 // Bytes the private instance has handed out and not had back
 // (jemalloc's stats.allocated, refreshed).
 std::size_t private_allocated_bytes();
-// The version string the linked jemalloc reports ("5.3.0-0-g...").
+// The version string of the linked jemalloc ("5.3.0-0-g..."); does not
+// initialize it.
 const char* jemalloc_version();
 // The instance's configuration (its malloc_conf). Whoever uses the instance
 // directly (the pinned arena) calls this, which also links that

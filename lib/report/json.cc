@@ -203,6 +203,7 @@ void thread(const ThreadRow& t, Writer* w) {
   w->begin_object();
   w->key("tid").integer(t.tid);
   w->key("name").string(t.name);
+  w->key("exited").boolean(t.exited);
   w->key("lost_s").seconds(t.lost_s);
   w->key("lost_share").share(t.lost_share);
   w->key("categories");
@@ -422,6 +423,18 @@ std::string format_json(const Summary& s) {
   w.key("threads").begin_array();
   for (const ThreadRow& t : s.threads) thread(t, &w);
   w.end_array();
+  w.key("other_threads");
+  if (s.other_threads.threads == 0) {
+    w.null();
+  } else {
+    w.begin_object();
+    w.key("threads").unsigned_integer(s.other_threads.threads);
+    w.key("lost_s").seconds(s.other_threads.lost_s);
+    w.key("lost_share").share(s.other_threads.lost_share);
+    w.key("categories");
+    categories(s.other_threads.categories, &w);
+    w.end_object();
+  }
   w.key("calls").begin_array();
   for (const CallRow& c : s.calls) call(c, &w);
   w.end_array();

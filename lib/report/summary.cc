@@ -96,9 +96,11 @@ std::vector<ThreadRow> thread_rows(const std::vector<ledger::ThreadFigures>& thr
   std::vector<ThreadRow> rows;
   rows.reserve(threads.size());
   for (const ledger::ThreadFigures& t : threads) {
+    if (t.kind == ledger::ThreadKind::kOtherExited) continue;
     ThreadRow row;
     row.tid = t.tid;
     row.name = t.name;
+    row.exited = t.kind == ledger::ThreadKind::kExited;
     row.categories = category_times(t.ticks, tick_s, wall_s);
     row.lost_s = lost_seconds(row.categories);
     row.lost_share = share_of(row.lost_s, wall_s);
@@ -108,6 +110,20 @@ std::vector<ThreadRow> thread_rows(const std::vector<ledger::ThreadFigures>& thr
     return a.lost_s != b.lost_s ? a.lost_s > b.lost_s : a.tid < b.tid;
   });
   return rows;
+}
+
+OtherThreadsRow other_threads_row(const std::vector<ledger::ThreadFigures>& threads, double tick_s, double wall_s) {
+  OtherThreadsRow row;
+  uint64_t ticks[kCategoryCount] = {};
+  for (const ledger::ThreadFigures& t : threads) {
+    if (t.kind != ledger::ThreadKind::kOtherExited) continue;
+    row.threads += t.threads;
+    for (int c = 0; c < kCategoryCount; ++c) ticks[c] += t.ticks[c];
+  }
+  row.categories = category_times(ticks, tick_s, wall_s);
+  row.lost_s = lost_seconds(row.categories);
+  row.lost_share = share_of(row.lost_s, wall_s);
+  return row;
 }
 
 std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s) {
@@ -240,6 +256,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.lost_share = share_of(s.lost_s, s.wall_s);
 
   s.threads = thread_rows(threads, tick_s, s.wall_s);
+  s.other_threads = other_threads_row(threads, tick_s, s.wall_s);
   if (!s.threads.empty()) {
     s.worst_thread = s.threads.front();
   } else {

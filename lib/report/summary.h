@@ -65,8 +65,18 @@ struct CallSiteRow {
 struct ThreadRow {
   int tid = 0;
   std::string name;
+  bool exited = false;                     // one of the exited threads that lost most
   double lost_s = 0;                       // allocation + copies + collectives
   double lost_share = 0;                   // lost_s / wall time
+  std::vector<CategoryTime> categories;    // every category, in enum order
+};
+
+// The exited threads not listed by name (Note [Exited threads] in
+// ledger/ledger.h), summed.
+struct OtherThreadsRow {
+  uint64_t threads = 0;                    // 0: none
+  double lost_s = 0;
+  double lost_share = 0;
   std::vector<CategoryTime> categories;    // every category, in enum order
 };
 
@@ -161,7 +171,11 @@ struct Summary {
   double lost_share = 0;  // lost_s / wall_s (may exceed 1 with many threads)
   std::vector<CategoryTime> categories;  // all threads, every category in enum order
   ThreadRow worst_thread;                // the thread that lost most
-  std::vector<ThreadRow> threads;        // every thread with a hooked call, most lost first
+  // Every live thread with a hooked call and the exited ones that lost most
+  // (at most ledger::kListedExitedThreads), most lost first; the other
+  // exited threads are summed in other_threads.
+  std::vector<ThreadRow> threads;
+  OtherThreadsRow other_threads;
   std::vector<CallRow> calls;            // every hooked call made, most time first
   std::vector<CopyRow> copies;           // copy kinds seen, most time first
   std::vector<CallSiteRow> call_sites;   // top call sites per category: categories in enum

@@ -131,7 +131,11 @@ void headline(const Summary& s, std::string* out) {
                 seconds_1(category_seconds(s, Category::kSync)) + " (not counted as lost)");
   std::string context = "host " + printable(s.host);
   if (s.local_rank >= 0) context += ", local rank " + std::to_string(s.local_rank);
-  context += ", " + std::to_string(s.threads.size()) + (s.threads.size() == 1 ? " thread" : " threads");
+  uint64_t exited = s.other_threads.threads;
+  for (const ThreadRow& t : s.threads) exited += t.exited ? 1 : 0;
+  const uint64_t threads = s.threads.size() + s.other_threads.threads;
+  context += ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+  if (exited > 0) context += " (" + std::to_string(exited) + " exited)";
   if (!s.reason.empty()) context += ", written at " + printable(s.reason);
   context += ", gpuslack " + printable(s.gpuslack_version);
   line(out, context);
@@ -305,6 +309,7 @@ void worst_thread(const Summary& s, std::string* out) {
   const ThreadRow& t = s.worst_thread;
   std::string text = "worst thread: tid " + std::to_string(t.tid);
   if (!t.name.empty()) text += " \"" + printable(t.name) + "\"";
+  if (t.exited) text += " (exited)";
   text += " lost " + seconds_1(t.lost_s) + " (" + percent(t.lost_share) + " of wall)";
   std::string parts;
   for (const CategoryTime& c : t.categories) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <new>
 
 #include "absl/strings/str_format.h"
 #include "alloc/vmm.h"
@@ -34,10 +35,10 @@ std::atomic<bool> g_active{false};
 
 namespace {
 
-std::mutex g_start_mu;       // start() and the fork handler
+std::mutex g_start_mu;       // start()
 std::mutex g_write_mu;       // one summary at a time
 double g_start_seconds = 0;  // monotonic, at start
-std::string* g_started_utc = nullptr;
+char g_started_utc[32] = {};  // ISO 8601; written under g_start_mu
 std::atomic<uint64_t> g_threshold_ticks{~0ull};
 std::atomic<bool> g_threshold_refined{false};
 bool g_atexit_registered = false;
@@ -45,29 +46,62 @@ bool g_atexit_registered = false;
 // thread was about to write must not replace it.
 bool g_exit_written = false;
 report::PeriodicFailures g_periodic_failures;  // Note [Periodic failures]; under g_write_mu
+// Set in a forked child: the device allocators, pinned heap and stager it
+// inherited are its parent's (their figures, and their locks, which a
+// thread of the parent may have held at the fork): its summary leaves them
+// out (Note [Fork]).
+bool g_forked_child = false;
 
-std::string utc_now() {
+void format_utc_now(char (&out)[32]) {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   tm t;
   gmtime_r(&ts.tv_sec, &t);
-  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour,
-                         t.tm_min, t.tm_sec);
+  absl::SNPrintF(out, sizeof(out), "%04d-%02d-%02dT%02d:%02d:%02dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                 t.tm_hour, t.tm_min, t.tm_sec);
 }
 
+// Whether a session runs, with everything start() wrote before it said so
+// (g_start_seconds, g_started_utc) visible: active() alone is a relaxed
+// load, for the hooks' fast path.
+bool started() { return detail::g_active.load(std::memory_order_acquire); }
+
 void at_exit() {
-  if (active()) write_summary("exit");
+  if (started()) write_summary("exit");
 }
 
 // Note [Fork]: the child of a fork (a data-loader worker, a subprocess
 // about to exec) inherits our figures and our atexit handler. It must not
 // write its parent's summary: it forgets everything and has no session
 // until it makes a CUDA call of its own.
+//
+// The child has one thread, the one that forked; every other thread of the
+// parent is gone, and with it whatever it was doing: a lock it held stays
+// locked in the child forever, and what that lock guarded may be half
+// changed. So the child handler (and whatever the child does with gpuslack
+// later: a session of its own, its summary) must never take a lock another
+// thread may have held, nor read what another thread may have been
+// changing. It reinitializes instead: each lock the child may take is made
+// anew (ledger, collectives, event pool, communicators, session, reporter,
+// log), and the state they guarded is left behind unread (the ledgers move
+// to a new generation: ledger::after_fork_child). Taking every lock in a
+// prepare handler instead would make fork() wait for whatever holds them
+// (a summary being written) and would deadlock against an allocator whose
+// own prepare handler ran first and holds the malloc locks a lock holder
+// needs. The handler itself takes no lock and allocates nothing: it may run
+// before the process allocator's own child handler (jemalloc's, when it
+// registered after us). Tests: tests/lib/session/fork_test.cc (every lock
+// held by another thread at the fork) and summary_test.py
+// (test_forks_under_load_never_hang: 2,000 forks with 4 threads calling).
 void on_fork_child() {
+  new (&g_start_mu) std::mutex();
+  new (&g_write_mu) std::mutex();
   detail::g_active.store(false, std::memory_order_relaxed);
   g_exit_written = false;
-  ledger::reset();
-  ledger::reset_collectives();
+  g_forked_child = true;
+  log::after_fork_child();
+  ledger::after_fork_child();
+  ledger::collectives_after_fork_child();
   reporter_after_fork_child();
 }
 
@@ -91,8 +125,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   const Options& o = options();  // first use: parses GPUSLACK_CONF, logs problems
   clock::calibrate_start();
   g_start_seconds = clock::monotonic_seconds();
-  if (!g_started_utc) g_started_utc = new std::string();
-  *g_started_utc = utc_now();
+  format_utc_now(g_started_utc);
   nvtx::set_enabled(o.nvtx);
   ledger::set_collective_timing_every(o.collective_timing_every);
   for (int i = 0; i < n_calls; ++i) {
@@ -133,7 +166,7 @@ report::RunInfo run_info(const char* reason) {
   report::RunInfo run;
   run.reason = reason;
   run.wall_s = clock::monotonic_seconds() - g_start_seconds;
-  run.started_utc = g_started_utc ? *g_started_utc : std::string();
+  run.started_utc = g_started_utc;
   run.tick_seconds = clock::tick_seconds();
   run.top_call_sites = o.top_call_sites;
   run.call_site_threshold_s = o.call_site_threshold_us * 1e-6;
@@ -145,6 +178,7 @@ report::RunInfo run_info(const char* reason) {
   }
   run.collective_timing_every = o.collective_timing_every < 1 ? 1 : o.collective_timing_every;
   run.expected_busbw_gbps = o.expected_busbw_gbps;
+  if (g_forked_child) return run;
   for (int d = 0; d < alloc::kMaxDevices; ++d) {
     alloc::DeviceAllocator* a = alloc::existing_allocator(d);
     if (!a) continue;
@@ -168,10 +202,20 @@ report::RunInfo run_info(const char* reason) {
 }  // namespace
 
 std::string summary_json() {
-  if (!active()) return std::string();
+  if (!started()) return std::string();
   std::lock_guard<std::mutex> lock(g_write_mu);
   return report::format_json(report::build_summary(ledger::snapshot(), run_info("api")));
 }
+
+namespace testing {
+
+void while_holding_locks(void (*during)(void*), void* arg) {
+  std::lock_guard<std::mutex> start(g_start_mu);
+  std::lock_guard<std::mutex> write(g_write_mu);
+  during(arg);
+}
+
+}  // namespace testing
 
 void write_summary(const char* reason) {
   int saved_errno = errno;

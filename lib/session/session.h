@@ -12,7 +12,8 @@
 // written: at exit (atexit), every summary_interval_s if configured, and on
 // SIGTERM/SIGINT (signals.h) before the signal does what it did before. A
 // forked child starts with no session (its first CUDA call starts a fresh
-// one), so it never writes its parent's figures.
+// one), so it never writes its parent's figures, and never waits for a lock
+// a thread of its parent held at the fork (Note [Fork] in session.cc).
 //
 // Thread safety: every function, any thread. active() is one relaxed load.
 #pragma once
@@ -52,6 +53,14 @@ void write_summary(const char* reason);
 // The summary as of now, as the JSON document of docs/summary.schema.json
 // (reason "api"); an empty string when no session has started.
 std::string summary_json();
+
+namespace testing {
+// Tests of Note [Fork] (session.cc) only: runs `during(arg)` while the
+// calling thread holds the session's locks (start's and the summary
+// writer's), as a thread starting a session or writing a summary would at
+// a fork.
+void while_holding_locks(void (*during)(void*), void* arg);
+}  // namespace testing
 
 }  // namespace session
 }  // namespace gpuslack

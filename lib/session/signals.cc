@@ -68,6 +68,10 @@ void on_signal(int sig, siginfo_t* info, void* context) {
   prev.sa_handler(sig);
 }
 
+// Ours when the handler it chains to takes one argument (or is SIG_DFL):
+// installed without SA_SIGINFO, as that one was (Note [Signals]).
+void on_signal_plain(int sig) { on_signal(sig, nullptr, nullptr); }
+
 void signal_set(sigset_t* set) {
   sigemptyset(set);
   for (int sig : kSignals) sigaddset(set, sig);
@@ -109,16 +113,39 @@ void* reporter_main(void*) {
   }
 }
 
+// The kernel's SA_RESTORER (not in glibc's headers): the C library sets it
+// on every action it installs, so it says nothing of the program's.
+constexpr int kRestorerFlag = 0x04000000;
+
+bool same_disposition(const struct sigaction& a, const struct sigaction& b) {
+  return a.sa_handler == b.sa_handler && (a.sa_flags & ~kRestorerFlag) == (b.sa_flags & ~kRestorerFlag);
+}
+
 void install_handlers() {
   for (int sig : kSignals) {
     if (g_installed[sig].load()) continue;
-    struct sigaction ours;
-    std::memset(&ours, 0, sizeof(ours));
-    ours.sa_sigaction = on_signal;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&ours.sa_mask);
-    if (sigaction(sig, &ours, &g_previous[sig]) != 0) {
+    struct sigaction current;
+    if (sigaction(sig, nullptr, &current) != 0) {
+      log::warn("cannot read the {} handler ({}); no summary on that signal", signal_name(sig), std::strerror(errno));
+      continue;
+    }
+    // An ignored signal stays ignored (and so for every program it execs).
+    if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;
+    // Ours keeps the flags and mask of the one it chains to.
+    struct sigaction ours = current;
+    if (current.sa_flags & SA_SIGINFO)
+      ours.sa_sigaction = on_signal;
+    else
+      ours.sa_handler = on_signal_plain;
+    g_previous[sig] = current;
+    struct sigaction replaced;
+    if (sigaction(sig, &ours, &replaced) != 0) {
       log::warn("cannot install a {} handler ({}); no summary on that signal", signal_name(sig), std::strerror(errno));
+      continue;
+    }
+    if (!same_disposition(replaced, current)) {
+      // The program changed it meanwhile, from another thread: theirs stays.
+      sigaction(sig, &replaced, nullptr);
       continue;
     }
     g_installed[sig].store(true);

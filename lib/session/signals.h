@@ -5,11 +5,31 @@
 // handler only writes the signal number into a pipe and waits (up to 3 s,
 // sleeping with nanosleep) for the reporter thread to finish writing. Then
 // it chains: to the handler that was installed before (sa_handler or
-// sa_sigaction, with its flags), or, if that was SIG_DFL, restores SIG_DFL
-// and re-raises the signal, so the process ends with the same status it
-// would have had without gpuslack; SIG_IGN stays ignored. A handler the
-// application installs later simply replaces ours. The reporter thread
-// blocks both signals, so the handler never runs on it.
+// sa_sigaction), or, if that was SIG_DFL, restores SIG_DFL and re-raises the
+// signal, so the process ends with the same status it would have had
+// without gpuslack.
+//
+// Nothing else about the signal changes (tests/interpose/summary_test.py:
+// test_signal_still_interrupts_a_blocking_read,
+// test_signals_the_program_ignores_stay_ignored_for_it_and_what_it_execs,
+// test_a_handler_installed_after_gpuslacks_replaces_it_and_may_chain_to_it,
+// and the test_sigterm_* / test_sigint_* ones before them):
+//   - a signal the program ignores (SIG_IGN: `trap '' INT TERM`, nohup) gets
+//     no handler: it stays ignored, in /proc/self/status SigIgn, and for
+//     every program it execs;
+//   - ours is installed with the flags and mask of the handler it chains to
+//     (SA_RESTART only if that one had it: a blocking read() in a program
+//     whose handler has no SA_RESTART, CPython's, still fails with EINTR;
+//     SA_SIGINFO only if that one had it), so sigaction() reads back the
+//     same flags and mask;
+//   - a handler the program installs later simply replaces ours, with its
+//     own flags; if it chains to ours (the old action sigaction returned),
+//     ours writes the summary and chains on as above; if it restores ours,
+//     ours acts as before.
+// The one visible difference: where the disposition was SIG_DFL,
+// sigaction() reads back gpuslack's handler (signals:false leaves both
+// signals alone). The reporter thread blocks both signals, so the handler
+// never runs on it.
 //
 // Thread safety: start_reporter is called once, from session::start.
 #pragma once

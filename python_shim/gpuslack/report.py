@@ -158,8 +158,12 @@ def _headline(doc, out):
     context = "host " + printable(doc.get("host", ""))
     if doc.get("local_rank", -1) >= 0:
         context += ", local rank %d" % doc["local_rank"]
-    n = len(doc["threads"])
+    others = (doc.get("other_threads") or {}).get("threads", 0)
+    exited = others + sum(1 for t in doc["threads"] if t.get("exited"))
+    n = len(doc["threads"]) + others
     context += ", %d %s" % (n, "thread" if n == 1 else "threads")
+    if exited > 0:
+        context += " (%d exited)" % exited
     if doc.get("reason"):
         context += ", written at " + printable(doc["reason"])
     context += ", gpuslack " + printable(doc.get("gpuslack_version", "?"))
@@ -304,6 +308,8 @@ def _worst_thread(doc, out):
     text = "worst thread: tid %d" % t["tid"]
     if t.get("name"):
         text += ' "%s"' % printable(t["name"])
+    if t.get("exited"):
+        text += " (exited)"
     text += " lost %s (%s of wall)" % (seconds_1(t["lost_s"]), percent(t["lost_share"]))
     names = dict(CATEGORIES)
     parts = []

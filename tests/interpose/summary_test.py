@@ -116,8 +116,10 @@ class Summary(OutDirTest):
 
     def test_demo_all_reduce_shows_its_bus_bandwidth(self):
         # The demo all-reduces its 64 MiB of gradients on 2 ranks each step;
-        # at a 2 GB/s simulated link the busbw must come out near 2 GB/s.
-        sim = {"GPUSIM_DEVICE_COUNT": "2", "GPUSIM_COST_NCCL_GBPS": "2", "NCCL_PROTO": "Simple",
+        # at a 0.5 GB/s simulated link the busbw must come out near 0.5 GB/s
+        # (at 2 GB/s the CPU's reductions, not the link, set the pace at a
+        # load of 10: 0.42 GB/s measured).
+        sim = {"GPUSIM_DEVICE_COUNT": "2", "GPUSIM_COST_NCCL_GBPS": "0.5", "NCCL_PROTO": "Simple",
                "LD_LIBRARY_PATH": ENV["SIMCUDA_DIR"]}
         argv = [ENV["TRAIN_LOOP"], "--steps", "6"]
         plain = run(argv, self.out, preload=False, extra=sim)
@@ -135,8 +137,8 @@ class Summary(OutDirTest):
         self.assertEqual(2, row["nranks"])
         self.assertEqual(0, row["count"] % 2)  # one per rank per step
         self.assertEqual(row["count"], row["timed"] + 0, row)
-        self.assertGreater(row["busbw_gbps"], 2 * 0.33)
-        self.assertLess(row["busbw_gbps"], 2 * 1.25)
+        self.assertGreater(row["busbw_gbps"], 0.5 * 0.33)
+        self.assertLess(row["busbw_gbps"], 0.5 * 1.25)
         self.assertEqual(len(c["communicators"]), 2)
         self.assertTrue(any("all-reduce ran at" in w for w in c["warnings"]), c["warnings"])
         path = glob.glob(os.path.join(self.out, "*.json"))[0]
@@ -228,6 +230,86 @@ class Summary(OutDirTest):
         self.assertEqual(-signal.SIGINT, p.returncode)
         self.assertEqual("signal SIGINT", summary(self.out)["reason"])
 
+    def popen_stall(self, mode, preload, **kw):
+        env = dict(ENV)
+        env.pop("GPUSLACK_CONF", None)
+        env.pop("LD_PRELOAD", None)
+        env.update(GPUSLACK_OUTPUT=self.out, GPUSLACK_CONF="text_summary:off",
+                   ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0")
+        if preload:
+            env["LD_PRELOAD"] = ENV["GPUSLACK_SO"]
+        return subprocess.Popen([ENV["STALL_APP"], mode], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **kw)
+
+    def test_signal_still_interrupts_a_blocking_read(self):
+        # Note [Signals] (lib/session/signals.h): the program's SIGINT handler
+        # has no SA_RESTART (CPython's has none), so Ctrl-C interrupts a
+        # blocking read() with EINTR; under gpuslack too, and sigaction reads
+        # back the flags and mask the program gave.
+        seen = {}
+        for preload in (False, True):
+            p = self.popen_stall("sigread", preload, stdin=subprocess.PIPE)
+            flags = p.stdout.readline()
+            self.assertEqual("ready\n", p.stdout.readline(), flags)
+            # stdin stays open: only a signal ends the read. A signal may land
+            # just before the read starts (then it blocks): send it again.
+            for _ in range(5):
+                time.sleep(0.2)
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(timeout=4)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+            else:
+                p.kill()
+                p.communicate()
+                self.fail("read() still blocked after 5 SIGINTs over 20 s (preloaded: %s)" % preload)
+            out, err = p.communicate()
+            self.assertEqual(0, p.returncode, err)
+            self.assertIn("read: EINTR", out)
+            seen[preload] = flags
+        self.assertEqual("flags 0x0 usr1 in mask 1\n", seen[False])
+        self.assertEqual(seen[False], seen[True])
+
+    def test_signals_the_program_ignores_stay_ignored_for_it_and_what_it_execs(self):
+        # Under `trap '' INT TERM` (or nohup) both signals are ignored, and
+        # stay so for every program the process execs: gpuslack installs no
+        # handler over SIG_IGN. SigIgn 0x4002 is SIGINT (2) and SIGTERM (15).
+        def ignore():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        seen = {}
+        for preload in (False, True):
+            p = self.popen_stall("sigign", preload, preexec_fn=ignore)
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(0, p.returncode, err)
+            lines = [l for l in out.splitlines() if l.startswith("SigIgn:")]
+            self.assertEqual(2, len(lines), out)  # the process, then the program it execs
+            for l in lines:
+                self.assertEqual(0x4002, int(l.split()[1], 16) & 0x4002, (preload, lines))
+            seen[preload] = lines
+        self.assertEqual(seen[False], seen[True])
+
+    def test_a_handler_installed_after_gpuslacks_replaces_it_and_may_chain_to_it(self):
+        # The program installs its own SIGTERM handler after its first CUDA
+        # call, and chains to the one it replaced (gpuslack's): the summary is
+        # written, then the default action ends the process, as without
+        # gpuslack.
+        native = self.popen_stall("late", False)
+        self.assertEqual("ready\n", native.stdout.readline())
+        native.send_signal(signal.SIGTERM)
+        native.wait(timeout=30)
+        self.assertEqual(-signal.SIGTERM, native.returncode)
+        self.assertIn("late handler", native.stdout.read())
+        p = self.popen_stall("late", True)
+        self.assertEqual("ready\n", p.stdout.readline())
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        self.assertEqual(-signal.SIGTERM, p.returncode)
+        self.assertIn("late handler", p.stdout.read())
+        self.assertEqual("signal SIGTERM", summary(self.out)["reason"])
+
     def test_periodic_summary_is_written_while_the_job_runs(self):
         p = self.start_sleeper("sleep", conf="summary_interval_s:0.2")
         deadline = time.time() + 1.2
@@ -250,6 +332,46 @@ class Summary(OutDirTest):
         self.assertEqual(1, len(files), files)  # the parent's alone
         self.assertEqual(1, sum(1 for l in r.stderr.splitlines() if " lost (pid " in l), r.stderr)
 
+    def test_forks_under_load_never_hang(self):
+        # Note [Fork] (lib/session/session.cc): 4 threads make CUDA calls and
+        # a fifth reads the summary (taking every lock of the ledger) while
+        # the main thread forks, as PyTorch's DataLoader forks its workers;
+        # no child may hang in gpuslack's atfork handler (each gets 20 s).
+        # 2,000 forks; 300 under a sanitizer, where a fork of the
+        # instrumented process costs several times more (ASan: ~0.1 s).
+        # The children start no thread, so TSan needs no die_after_fork=0
+        # here (tests/lib/session/fork_test.cc, whose children do, sets it).
+        forks = 300 if ENV.get("GPUSLACK_TEST_SANITIZED") else 2000
+        r = run([ENV["STALL_APP"], "forkload", str(forks)], self.out, conf="text_summary:off", timeout=110)
+        self.assertEqual(0, r.returncode, r.stdout + r.stderr[-3000:])
+        self.assertIn("forks %d hung 0" % forks, r.stdout)
+
+    def test_memory_and_summary_stay_bounded_with_50000_threads(self):
+        # Note [Exited threads] (lib/ledger/ledger.h): 50,000 short-lived
+        # threads (5,000 under a sanitizer: thread creation costs several
+        # times more) make CUDA calls. The summary lists the 8 exited threads
+        # that lost most and sums the others; its size does not grow with
+        # them, nor does gpuslack's memory (before: ~70 KiB per thread that
+        # ever made a call, and a JSON row each). RSS is checked in the
+        # Release build only: a sanitizer's allocator holds freed memory.
+        sanitized = bool(ENV.get("GPUSLACK_TEST_SANITIZED"))
+        n = 5000 if sanitized else 50000
+        r = run([ENV["STALL_APP"], "churn", str(n)], self.out, conf="text_summary:off", timeout=110)
+        self.assertEqual(0, r.returncode, r.stderr[-3000:])
+        path, doc = summary_file(self.out)
+        self.assertLess(os.path.getsize(path), 32 * 1024)
+        self.assertEqual(8, len(doc["threads"]), [t["tid"] for t in doc["threads"]])
+        self.assertTrue(all(t["exited"] for t in doc["threads"]))
+        self.assertEqual(n - 8, doc["other_threads"]["threads"])
+        self.assertEqual(n, call(doc, "cudaMalloc")["count"])
+        self.assertEqual(n, call(doc, "cudaMemcpy")["count"])
+        if not sanitized:
+            rss = [int(l.split()[1]) for l in r.stdout.splitlines() if l.startswith("rss_kib ")]
+            self.assertEqual(2, len(rss), r.stdout)
+            # Growth from 5,000 threads to 50,000: a few MiB of allocator
+            # noise at most (before: 3 GiB).
+            self.assertLess(rss[1] - rss[0], 32 * 1024, rss)
+
     def test_nccl_loaded_rtld_local_is_still_hooked(self):
         r = run([ENV["DLOPEN_LOCAL_APP"], ENV["NCCL_USER_LIB"], "run_nccl_all_reduce"], self.out,
                 conf="log_level:debug,text_summary:off")
@@ -268,7 +390,10 @@ class Summary(OutDirTest):
         doc = summary(self.out)
         # The same cudaFree behind the same 50 ms kernel: no wait.
         self.assertLess(call(doc, "cudaFree")["max_s"], 0.010)
-        self.assertLess(doc["categories"]["allocation"]["seconds"], 0.020)
+        # Every allocation call together, the mappings included, stays
+        # below the one free's wait natively (29 ms seen under TSan at a
+        # load of 10, so not a tighter bound).
+        self.assertLess(doc["categories"]["allocation"]["seconds"], STALL)
         # The allocator's own figures, in the summary and valid by the schema.
         self.assertEqual(1, len(doc["allocator"]), doc["allocator"])
         a = doc["allocator"][0]

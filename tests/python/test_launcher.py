@@ -155,6 +155,26 @@ def test_run_the_demo_then_report_prints_what_the_library_printed(tmp_path):
     assert len(mismatched) <= 2, mismatched
 
 
+@needs_library
+def test_report_counts_exited_threads_as_the_library_does(tmp_path):
+    # Twelve threads make a call and exit: the text says how many exited
+    # (8 listed in the JSON, 4 summed in other_threads), both ways alike.
+    code = ("import threading, sim\n"
+            "s = sim.Sim(); s.free(s.malloc(1 << 20))\n"
+            "ts = [threading.Thread(target=lambda: s.free(s.malloc(1 << 20))) for _ in range(12)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n")
+    r = gpuslack_cli("run", "--out", str(tmp_path), "--conf", "text_summary:file", "--", sys.executable, "-c", code)
+    assert r.returncode == 0, r.stderr
+    (summary,) = tmp_path.glob("gpuslack-*.json")
+    doc = json.loads(summary.read_text())
+    assert doc["other_threads"]["threads"] == 4 and sum(t["exited"] for t in doc["threads"]) == 8, doc["threads"]
+    library_text = summary.with_suffix(".txt").read_text()
+    assert ", 13 threads (12 exited), " in library_text, library_text
+    rep = gpuslack_cli("report", str(summary))
+    assert rep.returncode == 0, rep.stderr
+    assert numbers_masked(rep.stdout) == numbers_masked(library_text)
+
+
 @pytest.mark.parametrize("content,why", [
     (None, "cannot read"),
     ("{\"schema_version\": 1,", "is not a JSON document"),

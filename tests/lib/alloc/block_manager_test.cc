@@ -83,6 +83,11 @@ TEST(BlockManager, FindsTheBlockHoldingAnInteriorAddressAndItsRequestedBytes) {
   EXPECT_EQ(*s2, live(*s1 + 1024)->start);
   EXPECT_EQ(*big, live(*big + 2 * kMiB + 7)->start);
   EXPECT_EQ(3 * kMiB + 1, live(*big + 2 * kMiB + 7)->requested);
+  auto wide = m.allocate(300 << 10);  // its start's bit many bitmap words before its end
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(*wide, live(*wide + (300 << 10) - 1)->start);
+  EXPECT_FALSE(live(*wide + (300 << 10)));
+  m.release(*wide);
   EXPECT_FALSE(live(*s2 + 1024));  // free space after the last small block
   EXPECT_FALSE(live(m.capacity() - 1));
   m.release(*s2);
@@ -160,6 +165,24 @@ void random_run(unsigned seed, uint64_t capacity, int ops) {
       live.erase(it);
     }
     ASSERT_EQ("", m.check()) << "seed " << seed << " op " << i;
+    // An address (anywhere, or in or just past a live block): the block
+    // holding it, by the model, with its requested bytes.
+    uint64_t probe = rng() % capacity;
+    if (!live.empty() && rng() % 2) {
+      auto b = live.begin();
+      std::advance(b, rng() % live.size());
+      probe = std::min(capacity - 1, b->first + rng() % (BlockManager::round_up(b->second) + 512));
+    }
+    auto holder = live.upper_bound(probe);
+    std::optional<BlockManager::Live> found = m.block_containing(probe);
+    if (holder != live.begin() && probe - std::prev(holder)->first < BlockManager::round_up(std::prev(holder)->second)) {
+      --holder;
+      ASSERT_TRUE(found) << "seed " << seed << " op " << i;
+      ASSERT_EQ(holder->first, found->start) << "seed " << seed << " op " << i;
+      ASSERT_EQ(holder->second, found->requested) << "seed " << seed << " op " << i;
+    } else {
+      ASSERT_FALSE(found) << "seed " << seed << " op " << i;
+    }
   }
   // Every freed byte coalesces: with everything freed, one range remains.
   for (auto& [offset, bytes] : live) m.release(offset);

@@ -141,8 +141,9 @@ TEST_F(LogFile, ASymlinkOnTheWayIsFollowedOnlyIfOursOrRoots) {
   if (geteuid() != 0) GTEST_SKIP() << "making a symlink owned by another user needs root";
   ASSERT_EQ(0, symlink(dir_.c_str(), (dir_ + "/theirs").c_str()));
   ASSERT_EQ(0, lchown((dir_ + "/theirs").c_str(), 65534, 65534));
-  log_in_child(dir_ + "/theirs/real/y.log", "warn", "x",
-               "cannot open log_file .*/theirs/real/y.log \\(.*/theirs is a symlink owned by uid 65534, not followed\\)");
+  log_in_child(
+      dir_ + "/theirs/real/y.log", "warn", "x",
+      "cannot open log_file .*/theirs/real/y.log \\(.*/theirs is a symlink owned by uid 65534, not followed\\)");
   EXPECT_FALSE(exists(dir_ + "/real/y.log"));
 }
 

@@ -86,10 +86,20 @@ TEST(FormatJson, NumbersHaveFixedDigitsAndNeverNaNOrInf) {
   for (const char* bad : {": nan", ": -nan", ": inf", ": -inf", "NaN", "Infinity"}) EXPECT_FALSE(has(json, bad)) << bad;
 }
 
+TEST(FormatJson, ExitedThreadsAreMarkedAndTheOthersSummed) {
+  std::string json = format_json(sample_summary());
+  EXPECT_TRUE(has(json, "\"tid\": 4250,\n      \"name\": \"pt_data_worker\",\n      \"exited\": true,\n")) << json;
+  EXPECT_TRUE(has(json, "\"tid\": 4242,\n    \"name\": \"python3 \\\"main\\\"\\n\\u0001\\ufffd\",\n    \"exited\": false,\n"))
+      << json;
+  EXPECT_TRUE(has(json, "  \"other_threads\": {\n    \"threads\": 3,\n    \"lost_s\": 0.05,\n    \"lost_share\": 0.004,\n"))
+      << json;
+}
+
 TEST(FormatJson, WorstThreadIsNullWithoutThreadsAndArraysAreEmpty) {
   Summary s;
   std::string json = format_json(s);
-  EXPECT_TRUE(has(json, "\"worst_thread\": null,\n  \"threads\": [],\n  \"calls\": [],\n  \"copies\": [],\n"
+  EXPECT_TRUE(has(json, "\"worst_thread\": null,\n  \"threads\": [],\n  \"other_threads\": null,\n"
+                        "  \"calls\": [],\n  \"copies\": [],\n"
                         "  \"call_sites\": [],\n  \"collectives\": null,\n  \"allocator\": [],\n  \"staging\": null\n}\n"))
       << json;
   EXPECT_TRUE(has(json, "\"rank\": -1,\n  \"local_rank\": -1,")) << json;

@@ -1,6 +1,6 @@
 // A representative, hand-made Summary with every optional part filled
-// (ranks, worst thread, calls of several categories, copies, call sites with
-// frames, the pinned heap) and strings that need escaping: shared by the text and JSON tests
+// (ranks, worst thread, an exited thread and others summed, calls of
+// several categories, copies, call sites with frames, the pinned heap) and strings that need escaping: shared by the text and JSON tests
 // and by write_sample_summary, whose output the schema ctest validates.
 #pragma once
 
@@ -56,7 +56,13 @@ inline Summary sample_summary() {
   loader.categories = categories(0.1, 0.025, 0, 0.2, 0, 12.5);
   loader.lost_s = 0.125;
   loader.lost_share = 0.125 / 12.5;
+  loader.exited = true;
   s.threads = {main_thread, loader};
+  // Exited threads summed (more than the listed few had exited).
+  s.other_threads.threads = 3;
+  s.other_threads.categories = categories(0.05, 0, 0, 0, 0, 12.5);
+  s.other_threads.lost_s = 0.05;
+  s.other_threads.lost_share = 0.05 / 12.5;
   s.worst_thread = main_thread;
 
   CallRow malloc_row{"cudaMalloc", Category::kAllocation, 120, 1.6, 0.052, 0.012, 0.040, 12ull << 30};

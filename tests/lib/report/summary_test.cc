@@ -76,6 +76,45 @@ RunInfo run_info(int top_call_sites = 2) {
   return run;
 }
 
+TEST(BuildSummary, ExitedThreadsAreListedOrSummedAndTheirCallsCounted) {
+  std::vector<ledger::ThreadFigures> threads = two_threads();
+  // Thread 200 has exited and is listed (time only); two more exited and are
+  // summed, carrying the calls of every exited thread.
+  threads[1].kind = ledger::ThreadKind::kExited;
+  std::vector<ledger::CallFigures> exited_calls = threads[1].calls;
+  threads[1].calls.clear();
+  ledger::ThreadFigures others;
+  others.kind = ledger::ThreadKind::kOtherExited;
+  others.threads = 2;
+  others.ticks[0] = kSecond;
+  others.ticks[3] = kSecond;
+  others.calls = exited_calls;
+  others.calls.push_back(call(kMalloc, 1, 1000));
+  threads.push_back(others);
+  Summary s = build_summary(threads, run_info());
+  ASSERT_EQ(2u, s.threads.size());
+  EXPECT_EQ(200, s.threads[0].tid);
+  EXPECT_TRUE(s.threads[0].exited);
+  EXPECT_FALSE(s.threads[1].exited);
+  EXPECT_EQ(2u, s.other_threads.threads);
+  EXPECT_DOUBLE_EQ(1, s.other_threads.lost_s);
+  EXPECT_DOUBLE_EQ(0.1, s.other_threads.lost_share);
+  EXPECT_DOUBLE_EQ(1, s.other_threads.categories[3].seconds);
+  // Everything counts once: categories and calls over all rows.
+  EXPECT_DOUBLE_EQ(4, s.categories[0].seconds);
+  EXPECT_DOUBLE_EQ(4, s.categories[3].seconds);
+  uint64_t mallocs = 0;
+  for (const CallRow& c : s.calls)
+    if (c.name == "cudaMalloc") mallocs = c.count;
+  EXPECT_EQ(16u, mallocs);
+}
+
+TEST(BuildSummary, NoOtherThreadsWhileNoneExited) {
+  Summary s = build_summary(two_threads(), run_info());
+  EXPECT_EQ(0u, s.other_threads.threads);
+  EXPECT_FALSE(s.threads[0].exited);
+}
+
 TEST(BuildSummary, CategoriesAreSummedOverThreadsInEnumOrder) {
   Summary s = build_summary(two_threads(), run_info());
   ASSERT_EQ(kCategoryCount, static_cast<int>(s.categories.size()));

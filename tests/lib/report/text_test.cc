@@ -43,6 +43,22 @@ TEST(FormatText, RankIsLeftOutWhenUnknown) {
   EXPECT_EQ(0u, format_text(s).find("gpuslack: 23.4% of 12.5 s lost (pid 123): "));
 }
 
+TEST(FormatText, ThreadsSeenCountExitedOnesListedOrSummed) {
+  // Two listed (one exited) and three summed: five threads, four exited.
+  EXPECT_EQ("gpuslack: host node01, local rank 0, 5 threads (4 exited), written at exit, gpuslack 0.1.0",
+            lines_of(format_text(sample_summary())).at(1));
+  Summary s = sample_summary();
+  s.threads.resize(1);
+  s.other_threads = {};
+  EXPECT_EQ("gpuslack: host node01, local rank 0, 1 thread, written at exit, gpuslack 0.1.0", lines_of(format_text(s)).at(1));
+}
+
+TEST(FormatText, AnExitedWorstThreadSaysSo) {
+  Summary s = sample_summary();
+  s.worst_thread.exited = true;
+  EXPECT_NE(std::string::npos, format_text(s).find("\" (exited) lost 2.8 s (22.4% of wall)")) << format_text(s);
+}
+
 TEST(FormatText, EveryLineIsPrefixedAndEndsTheText) {
   std::string text = format_text(sample_summary());
   ASSERT_FALSE(text.empty());

@@ -1,0 +1,99 @@
+// See exited_threads.h. Called at a thread's exit and at report time only.
+#include "ledger/exited_threads.h"
+
+#include <algorithm>
+
+namespace gpuslack {
+namespace ledger {
+namespace {
+
+uint64_t lost_ticks(const ThreadFigures& t) {
+  uint64_t lost = 0;
+  for (int c = 0; c < kCategoryCount; ++c)
+    if (counts_as_lost(static_cast<Category>(c))) lost += t.ticks[c];
+  return lost;
+}
+
+// `time` joins the summed row: its thread count and its time.
+void fold_time(const ThreadFigures& time, ThreadFigures* others) {
+  others->threads += time.threads;
+  for (int c = 0; c < kCategoryCount; ++c) others->ticks[c] += time.ticks[c];
+}
+
+}  // namespace
+
+void ExitedThreads::add(const ThreadFigures& t) {
+  if (t.calls.empty()) return;
+  ThreadFigures time;
+  time.kind = ThreadKind::kExited;
+  time.tid = t.tid;
+  time.name = t.name;
+  std::copy(std::begin(t.ticks), std::end(t.ticks), std::begin(time.ticks));
+  if (listed_.size() < static_cast<size_t>(kListedExitedThreads)) {
+    listed_.push_back(std::move(time));
+  } else {
+    auto least = std::min_element(listed_.begin(), listed_.end(), [](const ThreadFigures& a, const ThreadFigures& b) {
+      return lost_ticks(a) < lost_ticks(b);
+    });
+    if (lost_ticks(time) > lost_ticks(*least)) {
+      fold_time(*least, &others_);
+      *least = std::move(time);
+    } else {
+      fold_time(time, &others_);
+    }
+  }
+  for (const CallFigures& c : t.calls) {
+    CallFigures& m = calls_[c.call->id];
+    m.call = c.call;
+    m.count += c.count;
+    m.ticks += c.ticks;
+    m.max_ticks = std::max(m.max_ticks, c.max_ticks);
+    m.bytes += c.bytes;
+    m.histogram.merge(c.histogram);
+  }
+  for (const CopyFigures& c : t.copies) {
+    CopyFigures& m = copies_[{static_cast<int>(c.copy), static_cast<int>(c.host)}];
+    m.copy = c.copy;
+    m.host = c.host;
+    m.count += c.count;
+    m.bytes += c.bytes;
+    m.ticks += c.ticks;
+  }
+  for (const CallSiteFigures& s : t.call_sites) {
+    CallSiteFigures& m = call_sites_[{s.call->id, s.frames}];
+    if (m.call == nullptr) {
+      m.call = s.call;
+      m.frames = s.frames;
+    }
+    m.count += s.count;
+    m.ticks += s.ticks;
+    m.max_ticks = std::max(m.max_ticks, s.max_ticks);
+  }
+  for (const PageableSiteFigures& s : t.pageable_sites) {
+    PageableSiteFigures& m = pageable_sites_[{s.call->id, s.frames}];
+    if (m.call == nullptr) {
+      m.call = s.call;
+      m.frames = s.frames;
+    }
+    m.samples += s.samples;
+    m.copies += s.copies;
+    m.bytes += s.bytes;
+  }
+}
+
+void ExitedThreads::append_to(std::vector<ThreadFigures>* out) const {
+  if (threads() == 0) return;
+  std::vector<ThreadFigures> listed = listed_;
+  std::stable_sort(listed.begin(), listed.end(),
+                   [](const ThreadFigures& a, const ThreadFigures& b) { return lost_ticks(a) > lost_ticks(b); });
+  for (ThreadFigures& t : listed) out->push_back(std::move(t));
+  ThreadFigures others = others_;
+  for (const auto& [id, c] : calls_) others.calls.push_back(c);
+  for (const auto& [key, c] : copies_) others.copies.push_back(c);
+  for (const auto& [key, s] : call_sites_) others.call_sites.push_back(s);
+  for (const auto& [key, s] : pageable_sites_) others.pageable_sites.push_back(s);
+  out->push_back(std::move(others));
+}
+
+}  // namespace ledger
+}  // namespace gpuslack

@@ -1,0 +1,141 @@
+// Note [Fork] (lib/session/session.cc): a forked child never waits for a
+// lock that another thread of its parent held at the fork.
+//
+// Each test runs in a process of its own (forked from the test binary, so
+// the session it starts stays there). In it, another thread takes every lock
+// of gpuslack's that a child could need -- the ledger's, the collectives
+// ledger's and its event pool's, the session's -- and holds them while the
+// main thread forks. The child then does everything a child may do with
+// gpuslack: the atfork handler runs, it records calls and call sites, reads
+// both ledgers, starts a session of its own and formats its summary. It must
+// finish within kChildSeconds; a child that hangs is killed and fails the
+// test.
+//
+// The child of a multi-threaded process starts threads here (its session's
+// reporter), which TSan refuses by default: the test runs with
+// TSAN_OPTIONS=die_after_fork=0 (tests/lib/CMakeLists.txt).
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "ledger/collectives.h"
+#include "ledger/ledger.h"
+#include "session/session.h"
+
+namespace gpuslack {
+namespace {
+
+constexpr double kChildSeconds = 30;
+
+// Ids far from the ones other tests use.
+const ApiCall kCall{110, "forkTestCall", Category::kAllocation};
+const ApiCall* const kCalls[] = {&kCall};
+
+// Waits for `pid` up to `seconds`: its wait status, or -1 if it was still
+// running (then it is killed).
+int wait_for(pid_t pid, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return -2;
+    poll(nullptr, 0, 5);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+// Runs `body` in a process of its own: its exit code, or -1 if it did not exit.
+int in_own_process(const std::function<int()>& body, double seconds) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  int status = wait_for(pid, seconds);
+  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Calls f() from a plain function pointer taking void*.
+void call(void* f) { (*static_cast<std::function<void()>*>(f))(); }
+
+// What a child may do with gpuslack; each step takes a lock the holder held.
+int child_uses_everything() {
+  ledger::record(kCall, 11, CallInfo{});
+  void* frames[2] = {reinterpret_cast<void*>(0x1234), reinterpret_cast<void*>(0x5678)};
+  ledger::record_call_site(kCall, 11, frames, 2);
+  std::vector<ledger::ThreadFigures> snap = ledger::snapshot();
+  // The parent's figures are gone; the child's own are there.
+  if (snap.size() != 1 || snap[0].calls.size() != 1 || snap[0].calls[0].ticks != 11) return 3;
+  ledger::collectives_snapshot();
+  session::start(kCalls, 1);
+  if (session::summary_json().empty()) return 4;
+  return 0;
+}
+
+// Starts a session, has a second thread hold every lock `hold` takes while
+// this thread forks, and gives the child kChildSeconds to run
+// child_uses_everything(). 0 when the child finished in time and passed.
+int fork_while_another_thread_holds(const std::function<void(const std::function<void()>&)>& hold) {
+  session::start(kCalls, 1);  // registers the atfork handler
+  ledger::record(kCall, 5, CallInfo{});
+  std::atomic<int> stage{0};
+  std::thread holder([&] {
+    ledger::record(kCall, 7, CallInfo{});  // its own shard, whose lock it takes too
+    hold([&] {
+      stage = 1;
+      while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  });
+  while (stage.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  pid_t child = fork();
+  if (child == 0) _exit(child_uses_everything());
+  int status = wait_for(child, kChildSeconds);
+  stage = 2;
+  holder.join();
+  if (status == -1) return 10;  // hung
+  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 11;
+}
+
+TEST(Fork, TheChildNeverWaitsForTheLedgersLocks) {
+  EXPECT_EQ(0, in_own_process(
+                   [] {
+                     return fork_while_another_thread_holds([](const std::function<void()>& during) {
+                       std::function<void()> f = during;
+                       ledger::testing::while_holding_locks(call, &f);
+                     });
+                   },
+                   2 * kChildSeconds + 30));
+}
+
+TEST(Fork, TheChildNeverWaitsForTheCollectivesLocks) {
+  EXPECT_EQ(0, in_own_process(
+                   [] {
+                     return fork_while_another_thread_holds([](const std::function<void()>& during) {
+                       std::function<void()> f = during;
+                       ledger::testing::while_holding_collective_locks(call, &f);
+                     });
+                   },
+                   2 * kChildSeconds + 30));
+}
+
+TEST(Fork, TheChildNeverWaitsForTheSessionsLocks) {
+  EXPECT_EQ(0, in_own_process(
+                   [] {
+                     return fork_while_another_thread_holds([](const std::function<void()>& during) {
+                       std::function<void()> f = during;
+                       session::testing::while_holding_locks(call, &f);
+                     });
+                   },
+                   2 * kChildSeconds + 30));
+}
+
+}  // namespace
+}  // namespace gpuslack

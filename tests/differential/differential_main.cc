@@ -342,9 +342,8 @@ int supervise_seeds(const Options& o, int argc, char** argv) {
       continue;
     }
     if (a == "--shrink" || a == "--random") continue;
-    sup.args.push_back(i == 0 ? std::string("/proc/self/exe") : a);
+    sup.args.push_back(a);
   }
-  sup.args[0] = argv[0];
   std::vector<uint64_t> seeds = o.seeds;
   uint64_t next = 0;
   if (o.random) {
@@ -352,6 +351,7 @@ int supervise_seeds(const Options& o, int argc, char** argv) {
     next = (static_cast<uint64_t>(rd()) << 20) ^ rd();
   }
   const auto t0 = std::chrono::steady_clock::now();
+  size_t runs = 0;
   for (size_t k = 0;; ++k) {
     uint64_t seed;
     if (o.random) {
@@ -362,8 +362,10 @@ int supervise_seeds(const Options& o, int argc, char** argv) {
       seed = seeds[k];
     }
     if (int rc = supervise(sup, generate(o.shape, seed))) return rc;
+    ++runs;
   }
-  std::printf("differential: mode %s: every seed equal (%.1f s)\n", o.mode.c_str(), seconds_since(t0));
+  std::printf("differential: mode %s: every seed equal (%zu seeds, %.1f s)\n", o.mode.c_str(), runs,
+              seconds_since(t0));
   return 0;
 }
 

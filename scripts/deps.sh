@@ -5,7 +5,8 @@
 #   - Debian packages: compilers (GCC; clang for the fuzz target), CMake, Ninja,
 #     GoogleTest, Google Benchmark, pytest with setuptools and wheel (the
 #     Python package's tests, tests/python),
-#     spdlog and fmt (header-only use), binutils (the export test), dpkg-dev
+#     spdlog and fmt (header-only use), binutils (the export test), util-linux
+#     (setpriv, for the setuid test), dpkg-dev
 #     (apt-get source). Installed only when missing, so a warm machine never
 #     touches the network.
 #   - abseil-cpp and jemalloc, from their Debian source packages: Debian's
@@ -30,7 +31,7 @@ log() { printf 'deps: %s\n' "$*" >&2; }
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # --- Debian packages -------------------------------------------------------
-PACKAGES=(g++ make cmake ninja-build pkg-config binutils dpkg-dev bzip2 xz-utils
+PACKAGES=(g++ make cmake ninja-build pkg-config binutils dpkg-dev bzip2 xz-utils util-linux
           libgtest-dev libgmock-dev libbenchmark-dev libspdlog-dev libfmt-dev
           python3 python3-jsonschema python3-pytest python3-setuptools python3-wheel
           clang libclang-rt-14-dev)

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "pin/staged_copy.h"
+#include "stage/staged_copy.h"
 
 namespace {
 

@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
   if (cudaSetDevice(0) != cudaSuccess) die("no CUDA device");
   size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) die("cudaMemGetInfo failed");
-  uint64_t reserve = total + total / 8;  // as libgpuslack.so reserves (alloc/vmm.cc)
+  uint64_t reserve = total + total / 8;  // as libgpuslack.so reserves (alloc/process_allocators.cc)
 
   if (tsv) {
     std::printf("trace\tevents\tideal_peak\tpeak_allocated\tpeak_reserved\tutilization\tgranules_mapped\t"

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "alloc/stream_registry.h"
-#include "alloc/vmm.h"
+#include "sync/stream_registry.h"
+#include "alloc/process_allocators.h"
 #include "pin/process_heap.h"
 #include "cuda/runtime_api.h"
 #include "session_start.h"

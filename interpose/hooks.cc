@@ -29,7 +29,7 @@
 #include "hook_table.h"
 #include "nccl_hook_table.h"
 #include "ledger/backtrace.h"
-#include "ledger/clock.h"
+#include "base/clock.h"
 #include "ledger/ledger.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
@@ -162,7 +162,7 @@ void ensure_session() {
 }  // namespace interpose
 }  // namespace gpuslack
 
-#include "routes.h"
+#include "routes.inc"
 
 #define GPUSLACK_DEFINE_HOOK(lib, sym, ret, params, args, cat, bytes, info, track)           \
   extern "C" __attribute__((visibility("default"))) ret sym params {                          \

@@ -1,5 +1,5 @@
 // The `track` column of nccl_hook_table.h: what the collectives ledger
-// (ledger/collectives.h) and the communicator table (ledger/communicators.h)
+// (nccl/collectives.h) and the communicator table (nccl/communicators.h)
 // do around one NCCL call. The generator in hooks.cc calls
 //   auto t = track_begin(<track expression>);   // before the real call, untimed
 //   track_end(t, result, ticks);                // after it, untimed
@@ -14,8 +14,8 @@
 
 #include <cstdint>
 
-#include "ledger/collectives.h"
-#include "ledger/communicators.h"
+#include "nccl/collectives.h"
+#include "nccl/communicators.h"
 
 namespace gpuslack {
 namespace interpose {

@@ -1,5 +1,5 @@
 // Route: how a hook takes a call somewhere else before (or instead of) the
-// real function. routes.h lists which hooks do, and why.
+// real function. routes.inc lists which hooks do, and why.
 //
 // The generator (hooks.cc) calls route<id>(real) args: by default that is
 // the real function itself; a specialization, made with GPUSLACK_ROUTE or
@@ -7,7 +7,7 @@
 // NVTX and the ledger wrap routed calls exactly as forwarded ones, so the
 // summary shows what the application waited for either way.
 //
-// Included through routes.h by hooks.cc only, after the tables are
+// Included through routes.inc by hooks.cc only, after the tables are
 // expanded (the routes name their ids and slots).
 #pragma once
 
@@ -48,7 +48,7 @@ using MemGetInfoFn = cudaError_t (*)(size_t*, size_t*);
 
 // Expanded inside namespace gpuslack::interpose::{anonymous}, where Route
 // is; Fn and fn must hold no comma outside parentheses (name a function
-// type with a using-alias first). routes.h undefines both.
+// type with a using-alias first). routes.inc undefines both.
 // `sym` (of type Fn) goes to `fn`.
 #define GPUSLACK_ROUTE(sym, Fn, fn)   \
   template <>                         \

@@ -63,8 +63,8 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
-#include "alloc/absl_containers.h"
-#include "alloc/range_set.h"
+#include "base/absl_containers.h"
+#include "base/range_set.h"
 
 namespace gpuslack {
 namespace alloc {

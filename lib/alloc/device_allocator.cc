@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "alloc/stream_registry.h"
+#include "sync/stream_registry.h"
 #include "log/log.h"
 
 namespace gpuslack {

@@ -48,7 +48,7 @@
 #include "alloc/allocator_mutex.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
-#include "alloc/free_epochs.h"
+#include "sync/free_epochs.h"
 #include "alloc/reservation.h"
 #include "alloc/stream_cache.h"
 #include "alloc/timeline.h"

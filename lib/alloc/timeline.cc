@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ledger/clock.h"
+#include "base/clock.h"
 
 namespace gpuslack {
 namespace alloc {

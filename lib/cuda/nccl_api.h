@@ -4,7 +4,7 @@
 // ncclSystemError.
 //
 // Used on slow paths only: the first collective seen on a communicator
-// (ledger/communicators.h) and report time (the version).
+// (nccl/communicators.h) and report time (the version).
 //
 // Thread safety: any thread.
 #pragma once

@@ -32,7 +32,7 @@ void invalidate_pointer_kinds();
 // the same invalidation). False when the range runs past it, and when that
 // cannot be told (no driver, an address the driver does not know): the
 // caller then leaves the call to the runtime, which answers for it.
-// Memory of gpuslack's VMM allocator is not for this (alloc/vmm.h checks
+// Memory of gpuslack's VMM allocator is not for this (alloc/process_allocators.h checks
 // its blocks): the driver knows its mappings, not its blocks.
 bool within_allocation(const void* p, size_t bytes);
 

@@ -19,7 +19,7 @@ cudaError_t get_last_error();
 cudaError_t driver_get_version(int* version);
 
 // Devices, events and capture state: the collectives' GPU timing
-// (ledger/collective_events.h) and the allocator's free epochs. gpuslack
+// (nccl/collective_events.h) and the allocator's free epochs. gpuslack
 // polls events; the two waiting calls serve only the stalls the README
 // documents (free_sync, and an allocation that must wait for pending frees).
 cudaError_t get_device(int* device);
@@ -38,7 +38,7 @@ cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* st
 cudaError_t host_alloc(void** p, size_t size, unsigned int flags);
 cudaError_t free_host(void* p);
 
-// Staged copies (pin/staged_copy.h): the copies in and out of staging
+// Staged copies (stage/staged_copy.h): the copies in and out of staging
 // memory (which comes from host_alloc above), and the stream queries the
 // copies need. A `stream` here is a real handle: the per-thread default
 // stream is cudaStreamPerThread, never 0.

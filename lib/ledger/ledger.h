@@ -48,7 +48,7 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames);
 
 // Records a sample of pageable copies (Note [Pageable call sites] in
-// pin/staged_copy.cc): `bytes` and `copies` made by the calling thread since
+// stage/staged_copy.cc): `bytes` and `copies` made by the calling thread since
 // its previous sample, attributed to the call site `frames` of `call`.
 void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames);
 

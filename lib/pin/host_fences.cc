@@ -4,7 +4,7 @@
 
 #include "cuda/driver_api.h"
 #include "cuda/runtime_api.h"
-#include "ledger/clock.h"
+#include "base/clock.h"
 
 namespace gpuslack {
 namespace pin {

@@ -2,7 +2,7 @@
 // using them.
 //
 // The rule is the device allocator's (Note [Freeing without synchronizing]
-// in alloc/free_epochs.h): cudaFreeHost waits for the device so that memory
+// in sync/free_epochs.h): cudaFreeHost waits for the device so that memory
 // a queued copy still reads or writes is never handed out again; the heap
 // keeps the guarantee without the wait. Freed blocks are batched; closing
 // the batch records one event on each fence stream (alloc/
@@ -32,7 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "alloc/free_epochs.h"
+#include "sync/free_epochs.h"
 
 namespace gpuslack {
 namespace pin {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cuda/runtime_api.h"
-#include "ledger/clock.h"
+#include "base/clock.h"
 #include "log/log.h"
 
 namespace gpuslack {

@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <map>
 
-#include "alloc/range_set.h"
+#include "base/range_set.h"
 
 namespace gpuslack {
 namespace pin {

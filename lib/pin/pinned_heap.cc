@@ -4,9 +4,9 @@
 
 #include <thread>
 
-#include "alloc/stream_registry.h"
+#include "sync/stream_registry.h"
 #include "cuda/runtime_api.h"
-#include "ledger/clock.h"
+#include "base/clock.h"
 #include "log/log.h"
 
 namespace gpuslack {

@@ -1,5 +1,5 @@
 // PinnedHeap: a caching heap of pinned (page-locked) host memory, for
-// cudaMallocHost/cudaHostAlloc/cudaFreeHost (interpose/routes_pinned.h)
+// cudaMallocHost/cudaHostAlloc/cudaFreeHost (interpose/routes_pinned.inc)
 // and for gpuslack's own staging blocks.
 //
 // Why: the runtime's cudaHostAlloc pins every page of every allocation
@@ -11,7 +11,7 @@
 // be using it.
 //
 // The reuse contract (Note [Freeing without synchronizing] in
-// alloc/free_epochs.h, applied to host memory, host_fences.h): free(p)
+// sync/free_epochs.h, applied to host memory, host_fences.h): free(p)
 // returns at once; the block joins a batch, and the batch is fenced by
 // events recorded on every fence stream of every device in use (when it
 // holds kEpochBlocks blocks or kEpochBytes bytes, or when an allocation

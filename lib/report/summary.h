@@ -17,11 +17,11 @@
 #include "alloc/device_stats.h"
 #include "alloc/timeline.h"
 #include "ledger/api_call.h"
-#include "ledger/collectives.h"
-#include "ledger/communicators.h"
+#include "nccl/collectives.h"
+#include "nccl/communicators.h"
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
-#include "pin/staging_stats.h"
+#include "stage/staging_stats.h"
 
 namespace gpuslack {
 namespace report {
@@ -83,7 +83,7 @@ struct OtherThreadsRow {
 // One (operation, datatype, log2 size bucket, communicator size) of NCCL
 // calls. GPU figures come from the timed calls only (collective_timing_every);
 // algbw = bytes / GPU time of the timed calls, busbw = algbw × nccl-tests'
-// factor (ledger/collectives.h).
+// factor (nccl/collectives.h).
 struct CollectiveRow {
   std::string op;        // "all-reduce", ...
   std::string datatype;  // "float32", ...
@@ -130,7 +130,7 @@ struct AllocatorRow {
 };
 
 // One call site of pageable copies ("pin these buffers"), from the ledger's
-// byte-sampled sites (Note [Pageable call sites] in pin/staged_copy.cc):
+// byte-sampled sites (Note [Pageable call sites] in stage/staged_copy.cc):
 // copies and bytes are what its samples stand for, an estimate.
 struct PageableSiteRow {
   std::string api;
@@ -141,7 +141,7 @@ struct PageableSiteRow {
 };
 
 // Copies between device and pageable host memory, and gpuslack's staging of
-// them (pin/staging_stats.h says what each figure means).
+// them (stage/staging_stats.h says what each figure means).
 struct StagingSection {
   bool present = false;  // a pageable copy was seen
   pin::StagingStats stats;

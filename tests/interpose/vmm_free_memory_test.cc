@@ -4,7 +4,7 @@
 // "cudaMemGetInfo"), an allocation after cudaDeviceSynchronize reuses what
 // was freed before it, and an allocation gpuslack passes to the runtime
 // gets back the memory gpuslack holds (Note [Retrying a pass-through
-// allocation] in interpose/routes_passthrough.h), with the result and the
+// allocation] in interpose/routes_passthrough.inc), with the result and the
 // last error the runtime alone would give.
 //
 // The test links the simulated runtime and dlopen()s libgpuslack.so: the

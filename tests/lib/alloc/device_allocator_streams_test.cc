@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "alloc/device_allocator.h"
-#include "alloc/stream_registry.h"
-#include "alloc/vmm.h"
+#include "sync/stream_registry.h"
+#include "alloc/process_allocators.h"
 #include "cuda/driver_api.h"
 #include "gpusim.h"
 #include "sim_driver.h"

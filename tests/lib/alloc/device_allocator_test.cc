@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "alloc/stream_registry.h"
+#include "sync/stream_registry.h"
 #include "cuda/driver_api.h"
 #include "gpusim.h"
 #include "sim_driver.h"

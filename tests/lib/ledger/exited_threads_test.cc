@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "ledger/collectives.h"
+#include "nccl/collectives.h"
 #include "ledger/ledger.h"
 #include "report/json.h"
 #include "report/summary.h"

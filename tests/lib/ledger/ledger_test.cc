@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "ledger/clock.h"
+#include "base/clock.h"
 
 namespace gpuslack {
 namespace ledger {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "alloc/stream_registry.h"
+#include "sync/stream_registry.h"
 #include "gpusim.h"
 
 namespace gpuslack {

@@ -26,7 +26,7 @@
 #include <functional>
 #include <thread>
 
-#include "ledger/collectives.h"
+#include "nccl/collectives.h"
 #include "ledger/ledger.h"
 #include "session/session.h"
 

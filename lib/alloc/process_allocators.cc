@@ -1,0 +1,130 @@
+#include "alloc/process_allocators.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "config/options.h"
+#include "cuda/driver_api.h"
+#include "log/log.h"
+
+namespace gpuslack {
+namespace alloc {
+namespace {
+
+std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
+// 1 + the highest device with an allocator (0: none): owner() looks no
+// further, so with the native allocator it is one load.
+std::atomic<int> g_slots_used{0};
+std::atomic<bool> g_refused[kMaxDevices];
+std::mutex g_make_mu;
+std::atomic<uint64_t> g_peers[kMaxDevices];
+std::atomic<uint64_t> g_total[kMaxDevices];  // device memory, set when its allocator is made  // by owner: bit i = device i may access it
+
+__attribute__((noinline, cold)) DeviceAllocator* make(int device) {
+  std::lock_guard<std::mutex> lock(g_make_mu);
+  if (DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire)) return a;
+  if (g_refused[device].load()) return nullptr;
+  const cuda::DriverApi* api = cuda::driver();
+  auto refuse = [&](const std::string& why) -> DeviceAllocator* {
+    log::warn("device {}: the VMM allocator is off ({}); cudaMalloc/cudaFree pass through", device, why);
+    g_refused[device].store(true);
+    return nullptr;
+  };
+  if (!api) return refuse(cuda::why_no_driver());
+  CUdevice dev;
+  size_t total = 0;
+  if (api->device_get(&dev, device) != CUDA_SUCCESS) return refuse("no such device");
+  {
+    // cuMemGetInfo answers for the current context's device: the runtime
+    // made the caller's device current.
+    size_t free_bytes = 0;
+    if (api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS || total == 0)
+      return refuse("cuMemGetInfo failed");
+  }
+  uint64_t cache_limit = static_cast<uint64_t>(options().cache_limit_mb) << 20;
+  uint64_t map_chunk = static_cast<uint64_t>(options().map_chunk_mb > 0 ? options().map_chunk_mb : 0) << 20;
+  auto* a = new DeviceAllocator(api, device, total + total / 8, cache_limit, map_chunk);
+  if (!a->ok()) {
+    std::string why = a->why();
+    delete a;
+    return refuse(why);
+  }
+  g_total[device].store(total);
+  uint64_t peers = g_peers[device].load();
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (peers & (1ull << d)) a->grant_peer(d);
+  if (g_slots_used.load() <= device) g_slots_used.store(device + 1, std::memory_order_release);
+  g_allocators[device].store(a, std::memory_order_release);
+  log::info("device {}: VMM allocator over {} bytes of address space", device, total + total / 8);
+  return a;
+}
+
+}  // namespace
+
+bool vmm_selected() {
+  static const bool selected = options().allocator == "vmm";
+  return selected;
+}
+
+DeviceAllocator* device_allocator(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire);
+  return a ? a : make(device);
+}
+
+DeviceAllocator* existing_allocator(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  return g_allocators[device].load(std::memory_order_acquire);
+}
+
+std::optional<cudaStream_t> ordered_stream(cudaStream_t s, bool per_thread_default) {
+  if (s == cudaStreamPerThread || (s == nullptr && per_thread_default)) return std::nullopt;
+  if (s == cudaStreamLegacy) return nullptr;
+  return s;
+}
+
+bool set_memory_fraction(int device, double fraction) {
+  if (!(fraction > 0 && fraction <= 1)) return false;
+  DeviceAllocator* a = device_allocator(device);
+  if (!a) return false;
+  a->set_limit(static_cast<uint64_t>(fraction * static_cast<double>(g_total[device].load())));
+  return true;
+}
+
+void peer_access_enabled(int accessor, int owner) {
+  if (accessor < 0 || accessor >= kMaxDevices || owner < 0 || owner >= kMaxDevices) return;
+  // Under the make mutex: an allocator being made now sees the bit.
+  std::lock_guard<std::mutex> lock(g_make_mu);
+  g_peers[owner].fetch_or(1ull << accessor);
+  if (DeviceAllocator* a = g_allocators[owner].load(std::memory_order_acquire)) a->grant_peer(accessor);
+}
+
+void forget_stream(cudaStream_t stream) {
+  for (auto& slot : g_allocators)
+    if (DeviceAllocator* a = slot.load(std::memory_order_acquire)) a->forget_stream(stream);
+}
+
+uint64_t trim_all() {
+  uint64_t released = 0;
+  for (auto& slot : g_allocators)
+    if (DeviceAllocator* a = slot.load(std::memory_order_acquire)) released += a->trim();
+  return released;
+}
+
+DeviceAllocator* owner(const void* p) {
+  int n = g_slots_used.load(std::memory_order_acquire);
+  for (int d = 0; d < n; ++d) {
+    DeviceAllocator* a = g_allocators[d].load(std::memory_order_acquire);
+    if (a && a->owns(p)) return a;
+  }
+  return nullptr;
+}
+
+VmmRange vmm_range(const void* p, size_t bytes) {
+  DeviceAllocator* a = owner(p);
+  if (!a) return VmmRange::kNotVmm;
+  return a->holds_range(p, bytes) ? VmmRange::kInside : VmmRange::kOutside;
+}
+
+}  // namespace alloc
+}  // namespace gpuslack

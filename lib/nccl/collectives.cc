@@ -1,0 +1,607 @@
+// See collectives.h. One shard per live thread that makes a collective,
+// taken on its first one (like ledger.cc's shards: Note [Exited threads] in
+// ledger/ledger.h). A shard holds:
+//   - the cell table: open-addressed by key, keys and hot counters written
+//     only by the owner thread (relaxed stores), read by reports;
+//   - the GPU figures of each cell and the pending ring, guarded by `mu`
+//     (owner's timed calls and reports only);
+//   - group state and per-op call counters, touched by the owner only.
+// When its thread exits, a shard's cells are merged into the exited
+// threads' rows (by key), its timed calls still in flight move to a bounded
+// ring of their own (resolved by later reports; past kOrphans they count
+// as dropped), and the shard goes on the free list. A shard is live while
+// its `generation` is the ledger's; a fork moves the ledger to a new one
+// (after_fork_child), leaving the parent's shards behind unread.
+#include "nccl/collectives.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <vector>
+
+#include "cuda/runtime_api.h"
+#include "nccl/collective_events.h"
+#include "nccl/communicators.h"
+
+namespace gpuslack {
+namespace ledger {
+namespace {
+
+using Counter = std::atomic<uint64_t>;
+inline void add(Counter& c, uint64_t v) { c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); }
+inline uint64_t read(const Counter& c) { return c.load(std::memory_order_relaxed); }
+
+constexpr int kCells = 256;
+constexpr int kPending = 32;
+constexpr int kPerPending = 16;  // members of one group on one stream
+constexpr int kMembers = 64;     // members of one group
+
+struct Cell {
+  std::atomic<uint32_t> key{0};  // key + 1; 0: empty
+  Counter count{0}, bytes{0}, host_ticks{0}, captured{0};
+  // Guarded by Shard::mu.
+  uint64_t timed = 0, timed_bytes = 0;
+  double gpu_s = 0;
+  Histogram gpu_ns;
+};
+
+struct Pending {
+  bool used = false;
+  int device = -1;
+  cudaEvent_t start = nullptr, end = nullptr;
+  int n = 0;
+  uint16_t cell[kPerPending];
+  uint64_t bytes[kPerPending];
+};
+
+struct Member {
+  uint16_t cell;
+  uint64_t bytes;
+  cudaStream_t stream;
+  int device;
+};
+
+struct Shard {
+  Shard* next = nullptr;       // every shard made: g_shards
+  Shard* next_free = nullptr;  // guarded by g_free_mu
+  std::atomic<uint32_t> generation{0};  // the ledger's while owned; 0 when free
+  Cell cells[kCells];
+  Counter untracked{0};
+  // Owner only.
+  uint32_t op_calls[kCollectiveOpCount] = {};
+  uint32_t groups = 0;
+  int depth = 0;
+  int n_members = 0;
+  bool members_overflow = false;
+  Member members[kMembers];
+  // Guarded by mu.
+  std::mutex mu;
+  Pending pending[kPending];
+  uint64_t dropped = 0;
+};
+
+std::atomic<Shard*> g_shards{nullptr};
+std::atomic<size_t> g_shard_count{0};
+std::atomic<uint32_t> g_generation{1};
+std::atomic<int> g_every{8};
+thread_local Shard* t_shard = nullptr;
+
+std::mutex g_free_mu;
+Shard* g_free = nullptr;  // guarded by g_free_mu
+
+// A timed call whose thread exited before the GPU finished it.
+struct Orphan {
+  int device = -1;
+  cudaEvent_t start = nullptr, end = nullptr;
+  int n = 0;
+  uint32_t key[kPerPending];
+  uint64_t bytes[kPerPending];
+};
+constexpr int kOrphans = 64;
+
+// What exited threads left: their cells merged by key, their timed calls in
+// flight, and their counts of untracked and dropped calls.
+struct Exited {
+  std::map<uint32_t, CollectiveFigures> rows;  // by key
+  std::vector<Orphan> orphans;                 // at most kOrphans
+  uint64_t untracked = 0;
+  uint64_t dropped = 0;
+};
+
+// Guards g_exited and the moment a shard leaves; reports hold it while they
+// read. Taken before a shard's mu, never after.
+std::mutex g_fold_mu;
+Exited* g_exited = nullptr;  // guarded by g_fold_mu; made on first exit
+
+pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+pthread_key_t g_key;
+std::atomic<bool> g_key_made{false};
+
+void on_thread_exit(void* shard);
+void make_key() { g_key_made.store(pthread_key_create(&g_key, on_thread_exit) == 0, std::memory_order_release); }
+
+__attribute__((noinline, cold)) Shard* take_shard() {
+  pthread_once(&g_key_once, make_key);
+  Shard* s = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_free_mu);
+    if (g_free) {
+      s = g_free;
+      g_free = s->next_free;
+      s->next_free = nullptr;
+    }
+  }
+  if (!s) {
+    s = new (std::nothrow) Shard();  // reachable from g_shards forever
+    if (!s) return nullptr;
+    Shard* head = g_shards.load(std::memory_order_relaxed);
+    do {
+      s->next = head;
+    } while (!g_shards.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
+    g_shard_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  s->generation.store(g_generation.load(std::memory_order_relaxed), std::memory_order_release);
+  if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_key, s);
+  return s;
+}
+
+inline Shard* my_shard() {
+  Shard* s = t_shard;
+  if (__builtin_expect(s == nullptr, 0)) s = t_shard = take_shard();
+  return s;
+}
+
+bool live(const Shard& s, uint32_t generation) {
+  return s.generation.load(std::memory_order_acquire) == generation;
+}
+
+constexpr uint32_t pack(CollectiveOp op, int datatype, int bucket, int nranks) {
+  return static_cast<uint32_t>(op) | (static_cast<uint32_t>(datatype & 0xF) << 4) |
+         (static_cast<uint32_t>(bucket & 0x3F) << 8) | (static_cast<uint32_t>(std::min(nranks, 0xFFFF)) << 14);
+}
+
+// The owner's cell for `key`, made if new; -1 when the table is full.
+int cell_of(Shard* s, uint32_t key) {
+  uint32_t stored = key + 1;
+  size_t home = (stored * 0x9E3779B1u) >> 24;  // 8 bits: kCells == 256
+  for (int i = 0; i < kCells; ++i) {
+    Cell& c = s->cells[(home + i) % kCells];
+    uint32_t k = c.key.load(std::memory_order_relaxed);
+    if (k == stored) return static_cast<int>((home + i) % kCells);
+    if (k == 0) {
+      c.key.store(stored, std::memory_order_release);
+      return static_cast<int>((home + i) % kCells);
+    }
+  }
+  return -1;
+}
+
+// Our CUDA calls must not leave an error where the application would read
+// it: with none pending before, whatever ours left is cleared.
+struct LastErrorGuard {
+  cudaError_t before = cuda::peek_at_last_error();
+  ~LastErrorGuard() {
+    if (before == cudaSuccess && cuda::peek_at_last_error() != cudaSuccess) cuda::get_last_error();
+  }
+};
+
+cudaEvent_t record_on(int device, cudaStream_t stream) {
+  cudaEvent_t e = acquire_event(device);
+  if (e && cuda::event_record(e, stream) != cudaSuccess) {
+    release_event(device, e);
+    e = nullptr;
+  }
+  return e;
+}
+
+// Whether the pair timing a call has finished (never waits): then `*ms` is
+// its GPU time, or -1 when it cannot be known (an aborted communicator).
+bool pair_finished(cudaEvent_t start, cudaEvent_t end, float* ms) {
+  cudaError_t q = cuda::event_query(end);
+  if (q == cudaErrorNotReady) return false;
+  if (q != cudaSuccess || cuda::event_elapsed_ms(ms, start, end) != cudaSuccess || *ms < 0) *ms = -1;
+  return true;
+}
+
+// The seconds of member `i` of a pair that took `ms`: shared by bytes.
+double member_seconds(float ms, int n, const uint64_t* bytes, int i) {
+  uint64_t total = 0;
+  for (int k = 0; k < n; ++k) total += bytes[k];
+  double share = total > 0 ? static_cast<double>(bytes[i]) / static_cast<double>(total) : 1.0 / n;
+  return ms * 1e-3 * share;
+}
+
+// Resolves what has finished; never waits. Caller holds s->mu.
+void poll_locked(Shard* s) {
+  for (Pending& p : s->pending) {
+    if (!p.used) continue;
+    float ms = 0;
+    if (!pair_finished(p.start, p.end, &ms)) continue;
+    if (ms < 0) {
+      ++s->dropped;
+    } else {
+      for (int i = 0; i < p.n; ++i) {
+        double sec = member_seconds(ms, p.n, p.bytes, i);
+        Cell& c = s->cells[p.cell[i]];
+        ++c.timed;
+        c.timed_bytes += p.bytes[i];
+        c.gpu_s += sec;
+        c.gpu_ns.add(static_cast<uint64_t>(sec * 1e9));
+      }
+    }
+    release_event(p.device, p.start);
+    release_event(p.device, p.end);
+    p = Pending{};
+  }
+}
+
+// Queues a recorded pair; false when the ring is full.
+bool push_pending(Shard* s, int device, cudaEvent_t start, cudaEvent_t end, int n, const uint16_t* cells,
+                  const uint64_t* bytes) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  poll_locked(s);
+  for (Pending& p : s->pending) {
+    if (p.used) continue;
+    p.used = true;
+    p.device = device;
+    p.start = start;
+    p.end = end;
+    p.n = n;
+    std::copy(cells, cells + n, p.cell);
+    std::copy(bytes, bytes + n, p.bytes);
+    return true;
+  }
+  return false;
+}
+
+bool is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (stream == nullptr || stream == cudaStreamLegacy) {
+    // The legacy stream answers an error while another stream captures.
+    LastErrorGuard guard;
+    if (cuda::stream_is_capturing(stream, &st) != cudaSuccess) return true;
+    return st != cudaStreamCaptureStatusNone;
+  }
+  return cuda::stream_is_capturing(stream, &st) == cudaSuccess && st != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
+
+void set_collective_timing_every(int n) { g_every.store(n < 1 ? 1 : n, std::memory_order_relaxed); }
+
+CollectiveTrack collective_begin(const Collective& c) {
+  CollectiveTrack t;
+  Shard* s = my_shard();
+  if (__builtin_expect(s == nullptr, 0)) return t;
+  t.active = true;
+  CommInfo ci = comm_info(c.comm);
+  t.bytes = collective_bytes(c.op, c.count, datatype_size(c.datatype), ci.nranks);
+  t.key = pack(c.op, c.datatype, Histogram::bucket_of(t.bytes), ci.nranks);
+  t.stream = c.stream;
+  t.device = ci.device;
+  t.captured = is_capturing(c.stream);
+  t.in_group = s->depth > 0;
+  if (t.in_group || t.captured) return t;
+  uint32_t n = s->op_calls[static_cast<int>(c.op)]++;
+  if (n % static_cast<uint32_t>(g_every.load(std::memory_order_relaxed)) != 0) return t;
+  LastErrorGuard guard;
+  t.start = record_on(t.device, c.stream);
+  return t;
+}
+
+void collective_end(CollectiveTrack& t, bool issued, uint64_t ticks) {
+  if (!t.active) return;
+  Shard* s = t_shard;
+  if (!issued) {
+    release_event(t.device, t.start);
+    return;
+  }
+  int cell = cell_of(s, t.key);
+  if (cell < 0) {
+    add(s->untracked, 1);
+    release_event(t.device, t.start);
+    return;
+  }
+  Cell& c = s->cells[cell];
+  add(c.count, 1);
+  add(c.bytes, t.bytes);
+  add(c.host_ticks, ticks);
+  if (t.captured) add(c.captured, 1);
+  if (t.in_group) {
+    if (t.captured) return;
+    if (s->n_members < kMembers)
+      s->members[s->n_members++] = {static_cast<uint16_t>(cell), t.bytes, t.stream, t.device};
+    else
+      s->members_overflow = true;
+    return;
+  }
+  if (!t.start) return;
+  LastErrorGuard guard;
+  cudaEvent_t end = record_on(t.device, t.stream);
+  uint16_t cells[1] = {static_cast<uint16_t>(cell)};
+  uint64_t bytes[1] = {t.bytes};
+  if (!end || !push_pending(s, t.device, t.start, end, 1, cells, bytes)) {
+    release_event(t.device, t.start);
+    release_event(t.device, end);
+  }
+}
+
+void group_started(bool ok) {
+  Shard* s = my_shard();
+  if (s && ok) ++s->depth;
+}
+
+GroupTrack group_end_begin() {
+  GroupTrack g;
+  Shard* s = my_shard();
+  if (!s || s->depth != 1) return g;
+  g.outermost = true;
+  if (s->n_members == 0 || s->members_overflow) return g;
+  if (s->groups++ % static_cast<uint32_t>(g_every.load(std::memory_order_relaxed)) != 0) return g;
+  for (int i = 0; i < s->n_members; ++i) {
+    const Member& m = s->members[i];
+    bool seen = false;
+    for (int k = 0; k < g.n_streams; ++k) seen = seen || g.streams[k] == m.stream;
+    if (seen) continue;
+    if (g.n_streams == 8) return g;  // too many streams: untimed
+    g.streams[g.n_streams] = m.stream;
+    g.devices[g.n_streams++] = m.device;
+  }
+  LastErrorGuard guard;
+  for (int k = 0; k < g.n_streams; ++k) g.starts[k] = record_on(g.devices[k], g.streams[k]);
+  g.timed = true;
+  return g;
+}
+
+void group_end_finish(GroupTrack& g, bool issued) {
+  Shard* s = t_shard;
+  if (!s) return;
+  if (s->depth > 0) --s->depth;
+  if (!g.outermost) return;
+  if (g.timed) {
+    LastErrorGuard guard;
+    for (int k = 0; k < g.n_streams; ++k) {
+      uint16_t cells[kPerPending];
+      uint64_t bytes[kPerPending];
+      int n = 0;
+      bool fits = true;
+      for (int i = 0; i < s->n_members; ++i) {
+        if (s->members[i].stream != g.streams[k]) continue;
+        if (n == kPerPending) {
+          fits = false;
+          break;
+        }
+        cells[n] = s->members[i].cell;
+        bytes[n++] = s->members[i].bytes;
+      }
+      cudaEvent_t end = issued && fits && g.starts[k] ? record_on(g.devices[k], g.streams[k]) : nullptr;
+      if (!end || !push_pending(s, g.devices[k], g.starts[k], end, n, cells, bytes)) {
+        release_event(g.devices[k], g.starts[k]);
+        release_event(g.devices[k], end);
+      }
+    }
+  }
+  s->n_members = 0;
+  s->members_overflow = false;
+}
+
+namespace {
+
+CollectiveFigures& row_of(std::map<uint32_t, CollectiveFigures>& rows, uint32_t key) {
+  CollectiveFigures& f = rows[key];
+  f.op = static_cast<CollectiveOp>(key & 0xF);
+  f.datatype = static_cast<int>((key >> 4) & 0xF);
+  f.bucket = static_cast<int>((key >> 8) & 0x3F);
+  f.nranks = static_cast<int>(key >> 14);
+  return f;
+}
+
+// Adds a shard's cells to `rows`. Caller holds s->mu.
+void merge_cells_locked(const Shard& s, std::map<uint32_t, CollectiveFigures>& rows) {
+  for (const Cell& c : s.cells) {
+    uint32_t k = c.key.load(std::memory_order_acquire);
+    if (k == 0 || read(c.count) == 0) continue;
+    CollectiveFigures& f = row_of(rows, k - 1);
+    f.count += read(c.count);
+    f.bytes += read(c.bytes);
+    f.host_ticks += read(c.host_ticks);
+    f.captured += read(c.captured);
+    f.timed += c.timed;
+    f.timed_bytes += c.timed_bytes;
+    f.gpu_s += c.gpu_s;
+    f.gpu_ns.merge(c.gpu_ns);
+  }
+}
+
+// Resolves exited threads' timed calls that have finished. Caller holds g_fold_mu.
+void poll_orphans_locked(Exited& e) {
+  for (size_t i = 0; i < e.orphans.size();) {
+    Orphan& o = e.orphans[i];
+    float ms = 0;
+    if (!pair_finished(o.start, o.end, &ms)) {
+      ++i;
+      continue;
+    }
+    if (ms < 0) {
+      ++e.dropped;
+    } else {
+      for (int m = 0; m < o.n; ++m) {
+        double sec = member_seconds(ms, o.n, o.bytes, m);
+        CollectiveFigures& f = row_of(e.rows, o.key[m]);
+        ++f.timed;
+        f.timed_bytes += o.bytes[m];
+        f.gpu_s += sec;
+        f.gpu_ns.add(static_cast<uint64_t>(sec * 1e9));
+      }
+    }
+    release_event(o.device, o.start);
+    release_event(o.device, o.end);
+    e.orphans.erase(e.orphans.begin() + static_cast<long>(i));
+  }
+}
+
+// Empties a shard for its next thread. Caller holds s->mu; its owner is gone.
+void zero_locked(Shard& s) {
+  for (Cell& c : s.cells) {
+    c.key.store(0, std::memory_order_relaxed);
+    c.count.store(0, std::memory_order_relaxed);
+    c.bytes.store(0, std::memory_order_relaxed);
+    c.host_ticks.store(0, std::memory_order_relaxed);
+    c.captured.store(0, std::memory_order_relaxed);
+    c.timed = c.timed_bytes = 0;
+    c.gpu_s = 0;
+    c.gpu_ns = Histogram{};
+  }
+  for (Pending& p : s.pending) p = Pending{};
+  s.untracked.store(0, std::memory_order_relaxed);
+  s.dropped = 0;
+  std::fill(std::begin(s.op_calls), std::end(s.op_calls), 0u);
+  s.groups = 0;
+  s.depth = s.n_members = 0;
+  s.members_overflow = false;
+}
+
+// The key's destructor, on the exiting thread.
+void on_thread_exit(void* shard) {
+  auto* s = static_cast<Shard*>(shard);
+  if (t_shard == s) t_shard = nullptr;
+  {
+    std::lock_guard<std::mutex> fold(g_fold_mu);
+    if (!live(*s, g_generation.load(std::memory_order_relaxed))) return;  // left behind by a fork
+    if (!g_exited) g_exited = new Exited();  // reachable through g_exited
+    Exited& e = *g_exited;
+    std::lock_guard<std::mutex> lock(s->mu);
+    // CUDA calls at a thread's exit only when it has timed calls in flight.
+    bool in_flight = std::any_of(std::begin(s->pending), std::end(s->pending), [](const Pending& p) { return p.used; });
+    std::optional<LastErrorGuard> guard;
+    if (in_flight) {
+      guard.emplace();
+      poll_locked(s);
+    }
+    merge_cells_locked(*s, e.rows);
+    e.untracked += read(s->untracked);
+    e.dropped += s->dropped;
+    for (Pending& p : s->pending) {
+      if (!p.used) continue;
+      if (e.orphans.size() >= static_cast<size_t>(kOrphans)) poll_orphans_locked(e);
+      if (e.orphans.size() >= static_cast<size_t>(kOrphans)) {
+        ++e.dropped;  // its time is not waited for
+        release_event(p.device, p.start);
+        release_event(p.device, p.end);
+        continue;
+      }
+      Orphan o;
+      o.device = p.device;
+      o.start = p.start;
+      o.end = p.end;
+      o.n = p.n;
+      for (int i = 0; i < p.n; ++i) {
+        o.key[i] = s->cells[p.cell[i]].key.load(std::memory_order_relaxed) - 1;
+        o.bytes[i] = p.bytes[i];
+      }
+      e.orphans.push_back(o);
+    }
+    zero_locked(*s);
+    s->generation.store(0, std::memory_order_relaxed);
+  }
+  std::lock_guard<std::mutex> lock(g_free_mu);
+  s->next_free = g_free;
+  g_free = s;
+}
+
+}  // namespace
+
+CollectiveSnapshot collectives_snapshot() {
+  std::map<uint32_t, CollectiveFigures> merged;
+  CollectiveSnapshot out;
+  LastErrorGuard guard;
+  std::lock_guard<std::mutex> fold(g_fold_mu);
+  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
+  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
+    if (!live(*s, generation)) continue;
+    std::lock_guard<std::mutex> lock(s->mu);
+    poll_locked(s);
+    for (const Pending& p : s->pending) out.pending += p.used ? p.n : 0;
+    out.dropped += s->dropped;
+    out.untracked += read(s->untracked);
+    merge_cells_locked(*s, merged);
+  }
+  if (g_exited) {
+    Exited& e = *g_exited;
+    poll_orphans_locked(e);
+    for (const Orphan& o : e.orphans) out.pending += o.n;
+    out.dropped += e.dropped;
+    out.untracked += e.untracked;
+    for (const auto& [k, f] : e.rows) {
+      CollectiveFigures& m = row_of(merged, k);
+      m.count += f.count;
+      m.bytes += f.bytes;
+      m.host_ticks += f.host_ticks;
+      m.captured += f.captured;
+      m.timed += f.timed;
+      m.timed_bytes += f.timed_bytes;
+      m.gpu_s += f.gpu_s;
+      m.gpu_ns.merge(f.gpu_ns);
+    }
+  }
+  for (auto& [k, f] : merged) out.rows.push_back(f);
+  return out;
+}
+
+void reset_collectives() {
+  std::lock_guard<std::mutex> fold(g_fold_mu);
+  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
+  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
+    if (!live(*s, generation)) continue;
+    std::lock_guard<std::mutex> lock(s->mu);
+    zero_locked(*s);
+  }
+  delete g_exited;
+  g_exited = nullptr;
+  reset_comms();
+}
+
+void collectives_after_fork_child() {
+  // Single-threaded here; see ledger::after_fork_child. The parent's shards,
+  // exited rows and events stay behind, never read again.
+  g_generation.fetch_add(1, std::memory_order_relaxed);
+  new (&g_free_mu) std::mutex();
+  g_free = nullptr;
+  new (&g_fold_mu) std::mutex();
+  if (g_exited) {
+    // Kept reachable for leak checkers, never read.
+    [[maybe_unused]] static Exited* volatile left_behind[16];  // volatile: the stores stay
+    static int n_left_behind = 0;
+    if (n_left_behind < 16) left_behind[n_left_behind++] = g_exited;
+  }
+  g_exited = nullptr;
+  t_shard = nullptr;
+  if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_key, nullptr);
+  events_after_fork_child();
+  reset_comms();
+}
+
+size_t collective_shard_count() { return g_shard_count.load(std::memory_order_relaxed); }
+
+namespace testing {
+
+void while_holding_collective_locks(void (*during)(void*), void* arg) {
+  Shard* s = my_shard();
+  std::lock_guard<std::mutex> fold(g_fold_mu);
+  std::lock_guard<std::mutex> free_list(g_free_mu);
+  events_while_holding_lock([&] {
+    if (s) s->mu.lock();
+    during(arg);
+    if (s) s->mu.unlock();
+  });
+}
+
+}  // namespace testing
+
+}  // namespace ledger
+}  // namespace gpuslack

@@ -1,0 +1,104 @@
+#include "stage/host_copy.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace gpuslack {
+namespace pin {
+namespace {
+
+struct Part {
+  char* dst;
+  const char* src;
+  size_t n;
+  std::atomic<int>* left;  // parts of its copy not landed yet
+};
+
+struct Helpers {
+  std::mutex mu;
+  std::condition_variable work;
+  std::deque<Part> queue;
+  int started = 0;
+};
+
+Helpers& helpers() {
+  static Helpers* h = new Helpers();  // leaked: helpers run until exit
+  return *h;
+}
+
+void run(const Part& p) {
+  std::memcpy(p.dst, p.src, p.n);
+  p.left->fetch_sub(1, std::memory_order_release);
+}
+
+void helper_loop() {
+  Helpers& h = helpers();
+  for (;;) {
+    Part p;
+    {
+      std::unique_lock<std::mutex> lock(h.mu);
+      h.work.wait(lock, [&] { return !h.queue.empty(); });
+      p = h.queue.front();
+      h.queue.pop_front();
+    }
+    run(p);
+  }
+}
+
+}  // namespace
+
+void host_copy(void* dst, const void* src, size_t n, int threads) {
+  threads = std::clamp(threads, 1, kMaxCopyThreads);
+  size_t parts = std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, n / kMinPartBytes));
+  if (parts <= 1) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  Helpers& h = helpers();
+  std::atomic<int> left{static_cast<int>(parts)};
+  const size_t step = (n / parts + 63) / 64 * 64;
+  auto* d = static_cast<char*>(dst);
+  auto* s = static_cast<const char*>(src);
+  {
+    std::lock_guard<std::mutex> lock(h.mu);
+    while (h.started < static_cast<int>(parts) - 1 && h.started < kMaxCopyThreads - 1) {
+      std::thread(helper_loop).detach();
+      ++h.started;
+    }
+    for (size_t i = 1; i < parts; ++i) {
+      size_t off = i * step;
+      if (off >= n) {
+        left.fetch_sub(1, std::memory_order_relaxed);
+        continue;
+      }
+      h.queue.push_back({d + off, s + off, std::min(step, n - off), &left});
+    }
+  }
+  h.work.notify_all();
+  run({d, s, std::min(step, n), &left});
+  // Take back whatever of ours no helper has started.
+  for (;;) {
+    Part mine{};
+    bool found = false;
+    {
+      std::lock_guard<std::mutex> lock(h.mu);
+      auto it = std::find_if(h.queue.begin(), h.queue.end(), [&](const Part& p) { return p.left == &left; });
+      if (it != h.queue.end()) {
+        mine = *it;
+        h.queue.erase(it);
+        found = true;
+      }
+    }
+    if (!found) break;
+    run(mine);
+  }
+  while (left.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+}
+
+}  // namespace pin
+}  // namespace gpuslack

@@ -1,0 +1,551 @@
+// See staged_copy.h. The fast path (what every copy pays) is copy() up to
+// the classification: a kind check, and for host<->device copies the
+// pointer kinds (cuda/pointer_kind.h: a per-thread cache). Staging itself
+// is below, one function per direction.
+#include "stage/staged_copy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "sync/stream_registry.h"
+#include "alloc/process_allocators.h"
+#include "config/options.h"
+#include "cuda/fail.h"
+#include "cuda/pointer_kind.h"
+#include "cuda/runtime_api.h"
+#include "ledger/backtrace.h"
+#include "ledger/ledger.h"
+#include "stage/host_copy.h"
+#include "stage/host_work.h"
+
+namespace gpuslack {
+namespace pin {
+namespace {
+
+using cuda::PointerKind;
+
+enum class Route { kOther, kToHost, kPageableH2D, kPageableD2H };
+
+bool device_side(PointerKind k) { return k == PointerKind::kDevice || k == PointerKind::kManaged; }
+
+// What the copy is, from its kind and (only as far as needed) its pointers.
+Route classify(const CopyCall& c) {
+  switch (c.kind) {
+    case cudaMemcpyHostToDevice: {
+      if (cuda::pointer_kind(c.src) != PointerKind::kPageableHost) return Route::kOther;
+      return cuda::pointer_kind(c.dst) == PointerKind::kDevice ? Route::kPageableH2D : Route::kOther;
+    }
+    case cudaMemcpyDeviceToHost: {
+      PointerKind d = cuda::pointer_kind(c.dst);
+      if (d != PointerKind::kPageableHost) return Route::kToHost;  // pinned, or unknown: cautious
+      return cuda::pointer_kind(c.src) == PointerKind::kDevice ? Route::kPageableD2H : Route::kOther;
+    }
+    case cudaMemcpyDefault: {
+      PointerKind s = cuda::pointer_kind(c.src), d = cuda::pointer_kind(c.dst);
+      if (s == PointerKind::kPageableHost && d == PointerKind::kDevice) return Route::kPageableH2D;
+      if (s == PointerKind::kDevice && d == PointerKind::kPageableHost) return Route::kPageableD2H;
+      if (device_side(s) && !device_side(d)) return Route::kToHost;
+      return Route::kOther;
+    }
+    default: return Route::kOther;
+  }
+}
+
+// Whether `s` captures a graph (or gpuslack cannot tell: cautious).
+bool capturing(const StreamRef& s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cuda::stream_is_capturing(s.handle, &status) != cudaSuccess) {
+    cuda::get_last_error();
+    return true;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Note [Pageable call sites]: the summary's "pin these buffers" list. A
+// backtrace costs microseconds, so pageable copies are sampled: a thread
+// records the call site of each of its first kExactSamples pageable
+// copies, and after that of the copy that brings its pageable bytes since
+// the last sample to kSampleBytes; a sample stands for every pageable copy
+// and byte since the previous one. Sites that move the most bytes are the
+// most likely to be sampled, and their totals converge on the truth.
+constexpr uint64_t kSampleBytes = 1u << 20;
+constexpr uint64_t kExactSamples = 64;
+thread_local uint64_t t_bytes_since_sample = 0;
+thread_local uint64_t t_copies_since_sample = 0;
+thread_local uint64_t t_samples = 0;
+
+__attribute__((noinline)) void sample_site(const CopyCall& c, uint64_t bytes) {
+  t_bytes_since_sample += bytes;
+  ++t_copies_since_sample;
+  if ((t_samples >= kExactSamples && t_bytes_since_sample < kSampleBytes) || c.api == nullptr) return;
+  ++t_samples;
+  void* frames[ledger::kMaxFrames + 6];
+  int n = ledger::capture_backtrace(frames, ledger::kMaxFrames + 6);
+  ledger::record_pageable_site(*c.api, t_bytes_since_sample, t_copies_since_sample, frames, n);
+  t_bytes_since_sample = 0;
+  t_copies_since_sample = 0;
+}
+
+uint64_t elapsed_ns(uint64_t since) { return DrainProbes::now_ns() - since; }
+
+// How many pipelined D2H chunks may be in flight at once.
+constexpr size_t kD2hWindow = 4;
+
+// The copy out of staging of an asynchronous D2H chunk, run by the
+// runtime as a host function once the chunk's DMA has landed.
+struct CopyOut {
+  char* dst;
+  size_t dpitch;
+  const char* staging;
+  size_t len, rows;
+  std::atomic<uint64_t>* ns;
+};
+void run_copy_out(void* p) {
+  auto* job = static_cast<CopyOut*>(p);
+  uint64_t t = DrainProbes::now_ns();
+  for (size_t r = 0; r < job->rows; ++r) std::memcpy(job->dst + r * job->dpitch, job->staging + r * job->len, job->len);
+  job->ns->fetch_add(DrainProbes::now_ns() - t, std::memory_order_relaxed);
+  delete job;
+}
+
+}  // namespace
+
+// A piece of a copy: `rows` rows from `row`, `len` bytes of each from byte
+// `offset` (a 1D copy is one row cut by bytes; a 2D copy is cut by rows).
+struct Stager::Chunk {
+  size_t row = 0, rows = 0, offset = 0, len = 0;
+  size_t bytes() const { return rows * len; }
+};
+
+StagerConfig stager_config_from_options() {
+  const Options& o = options();
+  StagerConfig c;
+  c.enabled = o.stage_copies;
+  c.exact = o.exact_copy_semantics;
+  c.async_d2h = o.async_d2h && !o.exact_copy_semantics;
+  c.budget_bytes = static_cast<size_t>(o.staging_budget_mb) << 20;
+  c.chunk_bytes = static_cast<size_t>(o.staging_chunk_kb) << 10;
+  c.threshold_bytes = static_cast<size_t>(o.staging_threshold_kb) << 10;
+  c.copy_threads = std::clamp(o.staging_copy_threads, 1, kMaxCopyThreads);
+  if (c.chunk_bytes == 0) c.chunk_bytes = 1u << 20;
+  if (c.budget_bytes < c.chunk_bytes) c.budget_bytes = c.chunk_bytes;
+  return c;
+}
+
+Stager::Stager(const StagerConfig& config) : config_(config), pool_(config.budget_bytes, config.chunk_bytes) {}
+
+bool Stager::next_chunk(const CopyCall& c, Chunk* k) const {
+  const size_t max = pool_.max_block();
+  if (c.height <= 1) {
+    size_t offset = k->rows ? k->offset + k->len : 0;
+    if (offset >= c.width) return false;
+    *k = Chunk{0, 1, offset, std::min(max, c.width - offset)};
+    return true;
+  }
+  size_t row = k->row + k->rows;
+  if (row >= c.height) return false;
+  size_t per_chunk = std::max<size_t>(1, max / c.width);
+  *k = Chunk{row, std::min(per_chunk, c.height - row), 0, c.width};
+  return true;
+}
+
+// Enqueues the DMA of chunk `k` of device memory `src` (rows `spitch`
+// apart) into staging block `b`, packed (rows `k.len` apart).
+cudaError_t Stager::dma_into(const StagingBlock& b, const char* src, size_t spitch, const Chunk& k,
+                             const StreamRef& s) {
+  const char* from = src + k.row * spitch + k.offset;
+  return k.rows == 1 ? cuda::memcpy_async(b.data, from, k.len, cudaMemcpyDeviceToHost, s.handle)
+                     : cuda::memcpy_2d_async(b.data, k.len, from, spitch, k.len, k.rows, cudaMemcpyDeviceToHost,
+                                             s.handle);
+}
+
+// The runtime's own copy of everything from chunk `from` on.
+cudaError_t Stager::native_rest(const CopyCall& c, const Chunk& from, const StreamRef& s) {
+  auto* dst = static_cast<char*>(c.dst);
+  auto* src = static_cast<const char*>(c.src);
+  if (c.height <= 1)
+    return cuda::memcpy_async(dst + from.offset, src + from.offset, c.width - from.offset, c.kind, s.handle);
+  return cuda::memcpy_2d_async(dst + from.row * c.dpitch, c.dpitch, src + from.row * c.spitch, c.spitch, c.width,
+                               c.height - from.row, c.kind, s.handle);
+}
+
+Stager::Pass Stager::pass_reason(const CopyCall& c, bool h2d, size_t bytes, const StreamRef& s) const {
+  if (h2d && config_.exact) return Pass::kExact;
+  if (bytes < config_.threshold_bytes) return Pass::kSmall;
+  // During a global-mode capture on any stream, gpuslack's event queries
+  // would invalidate it (Note [Frees during capture] in alloc/).
+  if (alloc::capturing() || capturing(s)) return Pass::kCapture;
+  if (c.height > 1 && c.width > pool_.max_block()) return Pass::kUnsupported;
+  return Pass::kNone;
+}
+
+cudaError_t Stager::pass(const CopyCall& c, NativeCopy native, void* real, DirectionCounters& d, Counter& why) {
+  d.passed.add(1);
+  d.passed_bytes.add(c.width * c.height);
+  why.add(1);
+  return native(c, real);
+}
+
+// Note [The whole range first]: true when `c` must not be staged because
+// its device range runs past its allocation; *r is then what the
+// application gets.
+bool Stager::refused(const CopyCall& c, bool h2d, cudaError_t* r, NativeCopy native, void* real) {
+  const void* device = h2d ? c.dst : c.src;
+  const size_t span = h2d ? c.dst_span() : c.src_span();
+  switch (alloc::vmm_range(device, span)) {
+    case alloc::VmmRange::kInside: return false;
+    case alloc::VmmRange::kOutside: *r = cuda::fail(cudaErrorInvalidValue); return true;
+    case alloc::VmmRange::kNotVmm: break;
+  }
+  if (cuda::within_allocation(device, span)) return false;
+  *r = native(c, real);
+  return true;
+}
+
+cudaError_t Stager::copy(const CopyCall& c, NativeCopy native, void* real) {
+  const size_t bytes = c.width * c.height;
+  if (bytes == 0 || c.dst == nullptr || c.src == nullptr) return native(c, real);
+  // Pitches the runtime refuses: it answers.
+  if (c.bad_pitch()) return native(c, real);
+  Route route = classify(c);
+  if (route == Route::kOther) return native(c, real);
+  if (route == Route::kToHost) {
+    if (!config_.enabled) return native(c, real);
+    cudaError_t r = native(c, real);
+    // cudaMemcpy to the host returns when done; an async one stays pending.
+    if (r == cudaSuccess && !c.sync_api) note_host_work(c);
+    return r;
+  }
+
+  const bool h2d = route == Route::kPageableH2D;
+  cudaError_t refusal = cudaSuccess;
+  if (config_.enabled && refused(c, h2d, &refusal, native, real)) return refusal;
+  DirectionCounters& d = h2d ? h2d_ : d2h_;
+  d.seen.add(1);
+  d.seen_bytes.add(bytes);
+  sample_site(c, bytes);
+  if (!config_.enabled) return pass(c, native, real, d, passed_off_);
+  // Checked first: with an error pending gpuslack makes no runtime call.
+  if (cuda::peek_at_last_error() != cudaSuccess) return pass(c, native, real, d, passed_error_pending_);
+  StreamRef s = stream_ref(c.stream, c.per_thread_default);
+  switch (pass_reason(c, h2d, bytes, s)) {
+    case Pass::kNone: break;
+    case Pass::kSmall: return pass(c, native, real, d, passed_small_);
+    case Pass::kCapture: return pass(c, native, real, d, passed_capture_);
+    case Pass::kExact: return pass(c, native, real, d, passed_exact_);
+    case Pass::kErrorPending: return pass(c, native, real, d, passed_error_pending_);
+    case Pass::kUnsupported: return pass(c, native, real, d, passed_unsupported_);
+  }
+  return h2d ? stage_h2d(c, s, native, real) : stage_d2h(c, s, native, real);
+}
+
+// ------------------------------------------------------------ host->device --
+
+cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy native, void* real) {
+  const uint64_t start = DrainProbes::now_ns();
+  HostWorkWait w = wait_for_host_work(s);
+  if (w.unknown) return pass(c, native, real, h2d_, passed_unknown_work_);
+  if (w.streams > 0) {
+    host_work_waits_.add(1);
+    host_work_wait_ns_.add(w.waited_ns);
+  }
+  if (s.legacy) {
+    legacy_h2d_.add(1);
+    legacy_other_streams_.add(static_cast<uint64_t>(w.other_streams));
+  }
+  // What the skipped drain would have cost: probed on a busy stream.
+  cudaError_t q = cuda::stream_query(s.handle);
+  if (q == cudaErrorNotReady) drains_.start(s, start);
+  else if (q != cudaSuccess) cuda::get_last_error();
+  drains_.poll();
+
+  auto* dst = static_cast<char*>(c.dst);
+  auto* src = static_cast<const char*>(c.src);
+  const size_t spitch = c.src_pitch();
+  const size_t dpitch = c.dst_pitch();
+  uint64_t host_copy_ns = 0;
+  cudaError_t result = cudaSuccess;
+  Chunk k;
+  while (next_chunk(c, &k)) {
+    // Holds no block while it may wait: each chunk is released before the next.
+    StagingBlock b = pool_.acquire(k.bytes());
+    if (!b) {
+      partial_.add(1);
+      result = native_rest(c, k, s);
+      break;
+    }
+    uint64_t t = DrainProbes::now_ns();
+    if (k.rows == 1) {
+      host_copy(b.data, src + k.row * spitch + k.offset, k.len, config_.copy_threads);
+    } else {
+      for (size_t r = 0; r < k.rows; ++r) std::memcpy(b.data + r * k.len, src + (k.row + r) * spitch, k.len);
+    }
+    host_copy_ns += DrainProbes::now_ns() - t;
+    char* to = dst + k.row * dpitch + k.offset;
+    cudaError_t e = k.rows == 1 ? cuda::memcpy_async(to, b.data, k.len, cudaMemcpyHostToDevice, s.handle)
+                                : cuda::memcpy_2d_async(to, dpitch, b.data, k.len, k.len, k.rows,
+                                                        cudaMemcpyHostToDevice, s.handle);
+    if (e != cudaSuccess) {
+      // The runtime refused the DMA: the application gets its answer, and
+      // its last error, untouched. Nothing reads this block.
+      pool_.release(b);
+      result = e;
+      break;
+    }
+    pool_.release_after(b, s);
+  }
+  h2d_.staged.add(1);
+  h2d_.staged_bytes.add(c.width * c.height);
+  h2d_.blocked_ns.add(elapsed_ns(start));
+  h2d_.native_estimate_ns.add(host_copy_ns);  // plus the drains, added in stats()
+  return result;
+}
+
+// ------------------------------------------------------------ device->host --
+
+cudaError_t Stager::stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy native, void* real) {
+  const size_t bytes = c.width * c.height;
+  if (config_.async_d2h && !c.sync_api) {
+    const uint64_t start = DrainProbes::now_ns();
+    cudaError_t q = cuda::stream_query(s.handle);
+    if (q == cudaErrorNotReady) drains_.start(s, start);
+    else if (q != cudaSuccess) cuda::get_last_error();
+    drains_.poll();
+    cudaError_t r = d2h_async(c, s);
+    async_d2h_copies_.add(1);
+    d2h_.staged.add(1);
+    d2h_.staged_bytes.add(bytes);
+    d2h_.blocked_ns.add(elapsed_ns(start));
+    return r;
+  }
+  // Both ways return once the data is in the buffer, which is after the
+  // stream's earlier work: wait for that first, so that only the transfers
+  // are compared.
+  const uint64_t start = DrainProbes::now_ns();
+  if (cuda::stream_synchronize(s.handle) != cudaSuccess) {
+    // An error of earlier work: the runtime's own call reports it.
+    cuda::get_last_error();
+    return pass(c, native, real, d2h_, passed_measured_);
+  }
+  const uint64_t waited = elapsed_ns(start);
+  const CopyWay way = config_.d2h_way == StagerConfig::D2hWay::kMeasure ? chooser_.pick(bytes)
+                      : config_.d2h_way == StagerConfig::D2hWay::kStaged ? CopyWay::kStaged
+                                                                         : CopyWay::kNative;
+  const uint64_t t = DrainProbes::now_ns();
+  if (way == CopyWay::kNative) {
+    cudaError_t r = pass(c, native, real, d2h_, passed_measured_);
+    if (r == cudaSuccess) chooser_.record(CopyWay::kNative, bytes, elapsed_ns(t));
+    return r;
+  }
+  size_t staged = 0;
+  cudaError_t r = d2h_pipeline(c, s, &staged);
+  const uint64_t took = elapsed_ns(t);
+  if (r == cudaSuccess && staged == bytes) chooser_.record(CopyWay::kStaged, bytes, took);
+  double native_ns = chooser_.estimate_ns(CopyWay::kNative, bytes);
+  d2h_.staged.add(1);
+  d2h_.staged_bytes.add(bytes);
+  d2h_.blocked_ns.add(elapsed_ns(start));
+  d2h_.native_estimate_ns.add(waited + (native_ns > 0 ? static_cast<uint64_t>(native_ns) : took));
+  return r;
+}
+
+cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* staged_bytes) {
+  struct InFlight {
+    StagingBlock block;
+    PooledEvent event;  // empty: wait for the stream instead
+    Chunk chunk;
+  };
+  auto* dst = static_cast<char*>(c.dst);
+  auto* src = static_cast<const char*>(c.src);
+  const size_t spitch = c.src_pitch();
+  const size_t dpitch = c.dst_pitch();
+  std::deque<InFlight> window;
+  Chunk k;
+  bool more = next_chunk(c, &k);
+  cudaError_t result = cudaSuccess;
+  bool fallback = false;
+  while (result == cudaSuccess) {
+    while (more && window.size() < kD2hWindow) {
+      // Holding blocks, it must not wait for another (Note [Staging budget]).
+      StagingBlock b = pool_.acquire(k.bytes(), /*wait=*/window.empty());
+      if (!b) {
+        fallback = window.empty();
+        break;
+      }
+      cudaError_t e = dma_into(b, src, spitch, k, s);
+      if (e != cudaSuccess) {
+        pool_.release(b);
+        result = e;
+        break;
+      }
+      PooledEvent ev = take_event(s.device);
+      if (ev && cuda::event_record(ev.event, s.handle) != cudaSuccess) {
+        cuda::get_last_error();
+        give_event(ev);
+        ev = {};
+      }
+      window.push_back({b, ev, k});
+      more = next_chunk(c, &k);
+    }
+    if (fallback || window.empty()) break;
+    InFlight& f = window.front();
+    cudaError_t w = f.event ? cuda::event_synchronize(f.event.event) : cuda::stream_synchronize(s.handle);
+    if (w != cudaSuccess) {
+      result = w;
+      break;
+    }
+    if (f.chunk.rows == 1) {
+      host_copy(dst + f.chunk.row * dpitch + f.chunk.offset, f.block.data, f.chunk.len, config_.copy_threads);
+    } else {
+      for (size_t r = 0; r < f.chunk.rows; ++r)
+        std::memcpy(dst + (f.chunk.row + r) * dpitch, f.block.data + r * f.chunk.len, f.chunk.len);
+    }
+    *staged_bytes += f.chunk.bytes();
+    pool_.release(f.block);
+    give_event(f.event);
+    window.pop_front();
+  }
+  if (!window.empty()) {
+    // An error: let the DMAs already enqueued finish before their blocks go
+    // back (a failure here repeats the error the application gets).
+    cuda::stream_synchronize(s.handle);
+    for (InFlight& f : window) {
+      pool_.release(f.block);
+      give_event(f.event);
+    }
+  }
+  if (fallback && result == cudaSuccess) {
+    partial_.add(1);
+    return native_rest(c, k, s);
+  }
+  return result;
+}
+
+cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
+  auto* dst = static_cast<char*>(c.dst);
+  auto* src = static_cast<const char*>(c.src);
+  const size_t spitch = c.src_pitch();
+  const size_t dpitch = c.dst_pitch();
+  Chunk k;
+  cudaError_t result = cudaSuccess;
+  while (next_chunk(c, &k)) {
+    StagingBlock b = pool_.acquire(k.bytes());
+    if (!b) {
+      // The runtime's own copy returns once done, after the chunks before it.
+      partial_.add(1);
+      result = native_rest(c, k, s);
+      break;
+    }
+    cudaError_t e = dma_into(b, src, spitch, k, s);
+    if (e != cudaSuccess) {
+      pool_.release(b);
+      result = e;
+      break;
+    }
+    auto* job = new CopyOut{dst + k.row * dpitch + k.offset, dpitch, b.data, k.len, k.rows, &async_copy_out_ns_.v};
+    if (cuda::launch_host_func(s.handle, &run_copy_out, job) != cudaSuccess) {
+      // Cannot defer it: finish this chunk now (a wait, as the runtime's
+      // own call would have made).
+      cuda::get_last_error();
+      if (cuda::stream_synchronize(s.handle) != cudaSuccess) cuda::get_last_error();
+      run_copy_out(job);
+      pool_.release(b);
+      continue;
+    }
+    pool_.release_after(b, s);
+  }
+  // Later pageable H2D copies on this stream must wait for the host
+  // functions (Note [The drain a staged copy keeps]).
+  host_work_enqueued(s, /*may_call_runtime=*/true);
+  return result;
+}
+
+void Stager::note_host_work(const CopyCall& c) { pin::note_host_work(c.stream, c.per_thread_default); }
+
+StagingStats Stager::stats() const {
+  StagingStats st;
+  st.enabled = config_.enabled;
+  st.exact = config_.exact;
+  st.async_d2h = config_.async_d2h;
+  st.threshold_bytes = config_.threshold_bytes;
+  st.chunk_bytes = pool_.max_block();
+  auto fill = [](const DirectionCounters& d, StagingStats::Direction* out) {
+    out->seen = d.seen.get();
+    out->seen_bytes = d.seen_bytes.get();
+    out->staged = d.staged.get();
+    out->staged_bytes = d.staged_bytes.get();
+    out->passed = d.passed.get();
+    out->passed_bytes = d.passed_bytes.get();
+    out->blocked_ns = d.blocked_ns.get();
+    out->native_estimate_ns = d.native_estimate_ns.get();
+  };
+  fill(h2d_, &st.h2d);
+  fill(d2h_, &st.d2h);
+  DrainFigures drains = drains_.figures();
+  // The skipped drains belong to H2D copies and asynchronous D2H ones; they
+  // are not told apart, and are added to H2D's estimate (async D2H adds
+  // its host copies out of staging).
+  st.h2d.native_estimate_ns += drains.drained_ns;
+  st.d2h.native_estimate_ns += async_copy_out_ns_.get();
+  st.drains_measured = drains.probes;
+  st.drains_pending = drains.pending;
+  st.passed_off = passed_off_.get();
+  st.passed_small = passed_small_.get();
+  st.passed_capture = passed_capture_.get();
+  st.passed_exact = passed_exact_.get();
+  st.passed_error_pending = passed_error_pending_.get();
+  st.passed_unsupported = passed_unsupported_.get();
+  st.passed_measured = passed_measured_.get();
+  st.passed_unknown_work = passed_unknown_work_.get();
+  st.partial = partial_.get();
+  st.host_work_waits = host_work_waits_.get();
+  st.host_work_wait_ns = host_work_wait_ns_.get();
+  st.legacy_h2d = legacy_h2d_.get();
+  st.legacy_other_streams = legacy_other_streams_.get();
+  st.async_d2h_copies = async_d2h_copies_.get();
+  StagingPoolStats p = pool_.stats();
+  st.budget_waits = p.budget_waits;
+  st.budget_wait_ns = p.budget_wait_ns;
+  st.budget_bytes = p.budget_bytes;
+  st.pinned_bytes = p.pinned_bytes;
+  st.peak_in_use_bytes = p.peak_in_use_bytes;
+  st.pin_failures = p.pin_failures;
+  return st;
+}
+
+// ------------------------------------------------------------ the process --
+
+namespace {
+std::atomic<Stager*> g_stager{nullptr};
+std::mutex g_stager_mu;
+}  // namespace
+
+Stager& stager() {
+  Stager* s = g_stager.load(std::memory_order_acquire);
+  if (__builtin_expect(s != nullptr, 1)) return *s;
+  std::lock_guard<std::mutex> lock(g_stager_mu);
+  s = g_stager.load(std::memory_order_relaxed);
+  if (!s) {
+    s = new Stager(stager_config_from_options());  // leaked: host functions may use it until exit
+    g_stager.store(s, std::memory_order_release);
+  }
+  return *s;
+}
+
+const Stager* existing_stager() { return g_stager.load(std::memory_order_acquire); }
+
+void note_host_work(cudaStream_t stream, bool per_thread_default, bool always) {
+  if (!options().stage_copies) return;
+  if (!always && !host_work_pending()) return;
+  // With an error pending, gpuslack may not call the runtime (a failure
+  // would replace the application's error): the work is recorded unknown.
+  bool clean = cuda::peek_at_last_error() == cudaSuccess;
+  StreamRef s = stream_ref(stream, per_thread_default);
+  if (clean && capturing(s)) return;  // in the graph; cudaGraphLaunch notes it
+  host_work_enqueued(s, clean);
+}
+
+}  // namespace pin
+}  // namespace gpuslack

@@ -28,7 +28,7 @@ What is a violation, and the reason given:
   cycle         added to any of the above when the rooms' actual includes
                 form a cycle through that edge (the path is printed)
 and the table itself must be well formed: known rooms, lists that point
-down only, no cycle, every room holding at least one file.
+down only, no cycle, every file pattern matching at least one file.
 
 Standard library only; runs under /usr/bin/python3.
 """
@@ -183,7 +183,7 @@ def check_tree(root, design_path=None):
     problems = check_table(rooms)
 
     files = list(source_files(root))
-    file_room, used = {}, set()
+    file_room = {}
     for f in files:
         holders = room_of(rooms, f)
         if not holders:
@@ -192,10 +192,10 @@ def check_tree(root, design_path=None):
             problems.append("%s: in more than one room (%s)" % (f, ", ".join(holders)))
         else:
             file_room[f] = holders[0]
-            used.add(holders[0])
     for r in rooms.values():
-        if r.name not in used:
-            problems.append("%s: room %s holds no file (%s)" % (r.line, r.name, " ".join(r.patterns)))
+        for p in r.patterns:
+            if not any(Room(r.name, 0, [p], [], "").holds(f) for f in files):
+                problems.append("%s: room %s: %s matches no file (moved? edit the table)" % (r.line, r.name, p))
 
     edges = []  # (file:line, from room, to room, included path)
     for f in files:
@@ -311,7 +311,7 @@ def self_test(real_design):
     if len(got) != 4:
         failures.append("expected 4 violations, got %d:\n  %s" % (len(got), "\n  ".join(got)))
 
-    # A table with a cycle, an unknown room and an upward list.
+    # A table with a cycle, an unknown room, an upward list and a stale pattern.
     with tempfile.TemporaryDirectory(prefix="gpuslack-house-") as tmp:
         write(tmp, "docs/design.md", "\n".join([
             "# rooms", "", TABLE_FENCE,
@@ -319,13 +319,15 @@ def self_test(real_design):
             "b  0  lib/b/  | a",
             "c  1  lib/c/  | nowhere",
             "d  0  lib/d/  | c",
+            "e  0  lib/e/  | -",
             "```", ""]))
         for r in "abcd":
             write(tmp, "lib/%s/x.h" % r, "#pragma once\n")
         got = check_tree(tmp)
     for what, needle in (("a table cycle", "table: cycle a → b → a"),
                          ("an unknown room", "c may include nowhere, which is no room"),
-                         ("a list pointing up", "d (layer 0) may include c (layer 1)")):
+                         ("a list pointing up", "d (layer 0) may include c (layer 1)"),
+                         ("a pattern that matches no file", "room e: lib/e/ matches no file")):
         if not [l for l in got if needle in l]:
             failures.append("not reported: %s (%r)\n  got: %s" % (what, needle, "\n  ".join(got)))
 

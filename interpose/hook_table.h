@@ -1,6 +1,6 @@
 // The hooked symbols: one table, from which interpose/hooks.cc generates
-// every hook (DESIGN.md: interpose/ is the only place that knows symbol
-// names; nothing here is hand-copied per symbol).
+// every hook (docs/design.md, "Rooms": interpose/ is the only place that
+// knows symbol names; nothing here is hand-copied per symbol).
 //
 // Not to be included outside interpose/.
 //

@@ -1,6 +1,6 @@
 // Finding the real CUDA runtime (and NCCL) entry points at run time.
 //
-// gpuslack links no CUDA library (DESIGN.md, principle 2): a hook finds the
+// gpuslack links no CUDA library (docs/design.md, principle 2): a hook finds the
 // function it wraps here, by name, the first time it is called.
 //
 //   1. dlsym(RTLD_NEXT, name): the next definition after libgpuslack.so in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that a built libgpuslack.so keeps the one-file promise
-# (DESIGN.md, principle 3) and runs nothing of its own at load (principle 4). Usage: check_seal.sh path/to/libgpuslack.so
+# (docs/design.md, principle 3) and runs nothing of its own at load (principle 4). Usage: check_seal.sh path/to/libgpuslack.so
 # Prints each violation on one line and exits 1 if there is any.
 set -u
 so=$1
@@ -31,7 +31,7 @@ nm -D "$so" | awk '$2=="u"{print $3}' | while read -r sym; do echo "seal: GNU_UN
 # 4. No static TLS: the library must load through dlopen after threads exist.
 readelf -d "$so" | grep -E '\(FLAGS\)' | grep -q STATIC_TLS && bad "DF_STATIC_TLS is set"
 
-# 5. No constructors of our own (DESIGN.md, principle 4: a preloaded library
+# 5. No constructors of our own (docs/design.md, principle 4: a preloaded library
 #    does nothing until used). Allowed: the toolchain's frame_dummy and the
 #    static libstdc++'s own initializers.
 ctors=$(python3 - "$so" <<'PY'

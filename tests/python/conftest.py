@@ -25,6 +25,11 @@ BUILD = os.environ.get("GPUSLACK_BUILD_DIR") or os.path.join(ROOT, "build")
 
 sys.path.insert(0, SHIM)  # the package from the checkout, not an installed copy
 
+# No __pycache__ in the checkout, for this process and the Pythons it starts,
+# also when run by hand (ctest sets PYTHONDONTWRITEBYTECODE itself).
+sys.dont_write_bytecode = True
+os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
 
 def built(var, default):
     """The path in $var (which must exist), else `default` if it exists,

@@ -5,7 +5,7 @@
 // in sync/free_epochs.h): cudaFreeHost waits for the device so that memory
 // a queued copy still reads or writes is never handed out again; the heap
 // keeps the guarantee without the wait. Freed blocks are batched; closing
-// the batch records one event on each fence stream (alloc/
+// the batch records one event on each fence stream (sync/
 // stream_registry.h: the legacy default stream, which covers every blocking
 // stream, and each non-blocking stream) of every device in use, and a block
 // is reusable once all of those events have completed -- polled, never

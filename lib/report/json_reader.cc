@@ -2,6 +2,10 @@
 // bounded by kMaxJsonDepth; the first error stops it.
 #include "report/json_reader.h"
 
+#include <locale.h>
+#include <stdlib.h>
+
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -24,11 +28,20 @@ bool is_integer_text(const std::string& t) { return t.find_first_of(".eE") == st
 
 }  // namespace
 
+// strtod_l in the "C" locale, not std::from_chars: libstdc++'s floating
+// from_chars brings <memory_resource>'s static constructor into the library
+// (the seal test, tests/interpose/check_seal.sh, refuses one), and plain
+// strtod reads "12.5" as 12 where the process set a locale with a decimal
+// comma.
 bool JsonValue::to_double(double* out) const {
   if (kind_ != Kind::kNumber) return false;
-  double v = 0;
-  auto r = std::from_chars(text_.data(), text_.data() + text_.size(), v);
-  if (r.ec != std::errc() || r.ptr != text_.data() + text_.size() || !std::isfinite(v)) return false;
+  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(0));
+  if (c_locale == static_cast<locale_t>(0)) return false;
+  char* end = nullptr;
+  const int saved_errno = errno;
+  double v = strtod_l(text_.c_str(), &end, c_locale);
+  errno = saved_errno;
+  if (end != text_.c_str() + text_.size() || !std::isfinite(v)) return false;
   *out = v;
   return true;
 }

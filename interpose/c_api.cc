@@ -16,6 +16,8 @@
 #include "log/log.h"
 #include "build_info.h"
 #include "session/session.h"
+#include "report/summary_reader.h"
+#include "report/text.h"
 
 // Helpers of the stream-ordered device memory functions.
 namespace {
@@ -41,6 +43,13 @@ void misuse(std::atomic<bool>& logged, const char* what, const void* p) {
 
 cudaStream_t stream_of(CUstream_st* s) { return reinterpret_cast<cudaStream_t>(s); }
 
+// A malloc'd copy the caller frees with gpuslack_free; NULL if out of memory.
+char* copy_string(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -57,12 +66,35 @@ GPUSLACK_API char* gpuslack_summary_json(void) {
   try {
     std::string json = gpuslack::session::summary_json();
     if (json.empty()) return nullptr;
-    char* out = static_cast<char*>(std::malloc(json.size() + 1));
-    if (out) std::memcpy(out, json.c_str(), json.size() + 1);
-    return out;
+    return copy_string(json);
   } catch (...) {
     return nullptr;
   }
+}
+
+GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out, char** error_out) {
+  if (text_out) *text_out = nullptr;
+  if (error_out) *error_out = nullptr;
+  std::string text, error;
+  try {
+    gpuslack::report::Summary summary;
+    if (!json_path) {
+      error = "no summary file named (json_path is NULL)";
+    } else if (gpuslack::report::read_summary_file(json_path, &summary, &error)) {
+      text = gpuslack::report::format_text(summary);
+    }
+  } catch (...) {
+    error = "out of memory";
+  }
+  if (error.empty()) {
+    if (text_out && !(*text_out = copy_string(text))) {
+      if (error_out) *error_out = copy_string("out of memory");
+      return -1;
+    }
+    return 0;
+  }
+  if (error_out) *error_out = copy_string(error);
+  return -1;
 }
 
 GPUSLACK_API int gpuslack_write_summary(void) {

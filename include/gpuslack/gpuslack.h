@@ -7,8 +7,9 @@
  *
  * Every function may be called from any thread, before or after the first
  * CUDA call, and never fails the caller: at worst it returns an empty
- * answer. Strings returned are owned by the library and live until the
- * process exits.
+ * answer. Strings returned as `const char*` are owned by the library and
+ * live until the process exits; those returned as `char*` (or through a
+ * `char**`) are the caller's, freed with gpuslack_free.
  */
 #ifndef GPUSLACK_GPUSLACK_H_
 #define GPUSLACK_GPUSLACK_H_
@@ -39,6 +40,23 @@ GPUSLACK_API char* gpuslack_summary_json(void);
 /* Writes the summary files now, as at exit (text and JSON, as configured).
  * Returns 0, or -1 when the process has made no CUDA call yet. */
 GPUSLACK_API int gpuslack_write_summary(void);
+
+/* Renders a summary file as text: reads the JSON document at `json_path`
+ * (one a process wrote, or gpuslack_summary_json's) and renders it as the
+ * text summary, exactly as the process that wrote it printed its own at
+ * exit. Needs no CUDA call and no session: any process may call it (this is
+ * what `python -m gpuslack report FILE` does).
+ *
+ * Returns 0 and sets *text_out to the text (lines each starting
+ * "gpuslack: " and ending in '\n'). Returns -1 and sets *error_out to one
+ * line saying why (no newline): "cannot read <path>: <reason>",
+ * "<path> is not a JSON document: ...", "<path> is not a gpuslack
+ * summary: ...", "<path> has schema_version N; this gpuslack reads
+ * version 1", "<path> is not a valid gpuslack summary: ...", or
+ * "out of memory". Either pointer may be NULL (that answer is then not
+ * given); the other is set to NULL. The strings are the caller's, freed
+ * with gpuslack_free. Any thread. */
+GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out, char** error_out);
 
 /* The VMM allocator's figures for one device (GPUSLACK_CONF allocator:vmm). */
 typedef struct gpuslack_device_stats {

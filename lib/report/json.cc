@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/utf8.h"
+
 namespace gpuslack {
 namespace report {
 namespace {
@@ -41,28 +43,16 @@ void append_escaped(const std::string& s, std::string* out) {
       ++i;
       continue;
     }
-    // A UTF-8 sequence: well-formed (no overlong forms, no surrogates,
-    // nothing past U+10FFFF) goes through as is; each byte that does not
-    // start one becomes U+FFFD.
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    }
-    bool ok = len != 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) {
-      unsigned char b = static_cast<unsigned char>(s[i + k]);
-      ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
-    }
-    if (ok) {
+    // A UTF-8 sequence: well-formed (utf8.h) goes through as is; each byte
+    // that does not start one becomes U+FFFD.
+    const size_t len = utf8_sequence_length(s, i);
+    const bool ok = len != 0;
+    if (ok && s.compare(i, len, "\xef\xbf\xbd") == 0) {
+      // U+FFFD itself is written as the escape that stands for bytes that
+      // are not UTF-8, so that a document read back writes the same bytes.
+      *out += "\\ufffd";
+      i += len;
+    } else if (ok) {
       out->append(s, i, len);
       i += len;
     } else {
@@ -93,7 +83,9 @@ class Writer {
 
   Writer& key(const char* name) {
     separate();
-    *this << '"' << name << "\": ";
+    out_ += '"';
+    append_escaped(name, &out_);  // env names come from the environment
+    out_ += "\": ";
     after_key_ = true;
     return *this;
   }

@@ -11,7 +11,8 @@
 // are -1 when unknown.
 //
 // Guarantees: valid UTF-8 JSON whatever the inputs hold (control
-// characters escaped, invalid UTF-8 bytes become \ufffd); seconds written
+// characters escaped, invalid UTF-8 bytes become \ufffd, as does U+FFFD
+// itself, so that a document read back writes the same bytes); seconds written
 // with 9 significant digits, shares and GB/s with 6; never NaN or Inf (a
 // non-finite or negative figure is written as 0); numbers do not depend on the
 // process's locale. Pretty-printed, two-space indent, ends with a newline.

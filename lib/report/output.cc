@@ -19,6 +19,7 @@
 #include "log/escape.h"
 #include "log/log.h"
 #include "report/json.h"
+#include "report/summary_reader.h"
 #include "report/text.h"
 
 namespace gpuslack {
@@ -183,6 +184,18 @@ void write_to_file(const std::string& dir, const std::string& name, const std::s
   if (!write_file_atomically(dir, name, contents, &error)) tell_failure(dir + "/" + name, error, failures);
 }
 
+// Note [Text from the JSON]: the process renders its text from the summary
+// as its JSON holds it (read back: seconds to 9 digits, shares to 6), not
+// from the figures in memory, so that `python -m gpuslack report FILE` and
+// gpuslack_render_summary, which read the file, print exactly the text the
+// process printed (summary_reader.h). If the document cannot be read back
+// (a bug), the figures in memory are rendered.
+std::string text_as_written(const Summary& summary, const std::string& json) {
+  Summary as_written;
+  std::string error;
+  return format_text(summary_from_json(json, &as_written, &error) ? as_written : summary);
+}
+
 }  // namespace
 
 std::string json_file_name(const Summary& summary) { return file_name(summary, ".json"); }
@@ -231,12 +244,15 @@ void write_summary(const Summary& summary, const Options& options, std::vector<s
     SigpipeHeld sigpipe_held;
     const std::string dir = options.output_dir.empty() ? "." : options.output_dir;
     std::string where = "stderr";
+    std::string json;
     try {
       if (options.text_summary == "file") {
         where = dir + "/" + text_file_name(summary);
-        write_to_file(dir, text_file_name(summary), format_text(summary), failures);
+        json = format_json(summary);
+        write_to_file(dir, text_file_name(summary), text_as_written(summary, json), failures);
       } else if (options.text_summary != "off") {
-        write_to_stderr(format_text(summary), failures);
+        json = format_json(summary);
+        write_to_stderr(text_as_written(summary, json), failures);
       }
     } catch (const std::exception& e) {
       tell_failure(where, e.what(), failures);
@@ -247,7 +263,8 @@ void write_summary(const Summary& summary, const Options& options, std::vector<s
     try {
       if (options.json_summary) {
         where = dir + "/" + json_file_name(summary);
-        write_to_file(dir, json_file_name(summary), format_json(summary), failures);
+        if (json.empty()) json = format_json(summary);
+        write_to_file(dir, json_file_name(summary), json, failures);
       }
     } catch (const std::exception& e) {
       tell_failure(where, e.what(), failures);

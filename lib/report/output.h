@@ -40,7 +40,8 @@ bool write_file_atomically(const std::string& dir, const std::string& name, cons
 
 // Writes the summary as `options` say: the text to stderr (in one write, so
 // other output does not cut into it), to dir/<text name> or nowhere; the
-// JSON to output_dir when json_summary is on. Each failure is one line,
+// JSON to output_dir when json_summary is on. The text is rendered from the
+// figures as the JSON holds them (Note [Text from the JSON] in output.cc). Each failure is one line,
 // logged, or appended to `failures` when it is given (then nothing is
 // logged).
 void write_summary(const Summary& summary, const Options& options, std::vector<std::string>* failures = nullptr);

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <vector>
+
+#include "report/utf8.h"
 
 namespace gpuslack {
 namespace report {
@@ -27,11 +30,24 @@ std::string printf_string(const char* format, ...) {
 }
 
 // Names come from threads, symbols and the environment: no control
-// character may reach the log.
+// character may reach the log, and a byte that is not UTF-8 prints as
+// U+FFFD, as the JSON writes it (utf8.h), so that a summary read back from
+// its file renders the same text.
 std::string printable(const std::string& s) {
-  std::string out = s;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t len = utf8_sequence_length(s, i);
+    if (c < 0x20 || c == 0x7f) {
+      out += '?';
+    } else if (len == 0) {
+      out += "\xef\xbf\xbd";
+    } else {
+      out.append(s, i, len);
+    }
+    i += len != 0 ? len : 1;
+  }
   return out;
 }
 
@@ -162,6 +178,14 @@ void call_tables(const Summary& s, std::string* out) {
   }
 }
 
+// bytes / time, as summary.cc computes CopyRow::gbps: the same figure in
+// the process, and from a file closer than the gbps it holds (6 digits
+// against total_s's 9).
+double copy_gbps(const CopyRow& row) {
+  double gbps = row.total_s > 0 ? static_cast<double>(row.bytes) / row.total_s / 1e9 : 0;
+  return std::isfinite(gbps) && gbps > 0 ? gbps : row.gbps;
+}
+
 void copy_table(const Summary& s, std::string* out) {
   if (s.copies.empty()) return;
   Table table(2);
@@ -171,7 +195,7 @@ void copy_table(const Summary& s, std::string* out) {
     const char* host = host_memory_name(row.host);
     table.add({kind[0] != '\0' ? kind : "-", host[0] != '\0' ? host : "-", count_text(row.count),
                bytes_text(row.bytes), duration(row.total_s),
-               row.gbps > 0 ? printf_string("%.2f", row.gbps) : "-"});
+               row.gbps > 0 ? printf_string("%.2f", copy_gbps(row)) : "-"});
   }
   line(out, "copies by kind:");
   table.render("  ", out);
@@ -200,7 +224,7 @@ void collective_table(const Summary& s, std::string* out) {
     table.add({"op", "type", "size", "ranks", "count", "captured", "bytes", "host", "GPU", "GPU p50", "GPU p99",
                "algbw GB/s", "busbw GB/s"});
     for (const CollectiveRow& r : c.rows) {
-      table.add({r.op, r.datatype, ">=" + bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0),
+      table.add({printable(r.op), printable(r.datatype), ">=" + bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0),
                  r.nranks > 0 ? std::to_string(r.nranks) : "?", count_text(r.count), count_text(r.captured),
                  bytes_text(r.bytes), duration(r.host_s), r.timed > 0 ? duration(r.gpu_s) : "-",
                  r.timed > 0 ? duration(r.gpu_p50_s) : "-", r.timed > 0 ? duration(r.gpu_p99_s) : "-",

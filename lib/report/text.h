@@ -16,7 +16,9 @@
 //   - the top call sites of each category (blocked time, calls, api, then
 //     the frames, indented).
 // Every line starts with "gpuslack: " and ends with '\n'; control characters
-// in names become '?', so no name can break a line or forge a prefix.
+// in names become '?', so no name can break a line or forge a prefix, and
+// bytes that are not UTF-8 become U+FFFD, as in the JSON (json.h), so the
+// text is valid UTF-8 and a summary read back renders the same text.
 // Columns are aligned per table. Empty categories and empty sections are
 // left out.
 //

@@ -13,7 +13,8 @@ the project's README). This package reads its figures and drives it:
 - `gpuslack.torch`: gpuslack as PyTorch's CUDA allocator (`use()`), and
   memory statistics in torch.cuda's terms.
 - ``python -m gpuslack run -- COMMAND``: runs a command under gpuslack;
-  ``python -m gpuslack report FILE``: prints a summary file as text.
+  ``python -m gpuslack report FILE``: prints a summary file as the text its
+  process printed (rendered by the library).
 
 Where libgpuslack.so comes from: `library_path()` (details in _lib.py).
 Nothing here loads the library until a function needs it, and the library

@@ -5,8 +5,9 @@
     python -m gpuslack library        # the libgpuslack.so this package uses
 
 Exit status: run passes the command's through (128+N for signal N);
-report gives 2 when a file is missing or is not a summary (one line on
-stderr says which and why); usage errors give 2.
+report gives 2 when a file is missing or is not a summary, or when no
+libgpuslack.so is found to render it with (one line on stderr says which and
+why); usage errors give 2.
 """
 import argparse
 import sys
@@ -51,14 +52,12 @@ def main(argv=None):
         status = 0
         for path in args.files:
             try:
-                sys.stdout.write(report.format_text(report.load(path)))
+                sys.stdout.write(report.format_text(path))
             except report.ReportError as e:
                 print("gpuslack report: %s" % e, file=sys.stderr)
                 status = 2
-            except (KeyError, TypeError, ValueError) as e:  # a summary with a field of the wrong shape
-                print("gpuslack report: %s is not a valid gpuslack summary (%s: %s)" % (path, type(e).__name__, e),
-                      file=sys.stderr)
-                status = 2
+                if isinstance(e, report.NoLibrary):
+                    break  # the same line for every file would say nothing more
         return status
     try:
         print(_lib.library_path())

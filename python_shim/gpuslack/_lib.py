@@ -17,8 +17,9 @@ Which library, first match wins (`library_path()`):
    (``PYTHONPATH=python_shim``).
 
 Loading (`load()`) is lazy: importing `gpuslack` maps nothing, so the
-launcher and `report` never load the library into their own process.
-Loading it does nothing either until the process makes a CUDA call.
+launcher never loads the library into its own process; `report` does, to
+render with it (gpuslack_render_summary). Loading it does nothing either
+until the process makes a CUDA call.
 
 Every prototype of include/gpuslack/gpuslack.h is declared in PROTOTYPES
 (tests/python/test_lib.py checks the table against the header). A function
@@ -85,14 +86,17 @@ class PinnedStats(ctypes.Structure):
 
 
 # name -> (restype, argtypes), in the header's order. Strings the caller
-# must free (gpuslack_summary_json) are c_void_p, not c_char_p, so that the
-# pointer survives to be handed back to gpuslack_free. cudaStream_t is
+# must free (gpuslack_summary_json, gpuslack_render_summary's char**) are
+# c_void_p, not c_char_p, so that the pointer survives to be handed back to
+# gpuslack_free. cudaStream_t is
 # c_void_p: 0 or None is the legacy default stream.
 PROTOTYPES = {
     "gpuslack_version": (ctypes.c_char_p, []),
     "gpuslack_build_info": (ctypes.c_char_p, []),
     "gpuslack_summary_json": (ctypes.c_void_p, []),
     "gpuslack_write_summary": (ctypes.c_int, []),
+    "gpuslack_render_summary": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                               ctypes.POINTER(ctypes.c_void_p)]),
     "gpuslack_device_stats_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(DeviceStats)]),
     "gpuslack_reset_peak_stats": (None, [ctypes.c_int]),
     "gpuslack_trim": (ctypes.c_ulonglong, [ctypes.c_int]),

@@ -19,6 +19,7 @@ C_TYPES = {
     "void": None,
     "const char*": ctypes.c_char_p,
     "char*": ctypes.c_void_p,  # owned by the caller: handed back to gpuslack_free
+    "char**": ctypes.POINTER(ctypes.c_void_p),  # the same, handed out through a pointer
     "int": ctypes.c_int,
     "double": ctypes.c_double,
     "unsigned long long": ctypes.c_ulonglong,
@@ -133,3 +134,33 @@ def test_the_order_of_the_places_looked_at(tmp_path, monkeypatch):
     assert _lib.library_path() == os.path.abspath(LIBRARY)
     monkeypatch.delenv("GPUSLACK_LIBRARY")
     assert "GPUSLACK_LIBRARY" not in [w for w, _ in _lib.candidates()]
+
+
+@needs_library
+def test_render_summary_hands_out_the_text_or_one_line_and_takes_null_pointers(tmp_path):
+    # In a child process: the library must not be mapped into pytest's.
+    good = tmp_path / "s.json"
+    good.write_text('{"schema_version": 1, "pid": 7, "wall_s": 2, "lost_share": 0, "categories": {}, '
+                    '"threads": [], "calls": [], "copies": [], "call_sites": []}')
+    code = ("import ctypes, sys\n"
+            "from gpuslack import _lib\n"
+            "lib = _lib.load()\n"
+            "def render(path, want_text=True, want_error=True):\n"
+            "    t, e = ctypes.c_void_p(), ctypes.c_void_p()\n"
+            "    rc = lib.render_summary(path, ctypes.byref(t) if want_text else None,\n"
+            "                            ctypes.byref(e) if want_error else None)\n"
+            "    out = [rc] + [ctypes.string_at(p.value).decode() if p.value else None for p in (t, e)]\n"
+            "    lib.free(t.value); lib.free(e.value)\n"
+            "    return out\n"
+            "good, bad = sys.argv[1].encode(), sys.argv[2].encode()\n"
+            "rc, text, error = render(good)\n"
+            "assert rc == 0 and error is None and text.startswith('gpuslack: 0.0% of 2 s lost (pid 7)'), text\n"
+            "assert render(good, want_text=False) == [0, None, None]\n"
+            "rc, text, error = render(bad)\n"
+            "assert rc == -1 and text is None and error == 'cannot read %s: No such file or directory' % sys.argv[2]\n"
+            "assert render(bad, want_error=False) == [-1, None, None]\n"
+            "assert render(None)[0] == -1 and 'NULL' in render(None)[2]\n")
+    r = subprocess.run([sys.executable, "-c", code, str(good), str(tmp_path / "missing.json")],
+                       env=dict(os.environ, GPUSLACK_LIBRARY=LIBRARY, PYTHONPATH=SHIM),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr

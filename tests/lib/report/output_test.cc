@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "report/json.h"
+#include "report/summary_reader.h"
 #include "report/text.h"
 #include "sample_summary.h"
 
@@ -146,6 +147,25 @@ TEST_F(Output, WriteSummaryWritesTheTextAndJsonFiles) {
   EXPECT_EQ("", ::testing::internal::GetCapturedStderr());
   EXPECT_EQ(format_text(s), read_file(o.output_dir + "/" + text_file_name(s)));
   EXPECT_EQ(format_json(s), read_file(o.output_dir + "/" + json_file_name(s)));
+}
+
+// Note [Text from the JSON]: figures with more digits than the JSON keeps
+// are rendered as the JSON holds them, so the file renders the same text.
+TEST_F(Output, TheTextIsWhatItsJsonFileRenders) {
+  Summary s = sample_summary();
+  s.wall_s = 12.3456789012345;
+  s.lost_share = 0.12345049999;
+  s.categories[0].share = 0.0004999999;  // left out of the text here; 0.0005 (0.1%) in the JSON
+  s.calls[1].total_s = 1.0 / 3;
+  Options o;
+  o.output_dir = dir_;
+  o.text_summary = "file";
+  o.json_summary = true;
+  write_summary(s, o);
+  Summary back;
+  std::string error;
+  ASSERT_TRUE(read_summary_file(dir_ + "/" + json_file_name(s), &back, &error)) << error;
+  EXPECT_EQ(format_text(back), read_file(dir_ + "/" + text_file_name(s)));
 }
 
 TEST_F(Output, WriteSummaryPutsTheTextOnStderr) {

@@ -69,7 +69,7 @@ TEST(FormatText, EveryLineIsPrefixedAndEndsTheText) {
 TEST(FormatText, ControlCharactersInNamesCannotBreakALine) {
   std::string text = format_text(sample_summary());
   // The worst thread's name holds a newline and \x01.
-  EXPECT_NE(std::string::npos, text.find("worst thread: tid 4242 \"python3 \"main\"??\xff\" lost 2.8 s (22.4% of wall)"))
+  EXPECT_NE(std::string::npos, text.find("worst thread: tid 4242 \"python3 \"main\"??\xef\xbf\xbd\" lost 2.8 s (22.4% of wall)"))
       << text;
   EXPECT_EQ(std::string::npos, text.find('\x01'));
   EXPECT_EQ(std::string::npos, text.find('\t'));

@@ -73,8 +73,15 @@ mkdir -p "$results"
 } >"$results/meta"
 for ((r = 1; r <= rounds; r++)); do
   say "round $r of $rounds (load $(cut -d' ' -f1 /proc/loadavg))"
-  run_one base "$base_build" "$r"
-  run_one head "$head_dir/build" "$r"
+  # ABBA: odd rounds run base first, even rounds head first, so that a
+  # drift in the machine's state over a round favours neither side.
+  if ((r % 2)); then
+    run_one base "$base_build" "$r"
+    run_one head "$head_dir/build" "$r"
+  else
+    run_one head "$head_dir/build" "$r"
+    run_one base "$base_build" "$r"
+  fi
 done
 echo "load_after $(cut -d' ' -f1-3 /proc/loadavg)" >>"$results/meta"
 say "results in $results"

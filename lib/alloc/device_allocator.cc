@@ -232,7 +232,7 @@ bool DeviceAllocator::take_freed(void* p, uint64_t* addr) {
   return true;
 }
 
-bool DeviceAllocator::free(void* p) {
+bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
@@ -241,36 +241,22 @@ bool DeviceAllocator::free(void* p) {
     ++stats_.deferred_frees;
   } else if (auto rec = recorded_.find(addr); rec != recorded_.end()) {
     // Its recorded streams may not be fence streams (PyTorch's streams are
-    // made without the hooks): fence on them and on every fence stream.
-    epochs_.close_on({addr}, rec->second, true);
+    // made without the hooks): fence on them and on the freeing stream, or,
+    // freed with no stream, on every fence stream.
+    std::vector<cudaStream_t> on = std::move(rec->second);
+    if (stream) on.push_back(*stream);
+    epochs_.close_on({addr}, std::move(on), !stream);
     recorded_.erase(rec);
-  } else {
+  } else if (!stream) {
     epochs_.add(addr);
     // Bound what an open epoch holds back: fence a full batch now.
     if (epochs_.open_blocks() >= kEpochBlocks) epochs_.close();
-  }
-  note_peaks();
-  return true;
-}
-
-bool DeviceAllocator::free(void* p, cudaStream_t stream) {
-  std::lock_guard<AllocatorMutex> lock(mu_);
-  uint64_t addr;
-  if (!take_freed(p, &addr)) return false;
-  if (capturing()) {
-    deferred_.push_back(addr);
-    ++stats_.deferred_frees;
-  } else if (auto rec = recorded_.find(addr); rec != recorded_.end()) {
-    std::vector<cudaStream_t> on = rec->second;
-    on.push_back(stream);
-    epochs_.close_on({addr}, on, false);
-    recorded_.erase(rec);
-  } else if (streams_.put(stream, addr, freed_.at(addr)) > kStreamCacheBlocks ||
+  } else if (streams_.put(*stream, addr, freed_.at(addr)) > kStreamCacheBlocks ||
              (cache_limit_ && streams_.bytes() > cache_limit_)) {
     // Too much held for one stream: fence it for everyone (one event).
     std::vector<uint64_t> blocks;
-    streams_.flush(stream, &blocks);
-    epochs_.close_on(std::move(blocks), {stream}, false);
+    streams_.flush(*stream, &blocks);
+    epochs_.close_on(std::move(blocks), {*stream}, false);
   }
   note_peaks();
   return true;

@@ -81,12 +81,14 @@ class DeviceAllocator {
   // `stream` at once. Not for the per-thread default stream (its handle
   // names a different stream in each thread): use allocate(bytes).
   void* allocate(size_t bytes, cudaStream_t stream);
-  // Frees a block from allocate(). False if `p` is not the start of a live
+  // Frees a block from allocate(). With no stream, the block waits for
+  // every stream (FreeEpochs); on `stream`, in the order of `stream`:
+  // reusable on `stream` at once, elsewhere once the work enqueued on
+  // `stream` so far has completed. False if `p` is not the start of a live
   // block of this allocator, or was freed already (nothing changes).
-  bool free(void* p);
-  // Frees in the order of `stream`: reusable on `stream` at once, elsewhere
-  // once the work enqueued on `stream` so far has completed.
-  bool free(void* p, cudaStream_t stream);
+  bool free(void* p, std::optional<cudaStream_t> stream);
+  bool free(void* p) { return free(p, std::nullopt); }
+  bool free(void* p, cudaStream_t stream) { return free(p, std::optional<cudaStream_t>(stream)); }
   // The block is used on `stream` too: its free also waits for `stream`.
   // False if `p` is not the start of a live block.
   bool record_stream(void* p, cudaStream_t stream);

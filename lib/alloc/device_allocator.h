@@ -31,6 +31,10 @@
 // caller passes the call to the runtime (which answers as it would have
 // without gpuslack).
 //
+// What it counts (allocations, peaks, the timeline: stats()) is kept apart,
+// in AllocatorStatistics (allocator_statistics.h), updated under the same
+// mutex.
+//
 // Thread safety: every public function, any thread (one mutex per device;
 // the caching allocators this replaces take one too).
 #pragma once
@@ -46,6 +50,7 @@
 #include <vector>
 
 #include "alloc/allocator_mutex.h"
+#include "alloc/allocator_statistics.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
 #include "sync/free_epochs.h"
@@ -189,8 +194,7 @@ class DeviceAllocator {
   uint64_t freed_bytes_ = 0;
   std::vector<uint64_t> deferred_;  // freed during a capture
   std::unordered_map<uint64_t, std::vector<cudaStream_t>> recorded_;  // record_stream
-  DeviceStats stats_;
-  Timeline timeline_;
+  AllocatorStatistics stats_;  // counters, peaks, timeline: apart from the blocks
 };
 
 }  // namespace alloc

@@ -174,7 +174,7 @@ GPUSLACK_API void gpuslack_device_free(void* ptr, size_t size, int device, CUstr
   if (a->device() != device || gpuslack::alloc::BlockManager::round_up(size) != block)
     return misuse(mismatch, "gpuslack_device_free: size or device differ from the allocation's:", ptr);
   std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
-  if (!(on ? a->free(ptr, *on) : a->free(ptr))) misuse(twice, "gpuslack_device_free: freed twice:", ptr);
+  if (!a->free(ptr, on)) misuse(twice, "gpuslack_device_free: freed twice:", ptr);
 }
 
 GPUSLACK_API void gpuslack_record_stream(void* ptr, CUstream_st* stream) {

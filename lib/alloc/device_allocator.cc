@@ -79,11 +79,7 @@ void DeviceAllocator::fence_all() {
 }
 
 void DeviceAllocator::note_peaks() {
-  stats_.allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
-  stats_.reserved = mapped_bytes();
-  if (stats_.allocated > stats_.peak_allocated) stats_.peak_allocated = stats_.allocated;
-  if (stats_.reserved > stats_.peak_reserved) stats_.peak_reserved = stats_.reserved;
-  timeline_.note(stats_.allocated, stats_.reserved);
+  stats_.note(held_bytes() - freed_bytes_, mapped_bytes());  // freed blocks are not allocated
 }
 
 uint64_t DeviceAllocator::trim_locked() {
@@ -111,7 +107,7 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
       freed_bytes_ -= it->second;
       freed_.erase(it);
       reservation_of(*at)->set_requested(*at, bytes);  // what range checks allow now
-      ++stats_.stream_reuses;
+      stats_.reused_on_stream();
       return served(*at);
     }
   }
@@ -164,7 +160,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
   if (void* p = allocate_mapped(bytes)) return p;
   if (capture) {
     // Note [Frees during capture]: nothing more may happen now.
-    ++stats_.capture_fallbacks;
+    stats_.capture_fallback();
     return nullptr;
   }
   // A miss. Before mapping anything: take back what the GPU is done with
@@ -187,13 +183,13 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
   if (void* p = allocate_mapping(bytes, &result)) return p;
   if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     // Pressure: give back cached granules, then wait for pending frees.
-    ++stats_.oom_retries;
+    stats_.oom_retry();
     trim_locked();
     if (void* p = allocate_mapping(bytes, &result)) return p;
     if (result == CUDA_ERROR_OUT_OF_MEMORY) {
       fence_all();
       std::vector<uint64_t> ready;
-      stats_.stall_s += epochs_.wait_all(&ready);
+      stats_.stalled(epochs_.wait_all(&ready));
       release(ready);
       // What the GPU was still using is free now and still mapped: placed
       // on it, the block maps only what is missing. Unmap only if that fails.
@@ -203,7 +199,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
       }
     }
   }
-  ++stats_.failed_allocations;
+  stats_.failed_allocation();
   note_peaks();
   uint64_t largest = 0;
   for_each_reservation([&](const Reservation& r) { largest = std::max(largest, r.largest_free()); });
@@ -214,7 +210,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
 }
 
 void* DeviceAllocator::served(uintptr_t addr) {
-  ++stats_.allocations;
+  stats_.allocated();
   note_peaks();
   if (cache_limit_ && mapped_bytes() > held_bytes() + cache_limit_) trim_locked();
   return reinterpret_cast<void*>(addr);
@@ -228,49 +224,35 @@ bool DeviceAllocator::take_freed(void* p, uint64_t* addr) {
   uint64_t size = r ? r->size_of(*addr) : 0;
   if (size == 0 || !freed_.emplace(*addr, size).second) return false;
   freed_bytes_ += size;
-  ++stats_.frees;
+  stats_.freed();
   return true;
 }
 
-bool DeviceAllocator::free(void* p) {
+bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
   if (capturing()) {
     deferred_.push_back(addr);
-    ++stats_.deferred_frees;
+    stats_.deferred_free();
   } else if (auto rec = recorded_.find(addr); rec != recorded_.end()) {
     // Its recorded streams may not be fence streams (PyTorch's streams are
-    // made without the hooks): fence on them and on every fence stream.
-    epochs_.close_on({addr}, rec->second, true);
+    // made without the hooks): fence on them and on the freeing stream, or,
+    // freed with no stream, on every fence stream.
+    std::vector<cudaStream_t> on = std::move(rec->second);
+    if (stream) on.push_back(*stream);
+    epochs_.close_on({addr}, std::move(on), !stream);
     recorded_.erase(rec);
-  } else {
+  } else if (!stream) {
     epochs_.add(addr);
     // Bound what an open epoch holds back: fence a full batch now.
     if (epochs_.open_blocks() >= kEpochBlocks) epochs_.close();
-  }
-  note_peaks();
-  return true;
-}
-
-bool DeviceAllocator::free(void* p, cudaStream_t stream) {
-  std::lock_guard<AllocatorMutex> lock(mu_);
-  uint64_t addr;
-  if (!take_freed(p, &addr)) return false;
-  if (capturing()) {
-    deferred_.push_back(addr);
-    ++stats_.deferred_frees;
-  } else if (auto rec = recorded_.find(addr); rec != recorded_.end()) {
-    std::vector<cudaStream_t> on = rec->second;
-    on.push_back(stream);
-    epochs_.close_on({addr}, on, false);
-    recorded_.erase(rec);
-  } else if (streams_.put(stream, addr, freed_.at(addr)) > kStreamCacheBlocks ||
+  } else if (streams_.put(*stream, addr, freed_.at(addr)) > kStreamCacheBlocks ||
              (cache_limit_ && streams_.bytes() > cache_limit_)) {
     // Too much held for one stream: fence it for everyone (one event).
     std::vector<uint64_t> blocks;
-    streams_.flush(stream, &blocks);
-    epochs_.close_on(std::move(blocks), {stream}, false);
+    streams_.flush(*stream, &blocks);
+    epochs_.close_on(std::move(blocks), {*stream}, false);
   }
   note_peaks();
   return true;
@@ -379,7 +361,7 @@ void DeviceAllocator::take_back_completed() {
 DeviceStats DeviceAllocator::stats() {
   std::lock_guard<AllocatorMutex> lock(mu_);
   note_peaks();
-  DeviceStats s = stats_;
+  DeviceStats s = stats_.counted();
   s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size();
   for_each_reservation([&](const Reservation& r) {
     s.largest_free = std::max(s.largest_free, r.largest_free());
@@ -396,13 +378,12 @@ DeviceStats DeviceAllocator::stats() {
 void DeviceAllocator::reset_peaks() {
   std::lock_guard<AllocatorMutex> lock(mu_);
   note_peaks();
-  stats_.peak_allocated = stats_.allocated;
-  stats_.peak_reserved = stats_.reserved;
+  stats_.reset_peaks();
 }
 
 Timeline::Samples DeviceAllocator::timeline() {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  return timeline_.samples();
+  return stats_.timeline();
 }
 
 }  // namespace alloc

@@ -31,6 +31,10 @@
 // caller passes the call to the runtime (which answers as it would have
 // without gpuslack).
 //
+// What it counts (allocations, peaks, the timeline: stats()) is kept apart,
+// in AllocatorStatistics (allocator_statistics.h), updated under the same
+// mutex.
+//
 // Thread safety: every public function, any thread (one mutex per device;
 // the caching allocators this replaces take one too).
 #pragma once
@@ -46,6 +50,7 @@
 #include <vector>
 
 #include "alloc/allocator_mutex.h"
+#include "alloc/allocator_statistics.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
 #include "sync/free_epochs.h"
@@ -81,12 +86,14 @@ class DeviceAllocator {
   // `stream` at once. Not for the per-thread default stream (its handle
   // names a different stream in each thread): use allocate(bytes).
   void* allocate(size_t bytes, cudaStream_t stream);
-  // Frees a block from allocate(). False if `p` is not the start of a live
+  // Frees a block from allocate(). With no stream, the block waits for
+  // every stream (FreeEpochs); on `stream`, in the order of `stream`:
+  // reusable on `stream` at once, elsewhere once the work enqueued on
+  // `stream` so far has completed. False if `p` is not the start of a live
   // block of this allocator, or was freed already (nothing changes).
-  bool free(void* p);
-  // Frees in the order of `stream`: reusable on `stream` at once, elsewhere
-  // once the work enqueued on `stream` so far has completed.
-  bool free(void* p, cudaStream_t stream);
+  bool free(void* p, std::optional<cudaStream_t> stream);
+  bool free(void* p) { return free(p, std::nullopt); }
+  bool free(void* p, cudaStream_t stream) { return free(p, std::optional<cudaStream_t>(stream)); }
   // The block is used on `stream` too: its free also waits for `stream`.
   // False if `p` is not the start of a live block.
   bool record_stream(void* p, cudaStream_t stream);
@@ -187,8 +194,7 @@ class DeviceAllocator {
   uint64_t freed_bytes_ = 0;
   std::vector<uint64_t> deferred_;  // freed during a capture
   std::unordered_map<uint64_t, std::vector<cudaStream_t>> recorded_;  // record_stream
-  DeviceStats stats_;
-  Timeline timeline_;
+  AllocatorStatistics stats_;  // counters, peaks, timeline: apart from the blocks
 };
 
 }  // namespace alloc

@@ -5,6 +5,7 @@
 
 #include "config/options.h"
 #include "cuda/driver_api.h"
+#include "cuda/runtime_api.h"
 #include "log/log.h"
 
 namespace gpuslack {
@@ -70,6 +71,17 @@ DeviceAllocator* device_allocator(int device) {
   if (device < 0 || device >= kMaxDevices) return nullptr;
   DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire);
   return a ? a : make(device);
+}
+
+DeviceMemory current_device_memory() {
+  DeviceMemory m;
+  int device = 0;
+  if (!vmm_selected() || cuda::get_device(&device) != cudaSuccess) {
+    m.untouched = true;
+    return m;
+  }
+  m.resource = device_allocator(device);
+  return m;
 }
 
 DeviceAllocator* existing_allocator(int device) {

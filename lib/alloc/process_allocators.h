@@ -27,6 +27,28 @@ inline constexpr int kMaxDevices = 64;
 bool vmm_selected();
 // The allocator of `device`, or nullptr for pass-through.
 DeviceAllocator* device_allocator(int device);
+
+// Note [Where device memory comes from]: whether an allocation hook
+// (cudaMalloc, cudaMallocAsync) is served by gpuslack's VMM allocator or by
+// the runtime is decided here and nowhere else. The hook asks for the
+// device memory of the calling thread's current device and forwards:
+//   - untouched: to the runtime's own call, as without gpuslack: the
+//     configuration says allocator:native (then no other call is made:
+//     the current device is not even asked), or the current device is
+//     unknown (cudaGetDevice failed);
+//   - resource nullptr: to the runtime's call through interpose's retry
+//     (Note [Retrying a pass-through allocation]): the VMM allocator is off
+//     on this device (no VMM support, its reservation failed);
+//   - else to `resource`, the device's VMM allocator (made on first use),
+//     and to the runtime through the retry only if it has no block.
+// The resource interface is DeviceAllocator's public one; the runtime's
+// memory is no object here because its retry needs the hook's own real
+// function, errno and last-error handling (interpose/routes_passthrough.inc).
+struct DeviceMemory {
+  bool untouched = false;
+  DeviceAllocator* resource = nullptr;
+};
+DeviceMemory current_device_memory();
 // The allocator whose range holds `p`, or nullptr. With no allocator made
 // (allocator:native), one atomic load.
 DeviceAllocator* owner(const void* p);

@@ -20,6 +20,7 @@
 #include "log/log.h"
 #include "nvtx/ranges.h"
 #include "pin/process_heap.h"
+#include "stage/owned_ranges.h"
 #include "stage/staged_copy.h"
 #include "report/json.h"
 #include "report/output.h"
@@ -108,6 +109,17 @@ void on_fork_child() {
 }  // namespace
 
 namespace {
+// What lib/stage asks of lib/alloc (stage/owned_ranges.h), answered here:
+// features do not include each other.
+pin::OwnedRange owned_by_vmm_allocator(const void* p, size_t bytes) {
+  switch (alloc::vmm_range(p, bytes)) {
+    case alloc::VmmRange::kInside: return pin::OwnedRange::kInside;
+    case alloc::VmmRange::kOutside: return pin::OwnedRange::kOutside;
+    case alloc::VmmRange::kNotVmm: break;
+  }
+  return pin::OwnedRange::kNotOwned;
+}
+
 // Set while this thread runs start(): NVTX's first call may load a tool
 // whose initialization calls CUDA, which comes back through a hook; that
 // call must not wait for the lock its own thread holds.
@@ -122,6 +134,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   } reset;
   std::lock_guard<std::mutex> lock(g_start_mu);
   if (active()) return;
+  pin::set_owned_range_check(owned_by_vmm_allocator);  // before any hooked copy can stage
   const Options& o = options();  // first use: parses GPUSLACK_CONF, logs problems
   clock::calibrate_start();
   g_start_seconds = clock::monotonic_seconds();

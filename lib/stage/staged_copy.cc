@@ -10,7 +10,6 @@
 #include <mutex>
 
 #include "sync/stream_registry.h"
-#include "alloc/process_allocators.h"
 #include "config/options.h"
 #include "cuda/fail.h"
 #include "cuda/pointer_kind.h"
@@ -19,6 +18,7 @@
 #include "ledger/ledger.h"
 #include "stage/host_copy.h"
 #include "stage/host_work.h"
+#include "stage/owned_ranges.h"
 
 namespace gpuslack {
 namespace pin {
@@ -194,10 +194,10 @@ cudaError_t Stager::pass(const CopyCall& c, NativeCopy native, void* real, Direc
 bool Stager::refused(const CopyCall& c, bool h2d, cudaError_t* r, NativeCopy native, void* real) {
   const void* device = h2d ? c.dst : c.src;
   const size_t span = h2d ? c.dst_span() : c.src_span();
-  switch (alloc::vmm_range(device, span)) {
-    case alloc::VmmRange::kInside: return false;
-    case alloc::VmmRange::kOutside: *r = cuda::fail(cudaErrorInvalidValue); return true;
-    case alloc::VmmRange::kNotVmm: break;
+  switch (owned_range(device, span)) {
+    case OwnedRange::kInside: return false;
+    case OwnedRange::kOutside: *r = cuda::fail(cudaErrorInvalidValue); return true;
+    case OwnedRange::kNotOwned: break;
   }
   if (cuda::within_allocation(device, span)) return false;
   *r = native(c, real);

@@ -43,7 +43,7 @@
 // the chunks before it written (past the allocation's end, into its
 // neighbour, for a copy starting inside it), the rest not. So the device
 // side's span, (height - 1) * pitch + width, is checked first: against the
-// VMM block (alloc/process_allocators.h), else against the driver's allocation
+// VMM block (stage/owned_ranges.h), else against the driver's allocation
 // (cuda::within_allocation, cached per thread). A range the driver cannot
 // vouch for (unknown to it, or spanning two mappings of an application's
 // own VMM memory) also goes to the runtime's own call: it is never staged

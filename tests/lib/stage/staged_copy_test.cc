@@ -22,6 +22,7 @@
 #include "cuda/pointer_kind.h"
 #include "gpusim.h"
 #include "stage/host_work.h"
+#include "stage/owned_ranges.h"
 
 namespace gpuslack {
 namespace pin {
@@ -545,6 +546,45 @@ TEST(StagedCopy, ACopyPastTheEndIsRefusedWholeWithNothingWritten) {
     EXPECT_EQ(1u, st.stats().d2h.staged);
   }
   cudaStreamDestroy(s);
+}
+
+// stage/owned_ranges.h: memory gpuslack's own allocator owns is checked by
+// the check lib/session installs, not by the driver (these tests run with
+// none, as a stager without a session does). Here a check owns the first
+// 64 KiB of a buffer the driver sees whole: a copy past them is refused with
+// nothing written; once the check is removed the driver's answer holds.
+namespace owned {
+char* g_start = nullptr;
+OwnedRange first_64k(const void* p, size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  if (c < g_start || c >= g_start + 64 * kKiB) return OwnedRange::kNotOwned;
+  return bytes <= static_cast<size_t>(g_start + 64 * kKiB - c) ? OwnedRange::kInside : OwnedRange::kOutside;
+}
+}  // namespace owned
+
+TEST(StagedCopy, AnOwnedRangeIsCheckedByItsOwner) {
+  Stager st(config());
+  DeviceBuffer dev(kMiB);
+  ASSERT_EQ(cudaSuccess, cudaMemset(dev.p, 0x22, kMiB));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  const std::vector<char> host = random_bytes(128 * kKiB, 17);
+  owned::g_start = dev.at(0);
+  set_owned_range_check(&owned::first_64k);
+  cudaGetLastError();
+  EXPECT_EQ(cudaErrorInvalidValue,
+            st.copy(call(dev.p, host.data(), 128 * kKiB, cudaMemcpyHostToDevice, nullptr, true), &native, nullptr));
+  EXPECT_EQ(cudaErrorInvalidValue, cudaGetLastError());
+  EXPECT_TRUE(std::all_of(dev.at(0), dev.at(kMiB), [](char c) { return c == 0x22; })) << "written";
+  EXPECT_EQ(cudaSuccess,
+            st.copy(call(dev.p, host.data(), 64 * kKiB, cudaMemcpyHostToDevice, nullptr, true), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  EXPECT_EQ(0, std::memcmp(dev.p, host.data(), 64 * kKiB));
+  set_owned_range_check(nullptr);
+  EXPECT_EQ(cudaSuccess,
+            st.copy(call(dev.p, host.data(), 128 * kKiB, cudaMemcpyHostToDevice, nullptr, true), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  EXPECT_EQ(0, std::memcmp(dev.p, host.data(), 128 * kKiB));
+  EXPECT_EQ(2u, st.stats().h2d.staged);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 # cublas, cudnn, nvrtc, cufft, cusparse with its nvjitlink, cusparseLt,
 # cufile, nvshmem).
 #
+# `--path` prints where the Python is (or will be) without installing.
 # Idempotent: prints only the path when the environment is there. On failure,
 # one line on stderr says what failed (pip's output is in the log it names).
 set -euo pipefail
@@ -46,6 +47,10 @@ pyver=$("$PYTHON" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
 CACHE=${GPUSLACK_TORCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuslack-torch}
 VENV=$CACHE/$TORCH_VERSION-$pyver-r$RECIPE
 
+if [ "${1:-}" = --path ]; then
+  echo "$VENV/bin/python"
+  exit 0
+fi
 if [ -f "$VENV/.done" ]; then
   echo "$VENV/bin/python"
   exit 0

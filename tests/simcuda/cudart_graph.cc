@@ -151,7 +151,7 @@ GPUSIM_EXPORT cudaError_t cudaDeviceGetPCIBusId(char* id, int len, int d) {
   READY();
   if (!id || len <= 0) return ret(cudaErrorInvalidValue);
   if (!valid_device(d)) return ret(cudaErrorInvalidDevice);
-  std::snprintf(id, static_cast<size_t>(len), "00000000:%02X:00.0", d + 1);
+  std::snprintf(id, static_cast<size_t>(len), "0000:00:%02X.0", d);  // as cudaDeviceProp's pciDeviceID
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int d, cudaGraphMemAttributeType attr, void* value) {

@@ -15,8 +15,8 @@
 //   - libraries (cudaLibraryLoadData, ...): handles whose kernels launch as
 //     above; they have no globals;
 //   - cudaGetDriverEntryPoint[ByVersion]: initializes the driver (cuInit), as
-//     the real runtime does, then asks cuGetProcAddress; a name it cannot
-//     answer is logged (log_unanswered).
+//     the real runtime does, then asks cuGetProcAddress, which logs a name
+//     it cannot answer (log_unanswered).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -100,8 +100,7 @@ cudaError_t driver_entry_point(const char* symbol, void** fn, int version, unsig
   if (flags & cudaEnablePerThreadDefaultStream) cu_flags |= CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
   CUdriverProcAddressQueryResult q;
   if (cuGetProcAddress(symbol, fn, version, cu_flags, &q) != CUDA_SUCCESS || !*fn) {
-    log_unanswered("cudaGetDriverEntryPoint", symbol);
-    *fn = nullptr;
+    *fn = nullptr;  // cuGetProcAddress logged the name (log_unanswered)
     return cudaSuccess;  // the runtime's answer: success, status "not found"
   }
   if (status) *status = cudaDriverEntryPointSuccess;

@@ -42,7 +42,8 @@ constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_OK = 0;
 
 std::atomic<int> g_inits{0};
 
-// A device handle is its index + 1 (never NULL).
+// A device handle is its index + 1 (never NULL). Device d sits at PCI
+// 0000:00:<d>.0, as cudaGetDeviceProperties and cudaDeviceGetPCIBusId say.
 nvmlDevice_t handle(int d) { return reinterpret_cast<nvmlDevice_t>(static_cast<uintptr_t>(d + 1)); }
 int index_of(nvmlDevice_t h) {
   auto i = static_cast<int>(reinterpret_cast<uintptr_t>(h)) - 1;
@@ -54,7 +55,6 @@ int index_of(nvmlDevice_t h) {
 void uuid_of(int d, char* out, size_t len) {
   std::snprintf(out, len, "GPU-67707573-696d-0000-0000-0000000000%02x", d);
 }
-void bus_id_of(int d, char* out, size_t len) { std::snprintf(out, len, "00000000:%02X:00.0", d + 1); }
 
 nvmlReturn_t check(nvmlDevice_t h, const char* call, int* d) {
   if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
@@ -133,16 +133,13 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevic
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* out) {
   if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
   if (!bus_id || !out) return NVML_ERROR_INVALID_ARGUMENT;
-  for (int d = 0; d < gpusim::config().device_count; ++d) {
-    char b[32];
-    bus_id_of(d, b, sizeof(b));
-    // "0000:01:00.0" (the runtime's short domain) names the same device.
-    if (strcasecmp(b, bus_id) == 0 || strcasecmp(b + 4, bus_id) == 0) {
-      *out = handle(d);
-      return NVML_SUCCESS;
-    }
-  }
-  return NVML_ERROR_NOT_FOUND;
+  // Any domain width ("0000:00:01.0" from the runtime, "00000000:00:01.0"
+  // as torch prints cudaDeviceProp's numbers).
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) return NVML_ERROR_INVALID_ARGUMENT;
+  if (domain != 0 || bus != 0 || fn != 0 || !gpusim::valid_device(static_cast<int>(dev))) return NVML_ERROR_NOT_FOUND;
+  *out = handle(static_cast<int>(dev));
+  return NVML_SUCCESS;
 }
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t h, unsigned int* i) {
   int d;

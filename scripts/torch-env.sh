@@ -6,8 +6,8 @@
 #   ${GPUSLACK_TORCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuslack-torch}/<key>/bin/python
 #
 # The wheel is PyPI's default build of torch (CUDA 13.2). Its nvidia-* wheels
-# are the smallest set it loads with on the simulated device (about 2.5 GB
-# instead of about 5 GB with all of them), installed without their
+# are the smallest set it loads with on the simulated device (3.8 GB in all
+# with torch, instead of about 5 GB with all of them), installed without their
 # dependencies at the versions torch pins:
 #   - not nvidia-cuda-runtime nor nvidia-nccl-cu13: the simulated
 #     libcudart.so.13 and libnccl.so.2 stand in their place (libtorch_cuda.so

@@ -4,7 +4,7 @@
 #
 #   - Debian packages: compilers (GCC; clang for the fuzz target), CMake, Ninja,
 #     GoogleTest, Google Benchmark, pytest with setuptools and wheel (the
-#     Python package's tests, tests/python),
+#     Python package's tests, tests/python), python3-venv (scripts/torch-env.sh),
 #     spdlog and fmt (header-only use), binutils (the export test), util-linux
 #     (setpriv, for the setuid test), dpkg-dev
 #     (apt-get source). Installed only when missing, so a warm machine never
@@ -33,7 +33,7 @@ sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # --- Debian packages -------------------------------------------------------
 PACKAGES=(g++ make cmake ninja-build pkg-config binutils dpkg-dev bzip2 xz-utils util-linux
           libgtest-dev libgmock-dev libbenchmark-dev libspdlog-dev libfmt-dev
-          python3 python3-jsonschema python3-pytest python3-setuptools python3-wheel
+          python3 python3-venv python3-jsonschema python3-pytest python3-setuptools python3-wheel
           clang libclang-rt-14-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do

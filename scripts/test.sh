@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh >/dev/null
+# The pinned torch of the torch tests (ctest -L torch, Release build only).
+scripts/torch-env.sh >/dev/null
 jobs=$(nproc)
 
 echo "== Release build: all tests"

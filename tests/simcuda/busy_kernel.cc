@@ -2,7 +2,11 @@
 // while and notices if anyone else writes it meanwhile. This is how tests
 // catch an allocator that hands out memory a queued kernel still uses.
 #include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "gpusim.h"
 #include "sim.h"
@@ -51,3 +55,24 @@ std::atomic<long> g_free_syncs{0};
 }  // namespace
 void gpusim::count_free_sync() { g_free_syncs.fetch_add(1, std::memory_order_relaxed); }
 GPUSIM_EXPORT long gpusim_free_syncs(void) { return g_free_syncs.load(); }
+
+// Kernels launched through the CUDA APIs (cudaLaunchKernel, cuLaunchKernel,
+// ...): timed, never computed.
+void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks) {
+  charge(config().launch_us);
+  double us = config().kernel_us + config().kernel_per_block_us * static_cast<double>(blocks);
+  enqueue(s, [us] { wait_until(after(Clock::now(), us)); });
+}
+
+namespace {
+std::mutex g_unanswered_mu;
+std::set<std::string>* g_unanswered = new std::set<std::string>();  // never freed: used at exit
+}  // namespace
+void gpusim::log_unanswered(const char* api, const char* name) {
+  std::string key = std::string(api) + ": " + (name ? name : "(null)");
+  {
+    std::lock_guard<std::mutex> l(g_unanswered_mu);
+    if (!g_unanswered->insert(key).second) return;
+  }
+  std::fprintf(stderr, "gpusim: unanswered %s\n", key.c_str());
+}

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "driver_internal.h"
 
@@ -108,6 +109,11 @@ constexpr Versioned kVersioned[] = {
     {"cuDevicePrimaryCtxSetFlags", "cuDevicePrimaryCtxSetFlags_v2", 11000},
     {"cuDeviceGetUuid", "cuDeviceGetUuid_v2", 11040},
     {"cuGetProcAddress", "cuGetProcAddress_v2", 12000},
+    {"cuCtxPushCurrent", "cuCtxPushCurrent_v2", 4000},
+    {"cuCtxPopCurrent", "cuCtxPopCurrent_v2", 4000},
+    {"cuLinkCreate", "cuLinkCreate_v2", 6050},
+    {"cuLinkAddData", "cuLinkAddData_v2", 6050},
+    {"cuStreamWriteValue32", "cuStreamWriteValue32_v2", 12000},
 };
 
 void* lookup(const char* symbol, int cuda_version) {
@@ -177,7 +183,10 @@ GPUSIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda
                                        CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
     return CUDA_ERROR_INVALID_VALUE;
   void* f = lookup(symbol, cuda_version);
-  if (!f) return CUDA_ERROR_NOT_FOUND;
+  if (!f) {
+    log_unanswered("cuGetProcAddress", symbol);
+    return CUDA_ERROR_NOT_FOUND;
+  }
   *pfn = f;
   if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
   return CUDA_SUCCESS;
@@ -322,6 +331,39 @@ GPUSIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   CUctx_st* c = nullptr;
   if (CUresult r = ctx_or_current(ctx, &c)) return r;
   sync_device(c->device);
+  return CUDA_SUCCESS;
+}
+
+// The context stack (cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2): pushing
+// makes a context current and remembers the one it replaced.
+namespace {
+thread_local std::vector<CUctx_st*> t_ctx_stack;
+}  // namespace
+GPUSIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
+  READY();
+  if (!ctx || !valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  t_ctx_stack.push_back(current_ctx());
+  t_unbound = false;
+  set_current_device(ctx->device);
+  return CUDA_SUCCESS;
+}
+GPUSIM_EXPORT CUresult cuCtxPopCurrent(CUcontext* out) {
+  READY();
+  CUctx_st* cur = current_ctx();
+  if (!cur || t_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (out) *out = cur;
+  CUctx_st* prev = t_ctx_stack.back();
+  t_ctx_stack.pop_back();
+  t_unbound = prev == nullptr;
+  if (prev) set_current_device(prev->device);
+  return CUDA_SUCCESS;
+}
+GPUSIM_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext* ctx) {
+  READY();
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  CUstream_st* s = resolve(h, false);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  *ctx = primary(s->device);
   return CUDA_SUCCESS;
 }
 

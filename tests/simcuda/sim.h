@@ -71,6 +71,11 @@ struct Config {
   double mem_map_us = 3;         // cuMemMap / cuMemUnmap per call
   double set_access_us = 25;     // cuMemSetAccess base
   double set_access_per_2mib_us = 2;  // cuMemSetAccess per 2 MiB granule
+  // Kernels (cudaLaunchKernel, cuLaunchKernel, ...) are never computed: each
+  // occupies its stream for kernel_us + kernel_per_block_us x blocks.
+  double kernel_us = 5;             // GPU time of any launch
+  double kernel_per_block_us = 0.005;  // per block of the grid
+  double launch_us = 2;             // host-side cost of a launch call
 };
 const Config& config();
 
@@ -81,6 +86,11 @@ void charge(double us);
 void wait_until(Clock::time_point deadline);
 Clock::time_point after(Clock::time_point t, double us);
 double transfer_us(size_t bytes, double gbps);
+
+// Says on stderr, once per (api, name), that the simulated device was asked
+// for something it cannot answer: "gpusim: unanswered <api>: <name>". The
+// torch tests fail on such a line (README.md, "Hosting PyTorch").
+void log_unanswered(const char* api, const char* name);
 
 // ---------------------------------------------------------------- faults --
 
@@ -277,5 +287,10 @@ void wait_event(CUstream_st* s, CUevent_st* e);
 cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode);
 cudaError_t end_capture(CUstream_st* s, CUgraph_st** graph);
 void launch_graph(CUgraphExec_st* exec, CUstream_st* s);
+
+// A kernel launch: `blocks` blocks of nothing, on `s`, for the modeled time
+// (Config::kernel_us, kernel_per_block_us). Charges the host's launch cost.
+// While `s` captures, it becomes a kernel node of the graph.
+void launch_kernel(CUstream_st* s, uint64_t blocks);
 
 }  // namespace gpusim

@@ -1,0 +1,22 @@
+# Real PyTorch on the simulated device (torch_sim.py; ctest label `torch`):
+# the pinned torch that scripts/torch-env.sh installs into a cache outside
+# the clone (scripts/test.sh runs it first). Release builds only: sanitizer
+# builds need not load torch. A missing torch fails the tests, saying how to
+# install it; none skips.
+if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
+  set(GPUSLACK_TORCH_PYTHON "" CACHE FILEPATH "Python of the pinned torch (empty: where scripts/torch-env.sh puts it)")
+  set(_torch_python ${GPUSLACK_TORCH_PYTHON})
+  if(NOT _torch_python)
+    execute_process(COMMAND ${PROJECT_SOURCE_DIR}/scripts/torch-env.sh --path
+                    OUTPUT_VARIABLE _torch_python OUTPUT_STRIP_TRAILING_WHITESPACE)
+  endif()
+  list(GET CUDAToolkit_INCLUDE_DIRS 0 _cuda_include)
+  foreach(what symbols smoke)
+    add_test(NAME torch.${what}
+      COMMAND ${CMAKE_COMMAND} -E env
+        TORCH_PYTHON=${_torch_python} SIMCUDA_DIR=${GPUSIM_DIR} GPUSLACK_LIBRARY=$<TARGET_FILE:gpuslack>
+        CUDA_INCLUDE_DIR=${_cuda_include} PYTHONDONTWRITEBYTECODE=1
+        ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/torch_sim.py ${what})
+    set_tests_properties(torch.${what} PROPERTIES LABELS "torch;python" TIMEOUT 600)
+  endforeach()
+endif()

@@ -1,0 +1,216 @@
+// libnvidia-ml.so.1 of the simulated device: the NVML calls PyTorch makes
+// (c10/cuda's driver API table and its device checks look them up with
+// dlsym, and with expandable segments torch calls through them without
+// checking that NVML loaded). The devices are the simulated ones, PCIe
+// GPUs with no NVLink and no fabric, no process listed on them.
+//
+// NVML's header (nvml.h) is not part of the CUDA toolkit installed here: the
+// types below are NVML's, declared with the values of its header. Only the
+// calls that take no structure, or whose structures are not read, are
+// defined; #13 extends this with clocks and throttling.
+//
+// An NVML call with arguments it cannot answer (an unknown handle) says so
+// through log_unanswered. A function that is missing altogether shows as a
+// failed dlsym in the caller; the torch symbol test (tests/python/torch_sim.py)
+// checks the names torch's libraries carry against this library's exports.
+#include <cstdio>
+#include <cstring>
+
+#include "sim.h"
+
+extern "C" {
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct nvmlProcessInfo_st nvmlProcessInfo_t;
+typedef struct nvmlGpuFabricInfo_v2_st nvmlGpuFabricInfoV_t;
+typedef struct nvmlPciInfo_st nvmlPciInfo_t;
+typedef int nvmlGpuP2PCapsIndex_t;
+typedef int nvmlGpuP2PStatus_t;
+typedef int nvmlIntNvLinkDeviceType_t;
+}
+
+namespace {
+
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+constexpr nvmlReturn_t NVML_ERROR_UNINITIALIZED = 1;
+constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
+constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
+constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
+constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
+constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_OK = 0;
+
+std::atomic<int> g_inits{0};
+
+// A device handle is its index + 1 (never NULL). Device d sits at PCI
+// 0000:00:<d>.0, as cudaGetDeviceProperties and cudaDeviceGetPCIBusId say.
+nvmlDevice_t handle(int d) { return reinterpret_cast<nvmlDevice_t>(static_cast<uintptr_t>(d + 1)); }
+int index_of(nvmlDevice_t h) {
+  auto i = static_cast<int>(reinterpret_cast<uintptr_t>(h)) - 1;
+  return gpusim::valid_device(i) ? i : -1;
+}
+
+// The UUID of cuDeviceGetUuid's bytes ("gpusim", then the index), as NVML
+// prints one.
+void uuid_of(int d, char* out, size_t len) {
+  std::snprintf(out, len, "GPU-67707573-696d-0000-0000-0000000000%02x", d);
+}
+
+nvmlReturn_t check(nvmlDevice_t h, const char* call, int* d) {
+  if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+  *d = index_of(h);
+  if (*d < 0) {
+    gpusim::log_unanswered(call, "unknown device handle");
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+GPUSIM_EXPORT nvmlReturn_t nvmlInit_v2(void) {
+  if (gpusim::config().no_driver) return NVML_ERROR_DRIVER_NOT_LOADED;
+  g_inits.fetch_add(1);
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
+GPUSIM_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
+  (void)flags;
+  return nvmlInit_v2();
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlShutdown(void) {
+  if (g_inits.fetch_sub(1) <= 0) {
+    g_inits.fetch_add(1);
+    return NVML_ERROR_UNINITIALIZED;
+  }
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT const char* nvmlErrorString(nvmlReturn_t r) {
+  switch (r) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    default: return "Unknown Error";
+  }
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* v) {
+  if (!v) return NVML_ERROR_INVALID_ARGUMENT;
+  *v = CUDA_VERSION;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) { return nvmlSystemGetCudaDriverVersion_v2(v); }
+
+// ---- devices ----
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* n) {
+  if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+  if (!n) return NVML_ERROR_INVALID_ARGUMENT;
+  *n = static_cast<unsigned>(gpusim::config().device_count);
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t* out) {
+  if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+  if (!out || !gpusim::valid_device(static_cast<int>(i))) return NVML_ERROR_INVALID_ARGUMENT;
+  *out = handle(static_cast<int>(i));
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* out) {
+  if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+  if (!uuid || !out) return NVML_ERROR_INVALID_ARGUMENT;
+  for (int d = 0; d < gpusim::config().device_count; ++d) {
+    char u[96];
+    uuid_of(d, u, sizeof(u));
+    if (std::strcmp(u, uuid) == 0) {
+      *out = handle(d);
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* out) {
+  if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+  if (!bus_id || !out) return NVML_ERROR_INVALID_ARGUMENT;
+  // Any domain width ("0000:00:01.0" from the runtime, "00000000:00:01.0"
+  // as torch prints cudaDeviceProp's numbers).
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  if (std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4) return NVML_ERROR_INVALID_ARGUMENT;
+  if (domain != 0 || bus != 0 || fn != 0 || !gpusim::valid_device(static_cast<int>(dev))) return NVML_ERROR_NOT_FOUND;
+  *out = handle(static_cast<int>(dev));
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t h, unsigned int* i) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetIndex", &d)) return r;
+  if (!i) return NVML_ERROR_INVALID_ARGUMENT;
+  *i = static_cast<unsigned>(d);
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t h, char* uuid, unsigned int len) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetUUID", &d)) return r;
+  if (!uuid) return NVML_ERROR_INVALID_ARGUMENT;
+  char u[96];
+  uuid_of(d, u, sizeof(u));
+  if (len < std::strlen(u) + 1) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(uuid, u, std::strlen(u) + 1);
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char* name, unsigned int len) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetName", &d)) return r;
+  if (!name || len == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  std::snprintf(name, len, "gpusim simulated device %d", d);
+  return NVML_SUCCESS;
+}
+// Every pair of simulated devices can reach each other (as
+// cudaDeviceCanAccessPeer says).
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, nvmlGpuP2PCapsIndex_t caps,
+                                                 nvmlGpuP2PStatus_t* status) {
+  (void)caps;
+  int da, db;
+  if (nvmlReturn_t r = check(a, "nvmlDeviceGetP2PStatus", &da)) return r;
+  if (nvmlReturn_t r = check(b, "nvmlDeviceGetP2PStatus", &db)) return r;
+  if (!status) return NVML_ERROR_INVALID_ARGUMENT;
+  *status = NVML_P2P_STATUS_OK;
+  return NVML_SUCCESS;
+}
+// No process is listed (the simulated device is not shared). Answers the
+// unversioned (v1) name and the v3 one alike: with a count of zero their
+// structures are never written.
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t h, unsigned int* count,
+                                                                   nvmlProcessInfo_t* infos) {
+  (void)infos;
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetComputeRunningProcesses", &d)) return r;
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = 0;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t h, unsigned int* count,
+                                                                nvmlProcessInfo_t* infos) {
+  return nvmlDeviceGetComputeRunningProcesses_v3(h, count, infos);
+}
+// A PCIe GPU: no fabric, no NVLink.
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t h, nvmlGpuFabricInfoV_t* info) {
+  (void)info;
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetGpuFabricInfoV", &d)) return r;
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t h, unsigned int link,
+                                                               nvmlIntNvLinkDeviceType_t* type) {
+  (void)link, (void)type;
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetNvLinkRemoteDeviceType", &d)) return r;
+  return NVML_ERROR_NOT_SUPPORTED;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t h, unsigned int link,
+                                                               nvmlPciInfo_t* pci) {
+  (void)link, (void)pci;
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetNvLinkRemotePciInfo", &d)) return r;
+  return NVML_ERROR_NOT_SUPPORTED;
+}

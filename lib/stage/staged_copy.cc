@@ -354,7 +354,7 @@ cudaError_t Stager::stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy 
 cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* staged_bytes) {
   struct InFlight {
     StagingBlock block;
-    PooledEvent event;  // empty: wait for the stream instead
+    sync::PooledEvent event;  // empty: wait for the stream instead
     Chunk chunk;
   };
   auto* dst = static_cast<char*>(c.dst);
@@ -380,10 +380,10 @@ cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* 
         result = e;
         break;
       }
-      PooledEvent ev = take_event(s.device);
+      sync::PooledEvent ev = sync::take_event(s.device, sync::EventKind::kNoTiming);
       if (ev && cuda::event_record(ev.event, s.handle) != cudaSuccess) {
         cuda::get_last_error();
-        give_event(ev);
+        sync::give_event(ev);
         ev = {};
       }
       window.push_back({b, ev, k});
@@ -404,7 +404,7 @@ cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* 
     }
     *staged_bytes += f.chunk.bytes();
     pool_.release(f.block);
-    give_event(f.event);
+    sync::give_event(f.event);
     window.pop_front();
   }
   if (!window.empty()) {
@@ -413,7 +413,7 @@ cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* 
     cuda::stream_synchronize(s.handle);
     for (InFlight& f : window) {
       pool_.release(f.block);
-      give_event(f.event);
+      sync::give_event(f.event);
     }
   }
   if (fallback && result == cudaSuccess) {

@@ -3,14 +3,15 @@
 // have blocked" in the summary — measured without waiting for anything.
 //
 // At a staged copy on a busy stream, start() records a timing event (from
-// the event pool, sync/event_pool.h) on the stream before the copy's own work: it completes when the stream's earlier
-// work does, which is when the driver's drain would have returned. Its GPU
-// timestamp becomes host time through a reference event per device, recorded
-// on a private idle stream and polled for at most 50 us (re-done every
-// minute, so that cudaEventElapsedTime's float milliseconds keep
-// microsecond precision; never a long wait on a copy's path: a reference
-// that does not complete in time is tried again 10 ms later); poll()
-// resolves completed probes as later copies come by. So the figure is an
+// the event pool, sync/event_pool.h) on the stream before the copy's own
+// work: it completes when the stream's earlier work does, which is when the
+// driver's drain would have returned. Its GPU timestamp becomes host time
+// through a reference event per device, recorded on a private idle stream
+// and polled for at most 50 us (re-done every minute, so that
+// cudaEventElapsedTime's float milliseconds keep microsecond precision;
+// never a long wait on a copy's path: a reference that does not complete in
+// time is tried again 10 ms later); poll() resolves completed probes as
+// later copies come by. So the figure is an
 // estimate (reference error: the 50 us at most, typically microseconds),
 // and probes not resolved when the summary is written are not in it (the
 // summary says how many). On the simulated device, whose cudaMalloc and

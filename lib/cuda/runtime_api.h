@@ -18,8 +18,8 @@ cudaError_t peek_at_last_error();
 cudaError_t get_last_error();
 cudaError_t driver_get_version(int* version);
 
-// Devices, events and capture state: the collectives' GPU timing
-// (nccl/collective_events.h) and the allocator's free epochs. gpuslack
+// Devices, events and capture state: the event pool (sync/event_pool.h),
+// the collectives' GPU timing and the allocator's free epochs. gpuslack
 // polls events; the two waiting calls serve only the stalls the README
 // documents (free_sync, and an allocation that must wait for pending frees).
 cudaError_t get_device(int* device);

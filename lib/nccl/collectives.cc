@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "cuda/runtime_api.h"
-#include "nccl/collective_events.h"
 #include "nccl/communicators.h"
+#include "sync/event_pool.h"
 
 namespace gpuslack {
 namespace ledger {
@@ -189,6 +189,11 @@ struct LastErrorGuard {
     if (before == cudaSuccess && cuda::peek_at_last_error() != cudaSuccess) cuda::get_last_error();
   }
 };
+
+// Timing events, from the event pool (sync/event_pool.h): the pending rings
+// keep each one's handle and device.
+cudaEvent_t acquire_event(int device) { return sync::take_event(device, sync::EventKind::kTiming).event; }
+void release_event(int device, cudaEvent_t event) { sync::give_event({event, device, sync::EventKind::kTiming}); }
 
 cudaEvent_t record_on(int device, cudaStream_t stream) {
   cudaEvent_t e = acquire_event(device);
@@ -582,7 +587,6 @@ void collectives_after_fork_child() {
   g_exited = nullptr;
   t_shard = nullptr;
   if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_key, nullptr);
-  events_after_fork_child();
   reset_comms();
 }
 
@@ -591,14 +595,21 @@ size_t collective_shard_count() { return g_shard_count.load(std::memory_order_re
 namespace testing {
 
 void while_holding_collective_locks(void (*during)(void*), void* arg) {
-  Shard* s = my_shard();
+  struct Hold {
+    Shard* s;
+    void (*during)(void*);
+    void* arg;
+  } hold{my_shard(), during, arg};
   std::lock_guard<std::mutex> fold(g_fold_mu);
   std::lock_guard<std::mutex> free_list(g_free_mu);
-  events_while_holding_lock([&] {
-    if (s) s->mu.lock();
-    during(arg);
-    if (s) s->mu.unlock();
-  });
+  sync::testing::while_holding_event_pool_lock(
+      [](void* p) {
+        Hold& h = *static_cast<Hold*>(p);
+        if (h.s) h.s->mu.lock();
+        h.during(h.arg);
+        if (h.s) h.s->mu.unlock();
+      },
+      &hold);
 }
 
 }  // namespace testing

@@ -32,7 +32,7 @@
 // (communicators.h), one cudaStreamIsCapturing, a probe of the thread's
 // cell table and four single-writer relaxed stores: no lock, no allocation.
 // Timed calls and report time take the thread shard's own mutex (guarding
-// its pending ring and GPU figures) and the event pool's (events.h).
+// its pending ring and GPU figures) and the event pool's (sync/event_pool.h).
 //
 // Thread safety: begin/end/group_* on the calling thread's state; the
 // snapshot from any thread. The CollectiveTrack / GroupTrack values live on
@@ -136,9 +136,10 @@ CollectiveSnapshot collectives_snapshot();
 void reset_collectives();
 
 // In the child of a fork, from its atfork handler (Note [Fork] in
-// session/session.cc): forgets the parent's figures, communicators and
-// events without touching what another thread of the parent may have been
-// changing or have locked at the fork; takes no lock, allocates nothing.
+// session/session.cc): forgets the parent's figures and communicators
+// without touching what another thread of the parent may have been changing
+// or have locked at the fork; takes no lock, allocates nothing. (The
+// session's handler resets the event pool: sync/event_pool.h.)
 void collectives_after_fork_child();
 
 // Shards made so far, in use or free (Note [Exited threads] in ledger.h:

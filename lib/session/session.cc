@@ -26,6 +26,7 @@
 #include "report/output.h"
 #include "report/summary.h"
 #include "session/signals.h"
+#include "sync/event_pool.h"
 
 namespace gpuslack {
 namespace session {
@@ -103,6 +104,7 @@ void on_fork_child() {
   log::after_fork_child();
   ledger::after_fork_child();
   ledger::collectives_after_fork_child();
+  sync::events_after_fork_child();
   reporter_after_fork_child();
 }
 

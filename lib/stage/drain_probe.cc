@@ -22,8 +22,7 @@ uint64_t DrainProbes::now_ns() {
 }
 
 DrainProbes::~DrainProbes() {
-  for (const Probe& p : pending_) cuda::event_destroy(p.event);
-  for (cudaEvent_t e : free_) cuda::event_destroy(e);
+  for (const Probe& p : pending_) sync::give_event(p.event);
   for (Reference& r : refs_) {
     if (r.event) cuda::event_destroy(r.event);
     if (r.stream) cuda::stream_destroy(r.stream);
@@ -31,32 +30,19 @@ DrainProbes::~DrainProbes() {
   cuda::get_last_error();
 }
 
-cudaEvent_t DrainProbes::take_locked() {
-  if (!free_.empty()) {
-    cudaEvent_t e = free_.back();
-    free_.pop_back();
-    return e;
-  }
-  cudaEvent_t e = nullptr;
-  if (cuda::event_create(&e, cudaEventDefault) != cudaSuccess) {
-    cuda::get_last_error();
-    return nullptr;
-  }
-  return e;
-}
-
 void DrainProbes::start(const StreamRef& s, uint64_t call_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  cudaEvent_t e = pending_.size() < kMaxPending ? take_locked() : nullptr;
-  if (!e || cuda::event_record(e, s.handle) != cudaSuccess) {
+  sync::PooledEvent e;
+  if (pending_.size() < kMaxPending) e = sync::take_event(s.device, sync::EventKind::kTiming);
+  if (!e || cuda::event_record(e.event, s.handle) != cudaSuccess) {
     if (e) {
       cuda::get_last_error();
-      free_.push_back(e);
+      sync::give_event(e);
     }
     ++figures_.skipped;
     return;
   }
-  pending_.push_back({e, s.device, call_ns});
+  pending_.push_back({e, call_ns});
 }
 
 // The reference of `device` (the current device), made or refreshed now:
@@ -111,7 +97,7 @@ void DrainProbes::poll() {
   std::lock_guard<std::mutex> lock(mu_);
   int looked = 0;
   for (auto it = pending_.begin(); it != pending_.end() && looked < kPollBatch; ++looked) {
-    cudaError_t q = cuda::event_query(it->event);
+    cudaError_t q = cuda::event_query(it->event.event);
     if (q == cudaErrorNotReady) {
       ++it;
       continue;
@@ -119,14 +105,14 @@ void DrainProbes::poll() {
     if (q == cudaSuccess) {
       int current = 0;
       Reference* ref = nullptr;
-      if (cuda::get_device(&current) == cudaSuccess && current == it->device) ref = reference_locked(current);
+      if (cuda::get_device(&current) == cudaSuccess && current == it->event.device) ref = reference_locked(current);
       if (!ref) {
         cuda::get_last_error();
         ++it;  // resolved later, from a thread on its device
         continue;
       }
       float ms = 0;
-      if (cuda::event_elapsed_ms(&ms, ref->event, it->event) == cudaSuccess) {
+      if (cuda::event_elapsed_ms(&ms, ref->event, it->event.event) == cudaSuccess) {
         double done = static_cast<double>(ref->host_ns) + static_cast<double>(ms) * 1e6;
         double drained = done - static_cast<double>(it->call_ns);
         figures_.drained_ns += drained > 0 ? static_cast<uint64_t>(drained) : 0;
@@ -139,7 +125,7 @@ void DrainProbes::poll() {
       cuda::get_last_error();
       ++figures_.skipped;
     }
-    free_.push_back(it->event);
+    sync::give_event(it->event);
     it = pending_.erase(it);
   }
 }

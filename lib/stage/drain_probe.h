@@ -2,15 +2,16 @@
 // have blocked the caller — the estimate of "what the native call would
 // have blocked" in the summary — measured without waiting for anything.
 //
-// At a staged copy on a busy stream, start() records a timing event on the
-// stream before the copy's own work: it completes when the stream's earlier
-// work does, which is when the driver's drain would have returned. Its GPU
-// timestamp becomes host time through a reference event per device, recorded
-// on a private idle stream and polled for at most 50 us (re-done every
-// minute, so that cudaEventElapsedTime's float milliseconds keep
-// microsecond precision; never a long wait on a copy's path: a reference
-// that does not complete in time is tried again 10 ms later); poll()
-// resolves completed probes as later copies come by. So the figure is an
+// At a staged copy on a busy stream, start() records a timing event (from
+// the event pool, sync/event_pool.h) on the stream before the copy's own
+// work: it completes when the stream's earlier work does, which is when the
+// driver's drain would have returned. Its GPU timestamp becomes host time
+// through a reference event per device, recorded on a private idle stream
+// and polled for at most 50 us (re-done every minute, so that
+// cudaEventElapsedTime's float milliseconds keep microsecond precision;
+// never a long wait on a copy's path: a reference that does not complete in
+// time is tried again 10 ms later); poll() resolves completed probes as
+// later copies come by. So the figure is an
 // estimate (reference error: the 50 us at most, typically microseconds),
 // and probes not resolved when the summary is written are not in it (the
 // summary says how many). On the simulated device, whose cudaMalloc and
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "stage/stream_ref.h"
+#include "sync/event_pool.h"
 
 namespace gpuslack {
 namespace pin {
@@ -46,8 +48,8 @@ class DrainProbes {
   static constexpr size_t kMaxPending = 256;
 
   DrainProbes() = default;
-  // Destroys its events and streams (a pending event's resources go back
-  // once it completes).
+  // Gives its probes' events back to the event pool (pending ones too) and
+  // destroys its references' events and streams.
   ~DrainProbes();
   DrainProbes(const DrainProbes&) = delete;
   DrainProbes& operator=(const DrainProbes&) = delete;
@@ -62,8 +64,7 @@ class DrainProbes {
 
  private:
   struct Probe {
-    cudaEvent_t event;
-    int device;
+    sync::PooledEvent event;  // of the stream's device
     uint64_t call_ns;
   };
   struct Reference {
@@ -74,11 +75,9 @@ class DrainProbes {
     uint64_t next_try_ns = 0;  // no new calibration before this
   };
   Reference* reference_locked(int device);
-  cudaEvent_t take_locked();
 
   mutable std::mutex mu_;
   std::deque<Probe> pending_;
-  std::vector<cudaEvent_t> free_;
   std::vector<Reference> refs_;
   DrainFigures figures_;
 };

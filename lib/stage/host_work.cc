@@ -19,7 +19,7 @@ struct Entry {
   int device;
   bool legacy;
   bool blocking;
-  PooledEvent event;   // empty: unknown
+  sync::PooledEvent event;   // empty: unknown
 };
 
 std::mutex g_mu;
@@ -49,7 +49,7 @@ void reap_finished_locked() {
                              cudaError_t r = cuda::event_query(e.event.event);
                              if (r == cudaErrorNotReady) return false;
                              if (r != cudaSuccess) cuda::get_last_error();
-                             give_event(e.event);
+                             sync::give_event(e.event);
                              return true;
                            }),
             all.end());
@@ -78,16 +78,16 @@ void host_work_enqueued(const StreamRef& s, bool may_call_runtime) {
     it = all.end() - 1;
   }
   if (!may_call_runtime) {
-    give_event(it->event);
+    sync::give_event(it->event);
     it->event = {};
     publish_count();
     return;
   }
-  if (!it->event) it->event = take_event(s.device);
+  if (!it->event) it->event = sync::take_event(s.device, sync::EventKind::kNoTiming);
   // Re-recording covers every earlier piece of work on the stream too.
   if (!it->event || cuda::event_record(it->event.event, s.handle) != cudaSuccess) {
     cuda::get_last_error();
-    give_event(it->event);
+    sync::give_event(it->event);
     it->event = {};  // unknown until a later record succeeds
   }
   publish_count();
@@ -110,7 +110,7 @@ HostWorkWait wait_for_host_work(const StreamRef& s) {
         cudaError_t r = cuda::event_query(e.event.event);
         if (r != cudaErrorNotReady) {
           if (r != cudaSuccess) cuda::get_last_error();
-          give_event(e.event);
+          sync::give_event(e.event);
           all.erase(all.begin() + static_cast<long>(i));
           continue;
         }
@@ -165,7 +165,7 @@ void host_work_stream_destroyed(cudaStream_t stream) {
 
 void reset_host_work() {
   std::lock_guard<std::mutex> lock(g_mu);
-  for (Entry& e : entries()) give_event(e.event);
+  for (Entry& e : entries()) sync::give_event(e.event);
   entries().clear();
   g_reap_at = 64;
   publish_count();

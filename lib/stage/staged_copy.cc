@@ -93,6 +93,25 @@ uint64_t elapsed_ns(uint64_t since) { return DrainProbes::now_ns() - since; }
 // How many pipelined D2H chunks may be in flight at once.
 constexpr size_t kD2hWindow = 4;
 
+// The host side of a chunk: `rows` rows of `len` bytes, `from_pitch` apart
+// at `from`, to `to_pitch` apart at `to` (a staging block's rows are packed:
+// `len` apart). One row is cut across `threads` threads (host_copy.h).
+void copy_rows(char* to, size_t to_pitch, const char* from, size_t from_pitch, size_t len, size_t rows,
+               int threads) {
+  if (rows == 1) {
+    host_copy(to, from, len, threads);
+    return;
+  }
+  for (size_t r = 0; r < rows; ++r) std::memcpy(to + r * to_pitch, from + r * from_pitch, len);
+}
+
+// The device side of a chunk, enqueued on `s`: the same rows by DMA.
+cudaError_t dma_rows(char* to, size_t to_pitch, const char* from, size_t from_pitch, size_t len, size_t rows,
+                     cudaMemcpyKind kind, const StreamRef& s) {
+  return rows == 1 ? cuda::memcpy_async(to, from, len, kind, s.handle)
+                   : cuda::memcpy_2d_async(to, to_pitch, from, from_pitch, len, rows, kind, s.handle);
+}
+
 // The copy out of staging of an asynchronous D2H chunk, run by the
 // runtime as a host function once the chunk's DMA has landed.
 struct CopyOut {
@@ -105,7 +124,7 @@ struct CopyOut {
 void run_copy_out(void* p) {
   auto* job = static_cast<CopyOut*>(p);
   uint64_t t = DrainProbes::now_ns();
-  for (size_t r = 0; r < job->rows; ++r) std::memcpy(job->dst + r * job->dpitch, job->staging + r * job->len, job->len);
+  copy_rows(job->dst, job->dpitch, job->staging, job->len, job->len, job->rows, 1);
   job->ns->fetch_add(DrainProbes::now_ns() - t, std::memory_order_relaxed);
   delete job;
 }
@@ -149,16 +168,6 @@ bool Stager::next_chunk(const CopyCall& c, Chunk* k) const {
   size_t per_chunk = std::max<size_t>(1, max / c.width);
   *k = Chunk{row, std::min(per_chunk, c.height - row), 0, c.width};
   return true;
-}
-
-// Enqueues the DMA of chunk `k` of device memory `src` (rows `spitch`
-// apart) into staging block `b`, packed (rows `k.len` apart).
-cudaError_t Stager::dma_into(const StagingBlock& b, const char* src, size_t spitch, const Chunk& k,
-                             const StreamRef& s) {
-  const char* from = src + k.row * spitch + k.offset;
-  return k.rows == 1 ? cuda::memcpy_async(b.data, from, k.len, cudaMemcpyDeviceToHost, s.handle)
-                     : cuda::memcpy_2d_async(b.data, k.len, from, spitch, k.len, k.rows, cudaMemcpyDeviceToHost,
-                                             s.handle);
 }
 
 // The runtime's own copy of everything from chunk `from` on.
@@ -241,6 +250,86 @@ cudaError_t Stager::copy(const CopyCall& c, NativeCopy native, void* real) {
   return h2d ? stage_h2d(c, s, native, real) : stage_d2h(c, s, native, real);
 }
 
+// Note [One chunk loop]: every staged copy moves its chunks (next_chunk)
+// through staging blocks in chunk_loop(). Each chunk gets a block; when none
+// can be had, the runtime's own call does the rest of the copy, after the
+// chunks before it on the stream (counted partial). `enqueue` then does the chunk's share with the
+// block: a host->device chunk copies into it and enqueues its DMA, an
+// asynchronous device->host chunk enqueues its DMA and the host function
+// that copies out. A refused DMA ends the copy with the runtime's answer
+// (and its last error, untouched); nothing reads that block, and the loop
+// releases it. Otherwise, without `land`, the step has handed the block
+// back itself (release_after: reusable once the stream reaches it). With
+// `land` (a synchronous device->host copy), the loop keeps up to kD2hWindow
+// chunks in flight, each with an event recorded after its DMA, and once
+// the oldest one's event has completed, `land` copies it out of staging and
+// its block goes back: the host copy of one chunk overlaps the DMAs of the
+// next ones. Holding blocks, the loop never waits for another (Note
+// [Staging budget]): a chunk that finds none tries again once the oldest
+// held chunk has landed.
+cudaError_t Stager::chunk_loop(const CopyCall& c, const StreamRef& s, EnqueueChunk enqueue, const LandChunk* land) {
+  struct InFlight {
+    StagingBlock block;
+    sync::PooledEvent event;  // empty: wait for the stream instead
+    Chunk chunk;
+  };
+  std::deque<InFlight> window;  // only with `land`
+  Chunk k;
+  bool more = next_chunk(c, &k);
+  cudaError_t result = cudaSuccess;
+  bool fallback = false;
+  while (result == cudaSuccess) {
+    while (more && window.size() < kD2hWindow) {
+      StagingBlock b = pool_.acquire(k.bytes(), /*wait=*/window.empty());
+      if (!b) {
+        fallback = window.empty();
+        break;
+      }
+      cudaError_t e = enqueue(b, k);
+      if (e != cudaSuccess) {
+        pool_.release(b);
+        result = e;
+        break;
+      }
+      if (land) {
+        sync::PooledEvent ev = sync::take_event(s.device, sync::EventKind::kNoTiming);
+        if (ev && cuda::event_record(ev.event, s.handle) != cudaSuccess) {
+          cuda::get_last_error();
+          sync::give_event(ev);
+          ev = {};
+        }
+        window.push_back({b, ev, k});
+      }
+      more = next_chunk(c, &k);
+    }
+    if (fallback || window.empty()) break;
+    InFlight& f = window.front();
+    cudaError_t w = f.event ? cuda::event_synchronize(f.event.event) : cuda::stream_synchronize(s.handle);
+    if (w != cudaSuccess) {
+      result = w;
+      break;
+    }
+    (*land)(f.block, f.chunk);
+    pool_.release(f.block);
+    sync::give_event(f.event);
+    window.pop_front();
+  }
+  if (!window.empty()) {
+    // An error: let the DMAs already enqueued finish before their blocks go
+    // back (a failure here repeats the error the application gets).
+    cuda::stream_synchronize(s.handle);
+    for (InFlight& f : window) {
+      pool_.release(f.block);
+      sync::give_event(f.event);
+    }
+  }
+  if (fallback && result == cudaSuccess) {
+    partial_.add(1);
+    return native_rest(c, k, s);
+  }
+  return result;
+}
+
 // ------------------------------------------------------------ host->device --
 
 cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy native, void* real) {
@@ -266,36 +355,15 @@ cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy 
   const size_t spitch = c.src_pitch();
   const size_t dpitch = c.dst_pitch();
   uint64_t host_copy_ns = 0;
-  cudaError_t result = cudaSuccess;
-  Chunk k;
-  while (next_chunk(c, &k)) {
-    // Holds no block while it may wait: each chunk is released before the next.
-    StagingBlock b = pool_.acquire(k.bytes());
-    if (!b) {
-      partial_.add(1);
-      result = native_rest(c, k, s);
-      break;
-    }
+  cudaError_t result = chunk_loop(c, s, [&](const StagingBlock& b, const Chunk& k) {
     uint64_t t = DrainProbes::now_ns();
-    if (k.rows == 1) {
-      host_copy(b.data, src + k.row * spitch + k.offset, k.len, config_.copy_threads);
-    } else {
-      for (size_t r = 0; r < k.rows; ++r) std::memcpy(b.data + r * k.len, src + (k.row + r) * spitch, k.len);
-    }
+    copy_rows(b.data, k.len, src + k.row * spitch + k.offset, spitch, k.len, k.rows, config_.copy_threads);
     host_copy_ns += DrainProbes::now_ns() - t;
-    char* to = dst + k.row * dpitch + k.offset;
-    cudaError_t e = k.rows == 1 ? cuda::memcpy_async(to, b.data, k.len, cudaMemcpyHostToDevice, s.handle)
-                                : cuda::memcpy_2d_async(to, dpitch, b.data, k.len, k.len, k.rows,
-                                                        cudaMemcpyHostToDevice, s.handle);
-    if (e != cudaSuccess) {
-      // The runtime refused the DMA: the application gets its answer, and
-      // its last error, untouched. Nothing reads this block.
-      pool_.release(b);
-      result = e;
-      break;
-    }
-    pool_.release_after(b, s);
-  }
+    cudaError_t e = dma_rows(dst + k.row * dpitch + k.offset, dpitch, b.data, k.len, k.len, k.rows,
+                             cudaMemcpyHostToDevice, s);
+    if (e == cudaSuccess) pool_.release_after(b, s);
+    return e;
+  });
   h2d_.staged.add(1);
   h2d_.staged_bytes.add(c.width * c.height);
   h2d_.blocked_ns.add(elapsed_ns(start));
@@ -352,75 +420,22 @@ cudaError_t Stager::stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy 
 }
 
 cudaError_t Stager::d2h_pipeline(const CopyCall& c, const StreamRef& s, size_t* staged_bytes) {
-  struct InFlight {
-    StagingBlock block;
-    PooledEvent event;  // empty: wait for the stream instead
-    Chunk chunk;
-  };
   auto* dst = static_cast<char*>(c.dst);
   auto* src = static_cast<const char*>(c.src);
   const size_t spitch = c.src_pitch();
   const size_t dpitch = c.dst_pitch();
-  std::deque<InFlight> window;
-  Chunk k;
-  bool more = next_chunk(c, &k);
-  cudaError_t result = cudaSuccess;
-  bool fallback = false;
-  while (result == cudaSuccess) {
-    while (more && window.size() < kD2hWindow) {
-      // Holding blocks, it must not wait for another (Note [Staging budget]).
-      StagingBlock b = pool_.acquire(k.bytes(), /*wait=*/window.empty());
-      if (!b) {
-        fallback = window.empty();
-        break;
-      }
-      cudaError_t e = dma_into(b, src, spitch, k, s);
-      if (e != cudaSuccess) {
-        pool_.release(b);
-        result = e;
-        break;
-      }
-      PooledEvent ev = take_event(s.device);
-      if (ev && cuda::event_record(ev.event, s.handle) != cudaSuccess) {
-        cuda::get_last_error();
-        give_event(ev);
-        ev = {};
-      }
-      window.push_back({b, ev, k});
-      more = next_chunk(c, &k);
-    }
-    if (fallback || window.empty()) break;
-    InFlight& f = window.front();
-    cudaError_t w = f.event ? cuda::event_synchronize(f.event.event) : cuda::stream_synchronize(s.handle);
-    if (w != cudaSuccess) {
-      result = w;
-      break;
-    }
-    if (f.chunk.rows == 1) {
-      host_copy(dst + f.chunk.row * dpitch + f.chunk.offset, f.block.data, f.chunk.len, config_.copy_threads);
-    } else {
-      for (size_t r = 0; r < f.chunk.rows; ++r)
-        std::memcpy(dst + (f.chunk.row + r) * dpitch, f.block.data + r * f.chunk.len, f.chunk.len);
-    }
-    *staged_bytes += f.chunk.bytes();
-    pool_.release(f.block);
-    give_event(f.event);
-    window.pop_front();
-  }
-  if (!window.empty()) {
-    // An error: let the DMAs already enqueued finish before their blocks go
-    // back (a failure here repeats the error the application gets).
-    cuda::stream_synchronize(s.handle);
-    for (InFlight& f : window) {
-      pool_.release(f.block);
-      give_event(f.event);
-    }
-  }
-  if (fallback && result == cudaSuccess) {
-    partial_.add(1);
-    return native_rest(c, k, s);
-  }
-  return result;
+  auto land = [&](const StagingBlock& b, const Chunk& k) {
+    copy_rows(dst + k.row * dpitch + k.offset, dpitch, b.data, k.len, k.len, k.rows, config_.copy_threads);
+    *staged_bytes += k.bytes();
+  };
+  const LandChunk copy_out = land;
+  return chunk_loop(
+      c, s,
+      [&](const StagingBlock& b, const Chunk& k) {
+        return dma_rows(b.data, k.len, src + k.row * spitch + k.offset, spitch, k.len, k.rows,
+                        cudaMemcpyDeviceToHost, s);
+      },
+      &copy_out);
 }
 
 cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
@@ -428,22 +443,10 @@ cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
   auto* src = static_cast<const char*>(c.src);
   const size_t spitch = c.src_pitch();
   const size_t dpitch = c.dst_pitch();
-  Chunk k;
-  cudaError_t result = cudaSuccess;
-  while (next_chunk(c, &k)) {
-    StagingBlock b = pool_.acquire(k.bytes());
-    if (!b) {
-      // The runtime's own copy returns once done, after the chunks before it.
-      partial_.add(1);
-      result = native_rest(c, k, s);
-      break;
-    }
-    cudaError_t e = dma_into(b, src, spitch, k, s);
-    if (e != cudaSuccess) {
-      pool_.release(b);
-      result = e;
-      break;
-    }
+  cudaError_t result = chunk_loop(c, s, [&](const StagingBlock& b, const Chunk& k) {
+    cudaError_t e = dma_rows(b.data, k.len, src + k.row * spitch + k.offset, spitch, k.len, k.rows,
+                             cudaMemcpyDeviceToHost, s);
+    if (e != cudaSuccess) return e;
     auto* job = new CopyOut{dst + k.row * dpitch + k.offset, dpitch, b.data, k.len, k.rows, &async_copy_out_ns_.v};
     if (cuda::launch_host_func(s.handle, &run_copy_out, job) != cudaSuccess) {
       // Cannot defer it: finish this chunk now (a wait, as the runtime's
@@ -452,10 +455,11 @@ cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
       if (cuda::stream_synchronize(s.handle) != cudaSuccess) cuda::get_last_error();
       run_copy_out(job);
       pool_.release(b);
-      continue;
+      return cudaSuccess;
     }
     pool_.release_after(b, s);
-  }
+    return cudaSuccess;
+  });
   // Later pageable H2D copies on this stream must wait for the host
   // functions (Note [The drain a staged copy keeps]).
   host_work_enqueued(s, /*may_call_runtime=*/true);

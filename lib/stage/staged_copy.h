@@ -58,6 +58,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "ledger/api_call.h"
 #include "stage/copy_chooser.h"
 #include "stage/drain_probe.h"
@@ -158,8 +159,13 @@ class Stager {
 
   bool next_chunk(const CopyCall& c, Chunk* k) const;
   cudaError_t native_rest(const CopyCall& c, const Chunk& from, const StreamRef& s);
-  static cudaError_t dma_into(const StagingBlock& b, const char* src, size_t spitch, const Chunk& k,
-                              const StreamRef& s);
+  // Note [One chunk loop] (staged_copy.cc): the one loop over a copy's
+  // chunks; `enqueue` does a chunk's share with its staging block, `land`
+  // (when given) copies a held chunk out of staging once its DMA is done.
+  using EnqueueChunk = absl::FunctionRef<cudaError_t(const StagingBlock& b, const Chunk& k)>;
+  using LandChunk = absl::FunctionRef<void(const StagingBlock& b, const Chunk& k)>;
+  cudaError_t chunk_loop(const CopyCall& c, const StreamRef& s, EnqueueChunk enqueue,
+                         const LandChunk* land = nullptr);
 
   StagerConfig config_;
   StagingPool pool_;

@@ -69,7 +69,7 @@ StagingPool::StagingPool(size_t budget_bytes, size_t max_block_bytes) {
 
 StagingPool::~StagingPool() {
   for (Queue& q : queues_)
-    for (InFlight& f : q.entries) give_event(f.event);
+    for (InFlight& f : q.entries) sync::give_event(f.event);
   for (Slab& s : slabs_)
     if (cuda::free_host(s.base) != cudaSuccess) cuda::get_last_error();
   // The addresses may come back as other memory: no cached kind may outlive them.
@@ -106,7 +106,7 @@ bool StagingPool::reap_locked() {
       if (r == cudaErrorNotReady) break;
       if (r != cudaSuccess) cuda::get_last_error();  // cannot be asked: its work is over or lost
       free_locked(f.block);
-      give_event(f.event);
+      sync::give_event(f.event);
       q.entries.pop_front();
       any = true;
     }
@@ -194,12 +194,12 @@ void StagingPool::release(StagingBlock block) {
 
 void StagingPool::release_after(StagingBlock block, const StreamRef& stream) {
   if (!block) return;
-  PooledEvent e = take_event(stream.device);
+  sync::PooledEvent e = sync::take_event(stream.device, sync::EventKind::kNoTiming);
   if (!e || cuda::event_record(e.event, stream.handle) != cudaSuccess) {
     // A stream of another device, or no event to be had: wait for the
     // stream instead (rare; correct, and a stall).
     cuda::get_last_error();
-    give_event(e);
+    sync::give_event(e);
     if (cuda::stream_synchronize(stream.handle) != cudaSuccess) cuda::get_last_error();
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.record_failures;

@@ -99,7 +99,7 @@ class StagingPool {
   };
   struct InFlight {
     StagingBlock block;
-    PooledEvent event;
+    sync::PooledEvent event;
     uint64_t seq;
   };
   struct Queue {  // one per stream: its events complete in order

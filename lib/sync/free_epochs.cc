@@ -9,9 +9,7 @@ namespace gpuslack {
 namespace alloc {
 
 FreeEpochs::~FreeEpochs() {
-  for (cudaEvent_t e : pool_) cuda::event_destroy(e);
-  for (Epoch& e : closed_)
-    for (cudaEvent_t ev : e.events) cuda::event_destroy(ev);
+  for (Epoch& e : closed_) give_back(e);
 }
 
 size_t FreeEpochs::pending_blocks() const {
@@ -20,22 +18,8 @@ size_t FreeEpochs::pending_blocks() const {
   return n;
 }
 
-cudaEvent_t FreeEpochs::take_event() {
-  if (!pool_.empty()) {
-    cudaEvent_t e = pool_.back();
-    pool_.pop_back();
-    return e;
-  }
-  cudaEvent_t e = nullptr;
-  if (cuda::event_create(&e, cudaEventDisableTiming) != cudaSuccess) {
-    cuda::get_last_error();
-    return nullptr;
-  }
-  return e;
-}
-
 void FreeEpochs::give_back(Epoch& e) {
-  for (cudaEvent_t ev : e.events) pool_.push_back(ev);
+  for (const sync::PooledEvent& ev : e.events) sync::give_event(ev);
   e.events.clear();
   e.drains.clear();
 }
@@ -54,10 +38,10 @@ bool FreeEpochs::record(const std::vector<cudaStream_t>& streams, Epoch* epoch) 
       give_back(*epoch);
       return false;
     }
-    cudaEvent_t ev = take_event();
-    if (!ev || cuda::event_record(ev, s) != cudaSuccess) {
+    sync::PooledEvent ev = sync::take_event(device_, sync::EventKind::kNoTiming);
+    if (!ev || cuda::event_record(ev.event, s) != cudaSuccess) {
       cuda::get_last_error();
-      if (ev) pool_.push_back(ev);
+      sync::give_event(ev);
       give_back(*epoch);
       return false;
     }
@@ -99,8 +83,8 @@ bool FreeEpochs::close_on(std::vector<uint64_t> blocks, std::vector<cudaStream_t
 }
 
 bool FreeEpochs::complete(const Epoch& e) const {
-  for (cudaEvent_t ev : e.events)
-    if (cuda::event_query(ev) != cudaSuccess) return false;
+  for (const sync::PooledEvent& ev : e.events)
+    if (cuda::event_query(ev.event) != cudaSuccess) return false;
   for (const auto& d : e.drains)
     if (d->event && cuda::event_query(d->event) != cudaSuccess) return false;
   return true;
@@ -131,7 +115,7 @@ double FreeEpochs::wait_all(std::vector<uint64_t>* ready) {
     open_.clear();
   }
   for (Epoch& e : closed_) {
-    for (cudaEvent_t ev : e.events) cuda::event_synchronize(ev);
+    for (const sync::PooledEvent& ev : e.events) cuda::event_synchronize(ev.event);
     for (const auto& d : e.drains)
       if (d->event) cuda::event_synchronize(d->event);
     ready->insert(ready->end(), e.blocks.begin(), e.blocks.end());

@@ -10,8 +10,10 @@
 // epoch's blocks become reusable once all its events have completed:
 // polled with cudaEventQuery, never waited on, except by wait_all(), which
 // the allocator calls only when an allocation cannot be served otherwise
-// (a stall it records). Events come from a pool: recording costs about a
-// microsecond on real hardware, so one set serves a whole batch of frees.
+// (a stall it records). Events (kNoTiming, of this allocator's device) come
+// from the event pool (sync/event_pool.h) and go back to it once their epoch
+// is over: recording costs about a microsecond on real hardware, so one set
+// serves a whole batch of frees.
 //
 // What this assumes: all GPU work that may use a block was enqueued before
 // its free, on a stream the registry knows or a blocking stream. A program
@@ -28,6 +30,7 @@
 #include <memory>
 #include <vector>
 
+#include "sync/event_pool.h"
 #include "sync/stream_registry.h"
 
 namespace gpuslack {
@@ -36,6 +39,7 @@ namespace alloc {
 class FreeEpochs {
  public:
   explicit FreeEpochs(int device) : device_(device) {}
+  // Gives every event it holds back to the pool (pending ones too).
   ~FreeEpochs();
   FreeEpochs(const FreeEpochs&) = delete;
   FreeEpochs& operator=(const FreeEpochs&) = delete;
@@ -67,10 +71,9 @@ class FreeEpochs {
  private:
   struct Epoch {
     std::vector<uint64_t> blocks;
-    std::vector<cudaEvent_t> events;  // from the pool
+    std::vector<sync::PooledEvent> events;
     std::vector<std::shared_ptr<OwnedEvent>> drains;
   };
-  cudaEvent_t take_event();
   // Records one event per stream into `epoch`; on failure returns them all
   // to the pool and says false.
   bool record(const std::vector<cudaStream_t>& streams, Epoch* epoch);
@@ -80,7 +83,6 @@ class FreeEpochs {
   int device_;
   std::vector<uint64_t> open_;
   std::deque<Epoch> closed_;
-  std::vector<cudaEvent_t> pool_;
   uint64_t closed_count_ = 0;
 };
 

@@ -232,8 +232,12 @@ TEST_F(PinnedHeapTest, AllocFreeLoopsStayInTheirChunks) {
     for (int i = 0; i < 3000; ++i) heap.free(heap.allocate(bytes, 0));
     PinnedStats s = heap.stats();
     EXPECT_EQ(3000u, s.allocations) << bytes;
-    EXPECT_LE(s.chunks_allocated, 2u) << bytes;
-    EXPECT_LE(s.peak_pinned, 32 * kMiB) << bytes;
+    // Reuse needs one or two chunks. A wide margin: on a loaded machine a
+    // fence can take longer than the pinning it is polled against, and one
+    // more chunk is pinned (seen once at a load of 10); without reuse the
+    // loop pins chunks up to the 1 GiB cap.
+    EXPECT_LE(s.chunks_allocated, 4u) << bytes;
+    EXPECT_LE(s.peak_pinned, 64 * kMiB) << bytes;
   }
 }
 

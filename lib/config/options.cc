@@ -141,12 +141,18 @@ const Options& options() {
   static const Options* o = [] {
     std::vector<std::string> errors;
     auto* parsed = new Options(options_from_environment(secure_execution(), &errors));
-    // Logged after parsing, so the log itself uses the parsed level.
-    for (const std::string& e : errors) log::error_raw(*parsed, e);
+    // The log takes its settings from here (Note [Who configures the log]
+    // in log/log.h), before the problems are logged: they are written at
+    // the parsed level, to the parsed file.
+    log::configure(log::Settings{parsed->log_level, parsed->log_file});
+    for (const std::string& e : errors) log::error("{}", e);
     return parsed;
   }();
   return *o;
 }
+
+// The log's first line, when nothing has configured it yet.
+void log::configure_before_first_line() { options(); }
 
 std::string range_text(const Range& r) {
   if (!r.numeric) return std::string();

@@ -107,7 +107,9 @@ struct Options {
 };
 
 // The options of this process, read on first call:
-// options_from_environment(secure_execution()), each problem logged.
+// options_from_environment(secure_execution()); the log is configured from
+// them (log_level, log_file: Note [Who configures the log] in log/log.h),
+// then each problem is logged.
 const Options& options();
 
 // What options() holds: parse_options of GPUSLACK_CONF and GPUSLACK_OUTPUT,

@@ -5,7 +5,6 @@
 #include <mutex>
 #include <new>
 
-#include "config/options.h"
 #include "log/log_sink.h"
 
 namespace gpuslack {
@@ -21,18 +20,25 @@ spdlog::level::level_enum level_of(const std::string& name) {
 }
 
 std::atomic<spdlog::logger*> g_logger{nullptr};
-std::mutex g_make_mu;
+// Set once by configure(), never changed nor freed (a forked child reads it
+// without a lock).
+std::atomic<const Settings*> g_settings{nullptr};
+std::mutex g_make_mu;  // configure() and making the logger
 
-spdlog::logger* get_or_make(const Options& o) {
-  if (spdlog::logger* l = g_logger.load(std::memory_order_acquire)) return l;
+// Out of line: the first line logged (in this process, or since a fork).
+__attribute__((noinline, cold)) spdlog::logger* make_logger() {
+  // Outside the lock: reading the options configures the log and may log.
+  if (!g_settings.load(std::memory_order_acquire)) configure_before_first_line();
   std::lock_guard<std::mutex> lock(g_make_mu);
   if (spdlog::logger* l = g_logger.load(std::memory_order_acquire)) return l;
+  const Settings* configured = g_settings.load(std::memory_order_acquire);
+  const Settings settings = configured ? *configured : Settings();
   // Leaked on purpose: hooks may log during process exit, after static
   // destructors have run. The file, if any, opens on the first line
   // (Note [Log file]).
-  auto* l = new spdlog::logger("gpuslack", make_log_sink(o.log_file));
+  auto* l = new spdlog::logger("gpuslack", make_log_sink(settings.file));
   l->set_pattern("gpuslack: %v");
-  l->set_level(level_of(o.log_level));
+  l->set_level(level_of(settings.level));
   l->flush_on(spdlog::level::trace);
   g_logger.store(l, std::memory_order_release);
   return l;
@@ -40,9 +46,16 @@ spdlog::logger* get_or_make(const Options& o) {
 
 }  // namespace
 
-spdlog::logger& logger() { return *get_or_make(options()); }
+void configure(const Settings& settings) {
+  std::lock_guard<std::mutex> lock(g_make_mu);
+  if (g_settings.load(std::memory_order_relaxed)) return;
+  g_settings.store(new Settings(settings), std::memory_order_release);  // kept for the process's life
+}
 
-void error_raw(const Options& o, const std::string& line) { get_or_make(o)->error("{}", line); }
+spdlog::logger& logger() {
+  spdlog::logger* l = g_logger.load(std::memory_order_acquire);
+  return l ? *l : *make_logger();
+}
 
 void after_fork_child() {
   // The parent's logger stays allocated (and reachable), never used again.

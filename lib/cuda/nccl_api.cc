@@ -6,13 +6,9 @@
 
 namespace gpuslack {
 namespace cuda {
-// One function per NCCL entry point: its cached address, its lookup.
-#define GPUSLACK_NCCL_CALL(fn, symbol, params, args)                           \
-  ncclResult_t fn params {                                                    \
-    static std::atomic<void*> slot{nullptr};                                  \
-    auto real = resolve_cached<ncclResult_t(*) params>(Library::kNccl, slot, symbol); \
-    return real ? real args : ncclSystemError;                                \
-  }
+// One function per NCCL entry point (GPUSLACK_REAL_CALL, runtime_symbols.h).
+#define GPUSLACK_NCCL_CALL(fn, symbol, params, args) \
+  GPUSLACK_REAL_CALL(Library::kNccl, ncclResult_t, ncclSystemError, fn, symbol, params, args)
 GPUSLACK_NCCL_CALL(nccl_get_version, "ncclGetVersion", (int* version), (version))
 GPUSLACK_NCCL_CALL(nccl_comm_count, "ncclCommCount", (ncclComm_t comm, int* count), (comm, count))
 GPUSLACK_NCCL_CALL(nccl_comm_user_rank, "ncclCommUserRank", (ncclComm_t comm, int* rank), (comm, rank))

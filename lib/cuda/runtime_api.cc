@@ -7,13 +7,9 @@
 namespace gpuslack {
 namespace cuda {
 
-// One function per runtime entry point: its cached address, its lookup.
-#define GPUSLACK_RUNTIME_CALL(fn, symbol, params, args)                      \
-  cudaError_t fn params {                                                   \
-    static std::atomic<void*> slot{nullptr};                                \
-    auto real = resolve_cached<cudaError_t(*) params>(Library::kCudaRuntime, slot, symbol); \
-    return real ? real args : cudaErrorSharedObjectInitFailed;              \
-  }
+// One function per runtime entry point (GPUSLACK_REAL_CALL, runtime_symbols.h).
+#define GPUSLACK_RUNTIME_CALL(fn, symbol, params, args) \
+  GPUSLACK_REAL_CALL(Library::kCudaRuntime, cudaError_t, cudaErrorSharedObjectInitFailed, fn, symbol, params, args)
 GPUSLACK_RUNTIME_CALL(pointer_get_attributes, "cudaPointerGetAttributes",
                       (cudaPointerAttributes * attributes, const void* ptr), (attributes, ptr))
 GPUSLACK_RUNTIME_CALL(peek_at_last_error, "cudaPeekAtLastError", (), ())

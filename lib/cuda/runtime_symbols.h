@@ -60,6 +60,20 @@ Fn resolve_cached(Library lib, std::atomic<void*>& slot, const char* name) {
   return reinterpret_cast<Fn>(p);
 }
 
+// Defines `ret fn params`, a function of gpuslack's own that calls the real
+// `symbol` of `lib` (resolve_cached: looked up on the first call, then one
+// acquire load) with `args`, or returns `unavailable` while `lib` is not
+// loaded. For the primitive layers' definitions (runtime_api.cc,
+// nccl_api.cc), inside namespace gpuslack::cuda:
+//   GPUSLACK_REAL_CALL(Library::kNccl, ncclResult_t, ncclSystemError,
+//                      nccl_get_version, "ncclGetVersion", (int* version), (version))
+#define GPUSLACK_REAL_CALL(lib, ret, unavailable, fn, symbol, params, args) \
+  ret fn params {                                                          \
+    static std::atomic<void*> slot{nullptr};                               \
+    auto real = ::gpuslack::cuda::resolve_cached<ret(*) params>(lib, slot, symbol); \
+    return real ? real args : unavailable;                                 \
+  }
+
 // The CUDA runtime function `name`: find_symbol(Library::kCudaRuntime, name).
 inline RuntimeSymbol find_runtime_symbol(const char* name) { return find_symbol(Library::kCudaRuntime, name); }
 

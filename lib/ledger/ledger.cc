@@ -1,24 +1,11 @@
-// The ledger's shards: one per live thread that makes a hooked call.
-//
-// A shard is taken on a thread's first call: from the free list, or made
-// and pushed on a lock-free list of every shard (which a report walks while
-// threads run). Every counter has one writer (its thread): it is updated
-// with a relaxed load and store, which on x86-64 are plain moves, and read
-// at report time with relaxed loads.
-//
-// A shard is live while its `generation` is the ledger's: set, after its tid
-// and name, with a release store when its thread takes it; 0 once its thread
-// has exited (under the fold lock, figures moved to the exited threads'
-// and counters zeroed first); and a fork (Note [Fork] in session/session.cc)
-// makes every shard of the parent stale at once by moving the ledger to a
-// new generation. Reports hold the fold lock, so no shard leaves while
-// they read, and read only live ones.
-//
-// Thread exit: a pthread key whose destructor gets the shard (glibc runs it
-// after the thread's C++ thread_local destructors, which may still make
-// hooked calls). A call made after it takes a shard again and sets the key
-// again; glibc then runs the destructor again (up to
-// PTHREAD_DESTRUCTOR_ITERATIONS times).
+// The ledger's shards: one per live thread that makes a hooked call, taken
+// on its first call and recycled when it exits (ledger/shard_pool.h: the
+// free list, generations, the pthread key and the fold lock). Every counter
+// has one writer, its thread (ledger/counter.h), and is read at report time
+// with relaxed loads. A shard's tid and name are written by its thread
+// before it goes live (prepare), constant while it is; when its thread
+// exits, its figures move to the exited threads' and it is emptied
+// (retire).
 #include "ledger/ledger.h"
 
 #include <pthread.h>
@@ -32,19 +19,13 @@
 #include <new>
 #include <unordered_map>
 
+#include "ledger/counter.h"
 #include "ledger/exited_threads.h"
+#include "ledger/shard_pool.h"
 
 namespace gpuslack {
 namespace ledger {
 namespace {
-
-using Counter = std::atomic<uint64_t>;
-
-inline void add(Counter& c, uint64_t v) { c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); }
-inline void raise_to(Counter& c, uint64_t v) {
-  if (v > c.load(std::memory_order_relaxed)) c.store(v, std::memory_order_relaxed);
-}
-inline uint64_t read(const Counter& c) { return c.load(std::memory_order_relaxed); }
 
 struct CallCell {
   Counter count{0}, ticks{0}, max_ticks{0}, bytes{0};
@@ -85,13 +66,9 @@ struct PageableFigures {
   uint64_t bytes = 0;
 };
 
-struct Shard {
-  Shard* next = nullptr;       // every shard made: g_shards
-  Shard* next_free = nullptr;  // guarded by g_free_mu
-  // The ledger's generation while a thread owns the shard; 0 when free.
-  std::atomic<uint32_t> generation{0};
-  // Written by the taking thread before `generation` (release); constant
-  // while the shard is live.
+struct Shard : PooledShard<Shard> {
+  // Written by the taking thread before the shard goes live (prepare);
+  // constant while it is.
   int tid = 0;
   char name[16] = {};
   Counter category_ticks[kCategoryCount] = {};
@@ -107,67 +84,18 @@ struct Shard {
   std::unordered_map<SiteKey, PageableFigures, SiteKeyHash> pageable_sites;  // guarded by sites_mu
 };
 
-std::atomic<Shard*> g_shards{nullptr};
-std::atomic<size_t> g_shard_count{0};
 std::atomic<const ApiCall*> g_calls[kMaxCalls];
-std::atomic<uint32_t> g_generation{1};
 
-// The free list; also taken by a thread's first call and at its exit.
-std::mutex g_free_mu;
-Shard* g_free = nullptr;  // guarded by g_free_mu
+// Guarded by the pool's fold lock; made on the first exit.
+ExitedThreads* g_exited = nullptr;
 
-// Guards g_exited and the moment a shard leaves (its figures move to
-// g_exited); reports hold it while they read. Taken before a shard's
-// sites_mu, never after.
-std::mutex g_fold_mu;
-ExitedThreads* g_exited = nullptr;  // guarded by g_fold_mu; made on first exit
+void prepare(Shard& s);
+void retire(Shard& s);
 
-pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
-pthread_key_t g_key;
-std::atomic<bool> g_key_made{false};  // set once, under g_key_once
+// The fold lock is taken before a shard's sites_mu, never after.
+ShardPool<Shard> g_pool(prepare, retire);
 
-thread_local Shard* t_shard = nullptr;
-
-void on_thread_exit(void* shard);
-
-void make_key() { g_key_made.store(pthread_key_create(&g_key, on_thread_exit) == 0, std::memory_order_release); }
-
-// Out of line: a thread's first call.
-__attribute__((noinline, cold)) Shard* take_shard() {
-  pthread_once(&g_key_once, make_key);
-  Shard* s = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_free_mu);
-    if (g_free) {
-      s = g_free;
-      g_free = s->next_free;
-      s->next_free = nullptr;
-    }
-  }
-  if (!s) {
-    // Reachable from g_shards for as long as the process lives (leak
-    // checkers agree): a report may read it at any time.
-    s = new (std::nothrow) Shard();
-    if (!s) return nullptr;
-    Shard* head = g_shards.load(std::memory_order_relaxed);
-    do {
-      s->next = head;
-    } while (!g_shards.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
-    g_shard_count.fetch_add(1, std::memory_order_relaxed);
-  }
-  s->tid = static_cast<int>(syscall(SYS_gettid));
-  std::memset(s->name, 0, sizeof(s->name));
-  pthread_getname_np(pthread_self(), s->name, sizeof(s->name));
-  s->generation.store(g_generation.load(std::memory_order_relaxed), std::memory_order_release);
-  if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_key, s);
-  return s;
-}
-
-inline Shard* my_shard() {
-  Shard* s = t_shard;
-  if (__builtin_expect(s == nullptr, 0)) s = t_shard = take_shard();
-  return s;
-}
+inline Shard* my_shard() { return g_pool.mine(); }
 
 }  // namespace
 
@@ -229,10 +157,6 @@ void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, 
 }
 
 namespace {
-
-bool live(const Shard& s, uint32_t generation) {
-  return s.generation.load(std::memory_order_acquire) == generation;
-}
 
 // One shard's figures as of now. Takes its sites_mu.
 ThreadFigures figures_of(Shard& s) {
@@ -296,31 +220,25 @@ void zero(Shard& s) {
   s.pageable_sites.clear();
 }
 
-// The key's destructor, on the exiting thread: Note [Exited threads].
-void on_thread_exit(void* shard) {
-  auto* s = static_cast<Shard*>(shard);
-  if (t_shard == s) t_shard = nullptr;
-  {
-    std::lock_guard<std::mutex> fold(g_fold_mu);
-    // A shard of the parent of a fork: left behind (after_fork_child).
-    if (!live(*s, g_generation.load(std::memory_order_relaxed))) return;
-    if (!g_exited) g_exited = new ExitedThreads();  // reachable through g_exited
-    g_exited->add(figures_of(*s));
-    zero(*s);
-    s->generation.store(0, std::memory_order_relaxed);
-  }
-  std::lock_guard<std::mutex> lock(g_free_mu);
-  s->next_free = g_free;
-  g_free = s;
+// A thread's first call: its tid and name, for the rows of its figures.
+void prepare(Shard& s) {
+  s.tid = static_cast<int>(syscall(SYS_gettid));
+  std::memset(s.name, 0, sizeof(s.name));
+  pthread_getname_np(pthread_self(), s.name, sizeof(s.name));
+}
+
+// A thread's exit, under the fold lock: Note [Exited threads].
+void retire(Shard& s) {
+  if (!g_exited) g_exited = new ExitedThreads();  // reachable through g_exited
+  g_exited->add(figures_of(s));
+  zero(s);
 }
 
 }  // namespace
 
 void reset() {
-  std::lock_guard<std::mutex> fold(g_fold_mu);
-  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
-  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next)
-    if (live(*s, generation)) zero(*s);
+  std::lock_guard<std::mutex> fold(g_pool.fold_mutex());
+  g_pool.for_each_live([](Shard& s) { zero(s); });
   delete g_exited;
   g_exited = nullptr;
 }
@@ -329,10 +247,7 @@ void after_fork_child() {
   // Single-threaded here. Nothing below reads what another thread of the
   // parent may have been changing: the parent's shards (live or free) and
   // exited threads' figures stay where they are, reachable, never read again.
-  g_generation.fetch_add(1, std::memory_order_relaxed);
-  new (&g_free_mu) std::mutex();
-  g_free = nullptr;
-  new (&g_fold_mu) std::mutex();
+  g_pool.after_fork_child();
   if (g_exited) {
     // Keep it reachable for leak checkers, without touching it.
     [[maybe_unused]] static ExitedThreads* volatile left_behind[16];  // volatile: the stores stay
@@ -340,23 +255,17 @@ void after_fork_child() {
     if (n_left_behind < 16) left_behind[n_left_behind++] = g_exited;
   }
   g_exited = nullptr;
-  t_shard = nullptr;
-  // This thread's key still names its shard of the parent (pthread_setspecific
-  // with NULL allocates nothing).
-  if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_key, nullptr);
 }
 
-size_t shard_count() { return g_shard_count.load(std::memory_order_relaxed); }
+size_t shard_count() { return g_pool.count(); }
 
 std::vector<ThreadFigures> snapshot() {
   std::vector<ThreadFigures> out;
-  std::lock_guard<std::mutex> fold(g_fold_mu);
-  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
-  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
-    if (!live(*s, generation)) continue;
-    ThreadFigures t = figures_of(*s);
+  std::lock_guard<std::mutex> fold(g_pool.fold_mutex());
+  g_pool.for_each_live([&](Shard& s) {
+    ThreadFigures t = figures_of(s);
     if (!t.calls.empty()) out.push_back(std::move(t));
-  }
+  });
   if (g_exited) g_exited->append_to(&out);
   return out;
 }
@@ -365,8 +274,8 @@ namespace testing {
 
 void while_holding_locks(void (*during)(void*), void* arg) {
   Shard* s = my_shard();
-  std::lock_guard<std::mutex> fold(g_fold_mu);
-  std::lock_guard<std::mutex> free_list(g_free_mu);
+  std::lock_guard<std::mutex> fold(g_pool.fold_mutex());
+  std::lock_guard<std::mutex> free_list(g_pool.free_mutex());
   if (s) s->sites_mu.lock();
   during(arg);
   if (s) s->sites_mu.unlock();

@@ -9,9 +9,10 @@
 // Note [Exited threads]: when a thread exits, its figures are folded into
 // the figures of exited threads (ledger/exited_threads.h: the few that lost
 // most by name, every other one summed) and its shard goes back on a free
-// list for the next new thread. The ledger's memory is bounded by the most
-// threads alive at once, not by every thread that ever made a call: a
-// server or a pool that recycles threads does not grow.
+// list for the next new thread (ledger/shard_pool.h, which the collectives'
+// ledger, nccl/collectives.h, uses too). The ledger's memory is bounded by
+// the most threads alive at once, not by every thread that ever made a
+// call: a server or a pool that recycles threads does not grow.
 //
 // Hot path (record): no lock, no allocation (after the thread's first call).
 // Slow path (record_call_site): only for calls that blocked past the

@@ -1,6 +1,7 @@
 // See collectives.h. One shard per live thread that makes a collective,
-// taken on its first one (like ledger.cc's shards: Note [Exited threads] in
-// ledger/ledger.h). A shard holds:
+// taken on its first one and recycled when it exits (ledger/shard_pool.h,
+// as ledger.cc's shards: Note [Exited threads] in ledger/ledger.h). A shard
+// holds:
 //   - the cell table: open-addressed by key, keys and hot counters written
 //     only by the owner thread (relaxed stores), read by reports;
 //   - the GPU figures of each cell and the pending ring, guarded by `mu`
@@ -9,12 +10,9 @@
 // When its thread exits, a shard's cells are merged into the exited
 // threads' rows (by key), its timed calls still in flight move to a bounded
 // ring of their own (resolved by later reports; past kOrphans they count
-// as dropped), and the shard goes on the free list. A shard is live while
-// its `generation` is the ledger's; a fork moves the ledger to a new one
-// (after_fork_child), leaving the parent's shards behind unread.
+// as dropped), and the shard goes on the free list (retire). A fork leaves
+// the parent's shards behind unread (collectives_after_fork_child).
 #include "nccl/collectives.h"
-
-#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,16 +23,14 @@
 #include <vector>
 
 #include "cuda/runtime_api.h"
+#include "ledger/counter.h"
+#include "ledger/shard_pool.h"
 #include "nccl/communicators.h"
 #include "sync/event_pool.h"
 
 namespace gpuslack {
 namespace ledger {
 namespace {
-
-using Counter = std::atomic<uint64_t>;
-inline void add(Counter& c, uint64_t v) { c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); }
-inline uint64_t read(const Counter& c) { return c.load(std::memory_order_relaxed); }
 
 constexpr int kCells = 256;
 constexpr int kPending = 32;
@@ -66,10 +62,7 @@ struct Member {
   int device;
 };
 
-struct Shard {
-  Shard* next = nullptr;       // every shard made: g_shards
-  Shard* next_free = nullptr;  // guarded by g_free_mu
-  std::atomic<uint32_t> generation{0};  // the ledger's while owned; 0 when free
+struct Shard : PooledShard<Shard> {
   Cell cells[kCells];
   Counter untracked{0};
   // Owner only.
@@ -85,14 +78,7 @@ struct Shard {
   uint64_t dropped = 0;
 };
 
-std::atomic<Shard*> g_shards{nullptr};
-std::atomic<size_t> g_shard_count{0};
-std::atomic<uint32_t> g_generation{1};
 std::atomic<int> g_every{8};
-thread_local Shard* t_shard = nullptr;
-
-std::mutex g_free_mu;
-Shard* g_free = nullptr;  // guarded by g_free_mu
 
 // A timed call whose thread exited before the GPU finished it.
 struct Orphan {
@@ -113,52 +99,15 @@ struct Exited {
   uint64_t dropped = 0;
 };
 
-// Guards g_exited and the moment a shard leaves; reports hold it while they
-// read. Taken before a shard's mu, never after.
-std::mutex g_fold_mu;
-Exited* g_exited = nullptr;  // guarded by g_fold_mu; made on first exit
+// Guarded by the pool's fold lock; made on the first exit.
+Exited* g_exited = nullptr;
 
-pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
-pthread_key_t g_key;
-std::atomic<bool> g_key_made{false};
+void retire(Shard& s);
 
-void on_thread_exit(void* shard);
-void make_key() { g_key_made.store(pthread_key_create(&g_key, on_thread_exit) == 0, std::memory_order_release); }
+// The fold lock is taken before a shard's mu, never after.
+ShardPool<Shard> g_pool(nullptr, retire);
 
-__attribute__((noinline, cold)) Shard* take_shard() {
-  pthread_once(&g_key_once, make_key);
-  Shard* s = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_free_mu);
-    if (g_free) {
-      s = g_free;
-      g_free = s->next_free;
-      s->next_free = nullptr;
-    }
-  }
-  if (!s) {
-    s = new (std::nothrow) Shard();  // reachable from g_shards forever
-    if (!s) return nullptr;
-    Shard* head = g_shards.load(std::memory_order_relaxed);
-    do {
-      s->next = head;
-    } while (!g_shards.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
-    g_shard_count.fetch_add(1, std::memory_order_relaxed);
-  }
-  s->generation.store(g_generation.load(std::memory_order_relaxed), std::memory_order_release);
-  if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_key, s);
-  return s;
-}
-
-inline Shard* my_shard() {
-  Shard* s = t_shard;
-  if (__builtin_expect(s == nullptr, 0)) s = t_shard = take_shard();
-  return s;
-}
-
-bool live(const Shard& s, uint32_t generation) {
-  return s.generation.load(std::memory_order_acquire) == generation;
-}
+inline Shard* my_shard() { return g_pool.mine(); }
 
 constexpr uint32_t pack(CollectiveOp op, int datatype, int bucket, int nranks) {
   return static_cast<uint32_t>(op) | (static_cast<uint32_t>(datatype & 0xF) << 4) |
@@ -301,7 +250,7 @@ CollectiveTrack collective_begin(const Collective& c) {
 
 void collective_end(CollectiveTrack& t, bool issued, uint64_t ticks) {
   if (!t.active) return;
-  Shard* s = t_shard;
+  Shard* s = g_pool.mine_if_taken();
   if (!issued) {
     release_event(t.device, t.start);
     return;
@@ -364,7 +313,7 @@ GroupTrack group_end_begin() {
 }
 
 void group_end_finish(GroupTrack& g, bool issued) {
-  Shard* s = t_shard;
+  Shard* s = g_pool.mine_if_taken();
   if (!s) return;
   if (s->depth > 0) --s->depth;
   if (!g.outermost) return;
@@ -423,7 +372,7 @@ void merge_cells_locked(const Shard& s, std::map<uint32_t, CollectiveFigures>& r
   }
 }
 
-// Resolves exited threads' timed calls that have finished. Caller holds g_fold_mu.
+// Resolves exited threads' timed calls that have finished. Caller holds the fold lock.
 void poll_orphans_locked(Exited& e) {
   for (size_t i = 0; i < e.orphans.size();) {
     Orphan& o = e.orphans[i];
@@ -471,52 +420,44 @@ void zero_locked(Shard& s) {
   s.members_overflow = false;
 }
 
-// The key's destructor, on the exiting thread.
-void on_thread_exit(void* shard) {
-  auto* s = static_cast<Shard*>(shard);
-  if (t_shard == s) t_shard = nullptr;
-  {
-    std::lock_guard<std::mutex> fold(g_fold_mu);
-    if (!live(*s, g_generation.load(std::memory_order_relaxed))) return;  // left behind by a fork
-    if (!g_exited) g_exited = new Exited();  // reachable through g_exited
-    Exited& e = *g_exited;
-    std::lock_guard<std::mutex> lock(s->mu);
-    // CUDA calls at a thread's exit only when it has timed calls in flight.
-    bool in_flight = std::any_of(std::begin(s->pending), std::end(s->pending), [](const Pending& p) { return p.used; });
-    std::optional<LastErrorGuard> guard;
-    if (in_flight) {
-      guard.emplace();
-      poll_locked(s);
-    }
-    merge_cells_locked(*s, e.rows);
-    e.untracked += read(s->untracked);
-    e.dropped += s->dropped;
-    for (Pending& p : s->pending) {
-      if (!p.used) continue;
-      if (e.orphans.size() >= static_cast<size_t>(kOrphans)) poll_orphans_locked(e);
-      if (e.orphans.size() >= static_cast<size_t>(kOrphans)) {
-        ++e.dropped;  // its time is not waited for
-        release_event(p.device, p.start);
-        release_event(p.device, p.end);
-        continue;
-      }
-      Orphan o;
-      o.device = p.device;
-      o.start = p.start;
-      o.end = p.end;
-      o.n = p.n;
-      for (int i = 0; i < p.n; ++i) {
-        o.key[i] = s->cells[p.cell[i]].key.load(std::memory_order_relaxed) - 1;
-        o.bytes[i] = p.bytes[i];
-      }
-      e.orphans.push_back(o);
-    }
-    zero_locked(*s);
-    s->generation.store(0, std::memory_order_relaxed);
+// A thread's exit, under the fold lock: its cells, counts and timed calls
+// in flight move to g_exited, and the shard is emptied.
+void retire(Shard& shard) {
+  Shard* s = &shard;
+  if (!g_exited) g_exited = new Exited();  // reachable through g_exited
+  Exited& e = *g_exited;
+  std::lock_guard<std::mutex> lock(s->mu);
+  // CUDA calls at a thread's exit only when it has timed calls in flight.
+  bool in_flight = std::any_of(std::begin(s->pending), std::end(s->pending), [](const Pending& p) { return p.used; });
+  std::optional<LastErrorGuard> guard;
+  if (in_flight) {
+    guard.emplace();
+    poll_locked(s);
   }
-  std::lock_guard<std::mutex> lock(g_free_mu);
-  s->next_free = g_free;
-  g_free = s;
+  merge_cells_locked(*s, e.rows);
+  e.untracked += read(s->untracked);
+  e.dropped += s->dropped;
+  for (Pending& p : s->pending) {
+    if (!p.used) continue;
+    if (e.orphans.size() >= static_cast<size_t>(kOrphans)) poll_orphans_locked(e);
+    if (e.orphans.size() >= static_cast<size_t>(kOrphans)) {
+      ++e.dropped;  // its time is not waited for
+      release_event(p.device, p.start);
+      release_event(p.device, p.end);
+      continue;
+    }
+    Orphan o;
+    o.device = p.device;
+    o.start = p.start;
+    o.end = p.end;
+    o.n = p.n;
+    for (int i = 0; i < p.n; ++i) {
+      o.key[i] = s->cells[p.cell[i]].key.load(std::memory_order_relaxed) - 1;
+      o.bytes[i] = p.bytes[i];
+    }
+    e.orphans.push_back(o);
+  }
+  zero_locked(*s);
 }
 
 }  // namespace
@@ -525,17 +466,15 @@ CollectiveSnapshot collectives_snapshot() {
   std::map<uint32_t, CollectiveFigures> merged;
   CollectiveSnapshot out;
   LastErrorGuard guard;
-  std::lock_guard<std::mutex> fold(g_fold_mu);
-  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
-  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
-    if (!live(*s, generation)) continue;
-    std::lock_guard<std::mutex> lock(s->mu);
-    poll_locked(s);
-    for (const Pending& p : s->pending) out.pending += p.used ? p.n : 0;
-    out.dropped += s->dropped;
-    out.untracked += read(s->untracked);
-    merge_cells_locked(*s, merged);
-  }
+  std::lock_guard<std::mutex> fold(g_pool.fold_mutex());
+  g_pool.for_each_live([&](Shard& s) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    poll_locked(&s);
+    for (const Pending& p : s.pending) out.pending += p.used ? p.n : 0;
+    out.dropped += s.dropped;
+    out.untracked += read(s.untracked);
+    merge_cells_locked(s, merged);
+  });
   if (g_exited) {
     Exited& e = *g_exited;
     poll_orphans_locked(e);
@@ -559,13 +498,11 @@ CollectiveSnapshot collectives_snapshot() {
 }
 
 void reset_collectives() {
-  std::lock_guard<std::mutex> fold(g_fold_mu);
-  const uint32_t generation = g_generation.load(std::memory_order_relaxed);
-  for (Shard* s = g_shards.load(std::memory_order_acquire); s; s = s->next) {
-    if (!live(*s, generation)) continue;
-    std::lock_guard<std::mutex> lock(s->mu);
-    zero_locked(*s);
-  }
+  std::lock_guard<std::mutex> fold(g_pool.fold_mutex());
+  g_pool.for_each_live([](Shard& s) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    zero_locked(s);
+  });
   delete g_exited;
   g_exited = nullptr;
   reset_comms();
@@ -574,10 +511,7 @@ void reset_collectives() {
 void collectives_after_fork_child() {
   // Single-threaded here; see ledger::after_fork_child. The parent's shards,
   // exited rows and events stay behind, never read again.
-  g_generation.fetch_add(1, std::memory_order_relaxed);
-  new (&g_free_mu) std::mutex();
-  g_free = nullptr;
-  new (&g_fold_mu) std::mutex();
+  g_pool.after_fork_child();
   if (g_exited) {
     // Kept reachable for leak checkers, never read.
     [[maybe_unused]] static Exited* volatile left_behind[16];  // volatile: the stores stay
@@ -585,12 +519,10 @@ void collectives_after_fork_child() {
     if (n_left_behind < 16) left_behind[n_left_behind++] = g_exited;
   }
   g_exited = nullptr;
-  t_shard = nullptr;
-  if (g_key_made.load(std::memory_order_acquire)) pthread_setspecific(g_key, nullptr);
   reset_comms();
 }
 
-size_t collective_shard_count() { return g_shard_count.load(std::memory_order_relaxed); }
+size_t collective_shard_count() { return g_pool.count(); }
 
 namespace testing {
 
@@ -600,8 +532,8 @@ void while_holding_collective_locks(void (*during)(void*), void* arg) {
     void (*during)(void*);
     void* arg;
   } hold{my_shard(), during, arg};
-  std::lock_guard<std::mutex> fold(g_fold_mu);
-  std::lock_guard<std::mutex> free_list(g_free_mu);
+  std::lock_guard<std::mutex> fold(g_pool.fold_mutex());
+  std::lock_guard<std::mutex> free_list(g_pool.free_mutex());
   sync::testing::while_holding_event_pool_lock(
       [](void* p) {
         Hold& h = *static_cast<Hold*>(p);

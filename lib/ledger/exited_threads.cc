@@ -2,6 +2,9 @@
 #include "ledger/exited_threads.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "base/top_n.h"
 
 namespace gpuslack {
 namespace ledger {
@@ -29,19 +32,10 @@ void ExitedThreads::add(const ThreadFigures& t) {
   time.tid = t.tid;
   time.name = t.name;
   std::copy(std::begin(t.ticks), std::end(t.ticks), std::begin(time.ticks));
-  if (listed_.size() < static_cast<size_t>(kListedExitedThreads)) {
-    listed_.push_back(std::move(time));
-  } else {
-    auto least = std::min_element(listed_.begin(), listed_.end(), [](const ThreadFigures& a, const ThreadFigures& b) {
-      return lost_ticks(a) < lost_ticks(b);
-    });
-    if (lost_ticks(time) > lost_ticks(*least)) {
-      fold_time(*least, &others_);
-      *least = std::move(time);
-    } else {
-      fold_time(time, &others_);
-    }
-  }
+  // Kept by name among the ones that lost most, or summed with the others.
+  std::optional<ThreadFigures> out =
+      offer_to_top(listed_, static_cast<size_t>(kListedExitedThreads), std::move(time), lost_ticks);
+  if (out) fold_time(*out, &others_);
   for (const CallFigures& c : t.calls) {
     CallFigures& m = calls_[c.call->id];
     m.call = c.call;
@@ -84,8 +78,7 @@ void ExitedThreads::add(const ThreadFigures& t) {
 void ExitedThreads::append_to(std::vector<ThreadFigures>* out) const {
   if (threads() == 0) return;
   std::vector<ThreadFigures> listed = listed_;
-  std::stable_sort(listed.begin(), listed.end(),
-                   [](const ThreadFigures& a, const ThreadFigures& b) { return lost_ticks(a) > lost_ticks(b); });
+  sort_largest_first(listed, lost_ticks);
   for (ThreadFigures& t : listed) out->push_back(std::move(t));
   ThreadFigures others = others_;
   for (const auto& [id, c] : calls_) others.calls.push_back(c);

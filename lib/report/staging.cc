@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "base/top_n.h"
 #include "report/symbolize.h"
 
 namespace gpuslack {
@@ -33,9 +34,8 @@ StagingSection build_staging(const std::vector<ledger::ThreadFigures>& threads, 
   std::vector<const Merged*> sites;
   for (const auto& entry : merged) sites.push_back(&entry.second);
   // The map's order (api id, frames) is the tie-break.
-  std::stable_sort(sites.begin(), sites.end(), [](const Merged* a, const Merged* b) { return a->bytes > b->bytes; });
-  size_t keep = std::min(sites.size(), static_cast<size_t>(std::max(run.top_call_sites, 0)));
-  for (size_t i = 0; i < keep; ++i) {
+  keep_largest(sites, static_cast<size_t>(std::max(run.top_call_sites, 0)), [](const Merged* m) { return m->bytes; });
+  for (size_t i = 0; i < sites.size(); ++i) {
     PageableSiteRow row;
     row.api = sites[i]->call->name != nullptr ? sites[i]->call->name : "?";
     row.samples = sites[i]->samples;

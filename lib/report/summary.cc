@@ -24,6 +24,7 @@
 #include <map>
 #include <utility>
 
+#include "base/top_n.h"
 #include "build_info.h"
 #include "config/environment.h"
 #include "report/collectives.h"
@@ -217,10 +218,8 @@ std::vector<CallSiteRow> call_site_rows(const std::vector<ledger::ThreadFigures>
   }
   for (int c = 0; c < kCategoryCount; ++c) {
     std::vector<const Merged*>& sites = by_category[c];
-    std::stable_sort(sites.begin(), sites.end(),
-                     [](const Merged* a, const Merged* b) { return a->ticks > b->ticks; });
-    size_t keep = std::min(sites.size(), static_cast<size_t>(top_per_category));
-    for (size_t i = 0; i < keep; ++i) {
+    keep_largest(sites, static_cast<size_t>(top_per_category), [](const Merged* m) { return m->ticks; });
+    for (size_t i = 0; i < sites.size(); ++i) {
       CallSiteRow row;
       row.category = static_cast<Category>(c);
       row.api = sites[i]->call->name != nullptr ? sites[i]->call->name : "?";

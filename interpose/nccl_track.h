@@ -25,40 +25,40 @@ inline Untracked track_begin(Untracked u) { return u; }
 template <typename R>
 inline void track_end(Untracked, R, uint64_t) {}
 
-inline constexpr auto kAllReduce = ledger::CollectiveOp::kAllReduce;
-inline constexpr auto kReduceScatter = ledger::CollectiveOp::kReduceScatter;
-inline constexpr auto kAllGather = ledger::CollectiveOp::kAllGather;
-inline constexpr auto kBroadcast = ledger::CollectiveOp::kBroadcast;
-inline constexpr auto kReduce = ledger::CollectiveOp::kReduce;
-inline constexpr auto kAlltoAll = ledger::CollectiveOp::kAlltoAll;
-inline constexpr auto kGather = ledger::CollectiveOp::kGather;
-inline constexpr auto kScatter = ledger::CollectiveOp::kScatter;
-inline constexpr auto kSend = ledger::CollectiveOp::kSend;
-inline constexpr auto kRecv = ledger::CollectiveOp::kRecv;
+inline constexpr auto kAllReduce = nccl::CollectiveOp::kAllReduce;
+inline constexpr auto kReduceScatter = nccl::CollectiveOp::kReduceScatter;
+inline constexpr auto kAllGather = nccl::CollectiveOp::kAllGather;
+inline constexpr auto kBroadcast = nccl::CollectiveOp::kBroadcast;
+inline constexpr auto kReduce = nccl::CollectiveOp::kReduce;
+inline constexpr auto kAlltoAll = nccl::CollectiveOp::kAlltoAll;
+inline constexpr auto kGather = nccl::CollectiveOp::kGather;
+inline constexpr auto kScatter = nccl::CollectiveOp::kScatter;
+inline constexpr auto kSend = nccl::CollectiveOp::kSend;
+inline constexpr auto kRecv = nccl::CollectiveOp::kRecv;
 
 inline uint64_t elem_bytes(size_t count, ncclDataType_t datatype) {
-  return static_cast<uint64_t>(count) * ledger::datatype_size(datatype);
+  return static_cast<uint64_t>(count) * nccl::datatype_size(datatype);
 }
 
 // A collective or point-to-point call. ncclInProgress (a non-blocking
 // communicator) counts as issued.
-inline ledger::Collective coll(ledger::CollectiveOp op, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+inline nccl::Collective coll(nccl::CollectiveOp op, size_t count, ncclDataType_t datatype, ncclComm_t comm,
                                cudaStream_t stream) {
   return {op, count, static_cast<int>(datatype), comm, stream};
 }
-inline ledger::CollectiveTrack track_begin(const ledger::Collective& c) { return ledger::collective_begin(c); }
-inline void track_end(ledger::CollectiveTrack& t, ncclResult_t r, uint64_t ticks) {
-  ledger::collective_end(t, r == ncclSuccess || r == ncclInProgress, ticks);
+inline nccl::CollectiveTrack track_begin(const nccl::Collective& c) { return nccl::collective_begin(c); }
+inline void track_end(nccl::CollectiveTrack& t, ncclResult_t r, uint64_t ticks) {
+  nccl::collective_end(t, r == ncclSuccess || r == ncclInProgress, ticks);
 }
 
 struct GroupStart {};
 inline GroupStart track_begin(GroupStart g) { return g; }
-inline void track_end(GroupStart, ncclResult_t r, uint64_t) { ledger::group_started(r == ncclSuccess); }
+inline void track_end(GroupStart, ncclResult_t r, uint64_t) { nccl::group_started(r == ncclSuccess); }
 
 struct GroupEnd {};
-inline ledger::GroupTrack track_begin(GroupEnd) { return ledger::group_end_begin(); }
-inline void track_end(ledger::GroupTrack& g, ncclResult_t r, uint64_t) {
-  ledger::group_end_finish(g, r == ncclSuccess || r == ncclInProgress);
+inline nccl::GroupTrack track_begin(GroupEnd) { return nccl::group_end_begin(); }
+inline void track_end(nccl::GroupTrack& g, ncclResult_t r, uint64_t) {
+  nccl::group_end_finish(g, r == ncclSuccess || r == ncclInProgress);
 }
 
 // ncclCommDestroy / ncclCommAbort: the address may be reused by a later comm.
@@ -68,7 +68,7 @@ struct CommGone {
 };
 inline CommGone track_begin(CommGone g) { return g; }
 inline void track_end(CommGone g, ncclResult_t r, uint64_t) {
-  if (r == ncclSuccess || g.aborted) ledger::comm_forget(g.comm, g.aborted);
+  if (r == ncclSuccess || g.aborted) nccl::comm_forget(g.comm, g.aborted);
 }
 
 }  // namespace interpose

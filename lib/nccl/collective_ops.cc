@@ -3,7 +3,7 @@
 #include "nccl/collectives.h"
 
 namespace gpuslack {
-namespace ledger {
+namespace nccl {
 
 const char* collective_op_name(CollectiveOp op) {
   switch (op) {
@@ -60,5 +60,5 @@ const char* datatype_name(int datatype) {
 
 size_t datatype_size(int datatype) { return datatype >= 0 && datatype < kTypeCount ? kTypes[datatype].size : 0; }
 
-}  // namespace ledger
+}  // namespace nccl
 }  // namespace gpuslack

@@ -29,8 +29,15 @@
 #include "sync/event_pool.h"
 
 namespace gpuslack {
-namespace ledger {
+namespace nccl {
 namespace {
+
+using ledger::add;
+using ledger::Counter;
+using ledger::Histogram;
+using ledger::PooledShard;
+using ledger::read;
+using ledger::ShardPool;
 
 constexpr int kCells = 256;
 constexpr int kPending = 32;
@@ -546,5 +553,5 @@ void while_holding_collective_locks(void (*during)(void*), void* arg) {
 
 }  // namespace testing
 
-}  // namespace ledger
+}  // namespace nccl
 }  // namespace gpuslack

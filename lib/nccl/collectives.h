@@ -48,7 +48,7 @@
 #include "ledger/histogram.h"
 
 namespace gpuslack {
-namespace ledger {
+namespace nccl {
 
 enum class CollectiveOp : uint8_t {
   kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAlltoAll, kGather, kScatter, kSend, kRecv,
@@ -119,7 +119,7 @@ struct CollectiveFigures {
   uint64_t count = 0, bytes = 0, host_ticks = 0, captured = 0;
   uint64_t timed = 0, timed_bytes = 0;  // timed calls resolved so far
   double gpu_s = 0;                     // GPU time of the timed calls
-  Histogram gpu_ns;                     // per timed call, ns
+  ledger::Histogram gpu_ns;             // per timed call, ns
 };
 
 struct CollectiveSnapshot {
@@ -153,5 +153,5 @@ namespace testing {
 void while_holding_collective_locks(void (*during)(void*), void* arg);
 }  // namespace testing
 
-}  // namespace ledger
+}  // namespace nccl
 }  // namespace gpuslack

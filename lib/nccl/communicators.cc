@@ -12,7 +12,7 @@
 #include "log/log.h"
 
 namespace gpuslack {
-namespace ledger {
+namespace nccl {
 namespace {
 
 enum State : int { kEmpty = 0, kClaimed = 1, kReady = 2, kDead = 3, kAborted = 4 };
@@ -97,5 +97,5 @@ void reset_comms() {
   }
 }
 
-}  // namespace ledger
+}  // namespace nccl
 }  // namespace gpuslack

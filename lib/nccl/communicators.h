@@ -20,7 +20,7 @@
 #include <vector>
 
 namespace gpuslack {
-namespace ledger {
+namespace nccl {
 
 inline constexpr int kMaxComms = 256;
 
@@ -50,5 +50,5 @@ std::vector<CommRow> comms_seen();
 // Forgets every communicator (a forked child starts clean).
 void reset_comms();
 
-}  // namespace ledger
+}  // namespace nccl
 }  // namespace gpuslack

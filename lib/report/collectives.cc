@@ -17,17 +17,17 @@ double finite(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 
 CollectivesSection build_collectives(const RunInfo& run, double tick_s, double wall_s) {
   CollectivesSection c;
-  const ledger::CollectiveSnapshot& snap = run.collectives;
+  const nccl::CollectiveSnapshot& snap = run.collectives;
   c.present = !snap.rows.empty() || !run.communicators.empty();
   if (!c.present) return c;
   c.nccl_version = run.nccl_version;
   c.timing_every = std::max(1, run.collective_timing_every);
   c.pending = snap.pending;
   c.dropped = snap.dropped;
-  for (const ledger::CollectiveFigures& f : snap.rows) {
+  for (const nccl::CollectiveFigures& f : snap.rows) {
     CollectiveRow r;
-    r.op = ledger::collective_op_name(f.op);
-    r.datatype = ledger::datatype_name(f.datatype);
+    r.op = nccl::collective_op_name(f.op);
+    r.datatype = nccl::datatype_name(f.datatype);
     r.bucket = f.bucket;
     r.nranks = f.nranks;
     r.count = f.count;
@@ -40,7 +40,7 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     r.gpu_p99_s = finite(f.gpu_ns.percentile(0.99) * 1e-9);
     if (r.gpu_s > 0) {
       r.algbw_gbps = finite(static_cast<double>(f.timed_bytes) / r.gpu_s / 1e9);
-      r.busbw_gbps = finite(r.algbw_gbps * ledger::bus_factor(f.op, f.nranks));
+      r.busbw_gbps = finite(r.algbw_gbps * nccl::bus_factor(f.op, f.nranks));
     }
     c.host_s += r.host_s;
     // Uncaptured calls stand for themselves in proportion to the timed ones.
@@ -53,7 +53,7 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
   std::stable_sort(c.rows.begin(), c.rows.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
     return a.host_s + a.gpu_s > b.host_s + b.gpu_s;
   });
-  for (const ledger::CommRow& m : run.communicators)
+  for (const nccl::CommRow& m : run.communicators)
     c.communicators.push_back({m.nranks, m.rank, m.device, m.alive, m.aborted});
   c.env = nccl_variables(environment_block());  // Note [NCCL variables]; none in a secure process
   if (run.expected_busbw_gbps > 0) {

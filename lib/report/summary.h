@@ -197,8 +197,8 @@ struct RunInfo {
   // have recorded some before the clock was calibrated (session.h).
   double call_site_threshold_s = 0;
   // The collectives ledger and communicators (session.cc fills them).
-  ledger::CollectiveSnapshot collectives;
-  std::vector<ledger::CommRow> communicators;
+  nccl::CollectiveSnapshot collectives;
+  std::vector<nccl::CommRow> communicators;
   int nccl_version = 0;
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check

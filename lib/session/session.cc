@@ -103,7 +103,7 @@ void on_fork_child() {
   g_forked_child = true;
   log::after_fork_child();
   ledger::after_fork_child();
-  ledger::collectives_after_fork_child();
+  nccl::collectives_after_fork_child();
   sync::events_after_fork_child();
   reporter_after_fork_child();
 }
@@ -142,7 +142,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   g_start_seconds = clock::monotonic_seconds();
   format_utc_now(g_started_utc);
   nvtx::set_enabled(o.nvtx);
-  ledger::set_collective_timing_every(o.collective_timing_every);
+  nccl::set_collective_timing_every(o.collective_timing_every);
   for (int i = 0; i < n_calls; ++i) {
     ledger::register_call(calls[i]);
     nvtx::register_call(calls[i]);
@@ -185,8 +185,8 @@ report::RunInfo run_info(const char* reason) {
   run.tick_seconds = clock::tick_seconds();
   run.top_call_sites = o.top_call_sites;
   run.call_site_threshold_s = o.call_site_threshold_us * 1e-6;
-  run.collectives = ledger::collectives_snapshot();
-  run.communicators = ledger::comms_seen();
+  run.collectives = nccl::collectives_snapshot();
+  run.communicators = nccl::comms_seen();
   if (!run.collectives.rows.empty() || !run.communicators.empty()) {
     int version = 0;
     if (cuda::nccl_get_version(&version) == ncclSuccess) run.nccl_version = version;

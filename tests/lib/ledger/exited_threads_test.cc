@@ -180,24 +180,24 @@ TEST(Ledger, AThreadRecordingAfterItsShardWasFoldedIsFoldedAgain) {
 }
 
 TEST(Collectives, ManyShortLivedThreadsReuseShardsAndLoseNoCall) {
-  reset_collectives();
-  const size_t shards_before = collective_shard_count();
+  nccl::reset_collectives();
+  const size_t shards_before = nccl::collective_shard_count();
   run_threads(kManyThreads, [](int) {
-    Collective c;
-    c.op = CollectiveOp::kAllReduce;
+    nccl::Collective c;
+    c.op = nccl::CollectiveOp::kAllReduce;
     c.count = 256;
     c.datatype = 7;  // float32
     c.stream = reinterpret_cast<cudaStream_t>(0x10);  // no runtime here: never timed
-    CollectiveTrack t = collective_begin(c);
-    collective_end(t, /*issued=*/true, 5);
+    nccl::CollectiveTrack t = nccl::collective_begin(c);
+    nccl::collective_end(t, /*issued=*/true, 5);
   });
-  EXPECT_LE(collective_shard_count() - shards_before, size_t{kAtOnce});
-  CollectiveSnapshot snap = collectives_snapshot();
+  EXPECT_LE(nccl::collective_shard_count() - shards_before, size_t{kAtOnce});
+  nccl::CollectiveSnapshot snap = nccl::collectives_snapshot();
   ASSERT_EQ(1u, snap.rows.size());
   EXPECT_EQ(uint64_t{kManyThreads}, snap.rows[0].count);
   EXPECT_EQ(uint64_t{kManyThreads} * 5, snap.rows[0].host_ticks);
   EXPECT_EQ(uint64_t{kManyThreads} * 1024, snap.rows[0].bytes);
-  reset_collectives();
+  nccl::reset_collectives();
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ TEST(NcclEnv, TheCollectivesSectionLeavesSecretsOut) {
   setenv("NCCL_IB_PASSWORD", "hunter2", 1);
   setenv("NCCL_ALGO", "Tree", 1);
   RunInfo run;
-  run.communicators.push_back(ledger::CommRow{});
+  run.communicators.push_back(nccl::CommRow{});
   CollectivesSection c = build_collectives(run, 1e-9, 1.0);
   unsetenv("NCCL_IB_PASSWORD");
   unsetenv("NCCL_ALGO");

@@ -74,7 +74,7 @@ int child_uses_everything() {
   std::vector<ledger::ThreadFigures> snap = ledger::snapshot();
   // The parent's figures are gone; the child's own are there.
   if (snap.size() != 1 || snap[0].calls.size() != 1 || snap[0].calls[0].ticks != 11) return 3;
-  ledger::collectives_snapshot();
+  nccl::collectives_snapshot();
   session::start(kCalls, 1);
   if (session::summary_json().empty()) return 4;
   return 0;
@@ -120,7 +120,7 @@ TEST(Fork, TheChildNeverWaitsForTheCollectivesLocks) {
                    [] {
                      return fork_while_another_thread_holds([](const std::function<void()>& during) {
                        std::function<void()> f = during;
-                       ledger::testing::while_holding_collective_locks(call, &f);
+                       nccl::testing::while_holding_collective_locks(call, &f);
                      });
                    },
                    2 * kChildSeconds + 30));

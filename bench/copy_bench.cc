@@ -6,7 +6,7 @@
 // application feels) and the copy until its data has landed (the call and a
 // cudaStreamSynchronize: bandwidth = bytes / that time). The ways of one
 // size are interleaved, repetition by repetition, and the medians taken:
-// the machine is noisy. "gpuslack" is the core's pin::Stager, what the
+// the machine is noisy. "gpuslack" is the core's stage::Stager, what the
 // hooks of libgpuslack.so call (the hook itself adds ~20 ns:
 // hook_overhead_bench); its D2H way is chosen by measuring, as in the
 // product; "staged" forces the staged way.
@@ -40,9 +40,9 @@
 
 namespace {
 
-using gpuslack::pin::CopyCall;
-using gpuslack::pin::Stager;
-using gpuslack::pin::StagerConfig;
+using gpuslack::stage::CopyCall;
+using gpuslack::stage::Stager;
+using gpuslack::stage::StagerConfig;
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;

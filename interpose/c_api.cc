@@ -158,7 +158,7 @@ GPUSLACK_API void* gpuslack_device_alloc(ssize_t size, int device, CUstream_st* 
   });
   if (!p)
     gpuslack::log::warn("gpuslack_device_alloc: no block of {} bytes on device {}{}", size, device,
-                        gpuslack::alloc::capturing() ? " (a graph capture is running: nothing new can be mapped)"
+                        gpuslack::sync::capturing() ? " (a graph capture is running: nothing new can be mapped)"
                                                      : "");
   return p;
 }

@@ -121,7 +121,7 @@ uint64_t BlockManager::release_small(uint64_t offset, const Block& block) {
   if (page.used == 0) {  // the page's last block: back to the large space
     occupants_.erase(page.at);
     index_remove(block.page);
-    page.free.take(page.at, kPageSize);  // empty, its RangeSet kept for the slot's next page
+    page.free.take(page.at, kPageSize);  // empty, its base::RangeSet kept for the slot's next page
     large_free_.insert(page.at, kPageSize);
     page.in_use = false;
     unused_pages_.push_back(block.page);

@@ -11,13 +11,13 @@
 //   - Large requests take the best fit (smallest free range that holds
 //     them, lowest address among equals) of the address-ordered free
 //     ranges, and a freed block merges with its free neighbours at once:
-//     two free ranges are never adjacent (RangeSet).
+//     two free ranges are never adjacent (base::RangeSet).
 //   - A small-pool page goes back to the large space when its last block
 //     is freed.
 //   - The caller may price placements (Note [Placement by cost]).
 //
 // Note [The cached path]: an allocation or a free that maps nothing costs a
-// few B-tree and hash-table operations and no scan (RangeSet's header says
+// few B-tree and hash-table operations and no scan (base::RangeSet's header says
 // how its indexes keep their share small). Live blocks are in a hash table
 // that also names each small block's page. For the block holding an
 // interior address (a range check of a copy or memset), large blocks and
@@ -116,7 +116,7 @@ class BlockManager {
   uint64_t largest_free() const { return large_free_.largest(); }
   size_t small_pages() const { return pages_.size() - unused_pages_.size(); }
   // The large space's free ranges (where a new large block or page can go).
-  const RangeSet& large_free() const { return large_free_; }
+  const base::RangeSet& large_free() const { return large_free_; }
 
   std::string check() const;
 
@@ -136,7 +136,7 @@ class BlockManager {
   };
   struct Page {
     uint64_t at = 0;  // where the page lies in the large space
-    RangeSet free;    // its free bytes, in offsets of the whole space
+    base::RangeSet free;    // its free bytes, in offsets of the whole space
     uint64_t used = 0;
     bool in_use = false;  // false: a slot of pages_ waiting for reuse
     // In the page index: its bucket (free.largest() / kAlignment) and its
@@ -175,7 +175,7 @@ class BlockManager {
 
   uint64_t capacity_;
   uint64_t allocated_ = 0;
-  RangeSet large_free_;                        // pages are live 2 MiB blocks in it
+  base::RangeSet large_free_;                        // pages are live 2 MiB blocks in it
   absl::flat_hash_map<uint64_t, Block> live_;  // offset -> every live block (not pages)
   absl::btree_map<uint64_t, uint32_t> occupants_;  // offset -> large block (kNoPage) or page (its id)
   std::vector<Page> pages_;                    // indexed by Block::page; slots reused

@@ -83,7 +83,7 @@ void DeviceAllocator::note_peaks() {
 }
 
 uint64_t DeviceAllocator::trim_locked() {
-  if (capturing()) return 0;  // Note [Frees during capture]: no unmapping
+  if (sync::capturing()) return 0;  // Note [Frees during capture]: no unmapping
   uint64_t released = 0;
   for (int i = 0; i < reservations_made_; ++i) released += reservations_[i].load()->trim();
   return released;
@@ -101,7 +101,7 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
   if (!ok()) return nullptr;
   // The cached path. Not during a capture: the graph may be launched on
   // another stream, unordered with what `stream` still runs.
-  if (!capturing()) {
+  if (!sync::capturing()) {
     if (std::optional<uint64_t> at = streams_.take(stream, BlockManager::round_up(bytes))) {
       auto it = freed_.find(*at);
       freed_bytes_ -= it->second;
@@ -154,7 +154,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result) {
 
 void* DeviceAllocator::allocate_locked(size_t bytes) {
   if (!ok()) return nullptr;
-  const bool capture = capturing();
+  const bool capture = sync::capturing();
   if (!capture && !deferred_.empty()) settle_deferred();
   // Memory that is free, fenced and mapped: no driver call, no event.
   if (void* p = allocate_mapped(bytes)) return p;
@@ -232,7 +232,7 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
-  if (capturing()) {
+  if (sync::capturing()) {
     deferred_.push_back(addr);
     stats_.deferred_free();
   } else if (auto rec = recorded_.find(addr); rec != recorded_.end()) {
@@ -303,7 +303,7 @@ bool DeviceAllocator::holds_range(const void* p, size_t bytes) {
 
 uint64_t DeviceAllocator::trim() {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  if (capturing()) return 0;
+  if (sync::capturing()) return 0;
   settle_deferred();
   // An explicit trim (torch.cuda.empty_cache) may wait, as PyTorch's own
   // does: every freed block is fenced and waited for, so that all of it is
@@ -338,7 +338,7 @@ void DeviceAllocator::set_limit(uint64_t bytes) {
 
 uint64_t DeviceAllocator::unused_bytes() {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  if (!capturing()) reclaim();  // Note [Frees during capture]: no event query
+  if (!sync::capturing()) reclaim();  // Note [Frees during capture]: no event query
   // Freed blocks are not live, reclaimed or not (README, "cudaMemGetInfo").
   uint64_t live = held_bytes() - freed_bytes_, mapped = mapped_bytes();
   return mapped > live ? mapped - live : 0;
@@ -346,14 +346,14 @@ uint64_t DeviceAllocator::unused_bytes() {
 
 void DeviceAllocator::fence_frees() {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  if (capturing()) return;
+  if (sync::capturing()) return;
   settle_deferred();
   epochs_.close();  // a failure leaves them open, fenced at the next miss
 }
 
 void DeviceAllocator::take_back_completed() {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  if (capturing()) return;
+  if (sync::capturing()) return;
   reclaim();
   note_peaks();
 }

@@ -11,7 +11,7 @@
 // what the GPU is done with goes back, and only then is what is still
 // missing mapped. When no reservation has a free range that holds the
 // block (the address space ran out, not the memory), another is reserved. Frees: free(p) puts the block into
-// FreeEpochs (Note [Freeing without synchronizing] in free_epochs.h; a
+// sync::FreeEpochs (Note [Freeing without synchronizing] in free_epochs.h; a
 // batch of 64 is fenced at once); free(p, stream) into StreamCache. Mapped
 // granules of free ranges stay as a cache, released by trim(), past the
 // cache limit, and under memory pressure.
@@ -87,7 +87,7 @@ class DeviceAllocator {
   // names a different stream in each thread): use allocate(bytes).
   void* allocate(size_t bytes, cudaStream_t stream);
   // Frees a block from allocate(). With no stream, the block waits for
-  // every stream (FreeEpochs); on `stream`, in the order of `stream`:
+  // every stream (sync::FreeEpochs); on `stream`, in the order of `stream`:
   // reusable on `stream` at once, elsewhere once the work enqueued on
   // `stream` so far has completed. False if `p` is not the start of a live
   // block of this allocator, or was freed already (nothing changes).
@@ -186,7 +186,7 @@ class DeviceAllocator {
   std::atomic<Reservation*> reservations_[kMaxReservations] = {};
   std::atomic<int> reservations_made_{0};
   Reservation* first_;
-  FreeEpochs epochs_;
+  sync::FreeEpochs epochs_;
   StreamCache streams_;
   // Blocks are named by address everywhere below. Freed blocks not yet
   // back in their reservation (epochs, stream caches, deferred): addr -> size.

@@ -1,7 +1,7 @@
 #include "base/range_set.h"
 
 namespace gpuslack {
-namespace alloc {
+namespace base {
 
 namespace {
 // Stale size keys allowed beyond one per range before drop_stale_if_many()
@@ -140,5 +140,5 @@ std::string RangeSet::check() const {
   return "";
 }
 
-}  // namespace alloc
+}  // namespace base
 }  // namespace gpuslack

@@ -54,7 +54,7 @@
 #include "base/absl_containers.h"
 
 namespace gpuslack {
-namespace alloc {
+namespace base {
 
 // Orders (size, offset)-like pairs, and asks absl's B-tree to scan a node's
 // keys in order rather than bisect them (as it does by itself for integer
@@ -181,5 +181,5 @@ class RangeSet {
   uint64_t total_ = 0;
 };
 
-}  // namespace alloc
+}  // namespace base
 }  // namespace gpuslack

@@ -64,8 +64,8 @@ std::vector<int> HostFences::devices_in_use() {
   return devices;
 }
 
-alloc::FreeEpochs& HostFences::epochs_of(int device) {
-  if (!epochs_[device]) epochs_[device] = std::make_unique<alloc::FreeEpochs>(device);
+sync::FreeEpochs& HostFences::epochs_of(int device) {
+  if (!epochs_[device]) epochs_[device] = std::make_unique<sync::FreeEpochs>(device);
   return *epochs_[device];
 }
 

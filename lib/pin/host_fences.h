@@ -13,7 +13,7 @@
 //
 // The difference from device memory: pinned memory serves every device. A
 // batch is therefore fenced on each device the process uses, through one
-// alloc::FreeEpochs per device (blocks are named by their address). "In
+// sync::FreeEpochs per device (blocks are named by their address). "In
 // use": the driver says the device's primary context is active (exact on
 // a real GPU: the runtime retains it for every device it works on), or a
 // heap call was made while it was current (what the simulated device, whose
@@ -21,7 +21,7 @@
 // context has no work that could touch the block.
 //
 // Graph capture: the caller never calls close(), poll() or wait_all()
-// while alloc::capturing() (each would query or record events).
+// while sync::capturing() (each would query or record events).
 //
 // Not thread-safe: the heap serializes.
 #pragma once
@@ -66,14 +66,14 @@ class HostFences {
 
  private:
   std::vector<int> devices_in_use();
-  alloc::FreeEpochs& epochs_of(int device);
+  sync::FreeEpochs& epochs_of(int device);
   // One device's blocks are ready: those no other device still fences.
   void settle(const std::vector<uint64_t>& done, std::vector<uintptr_t>* ready);
 
   std::vector<uintptr_t> open_;
   // Fenced blocks -> devices whose fence has not completed yet.
   std::unordered_map<uintptr_t, int> outstanding_;
-  std::unique_ptr<alloc::FreeEpochs> epochs_[kMaxDevices];
+  std::unique_ptr<sync::FreeEpochs> epochs_[kMaxDevices];
   uint64_t seen_ = 0;  // bit d: a heap call was made on device d
   uint64_t epochs_closed_ = 0;
 };

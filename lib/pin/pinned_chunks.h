@@ -90,7 +90,7 @@ class PinnedChunks {
  private:
   struct Chunk {
     uint64_t size = 0;
-    alloc::RangeSet free;  // offsets in the chunk
+    base::RangeSet free;  // offsets in the chunk
   };
   using Map = std::map<uintptr_t, Chunk>;
 

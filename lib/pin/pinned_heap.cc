@@ -20,7 +20,7 @@ PinnedHeap::PinnedHeap(uint64_t chunk_bytes, uint64_t cap_bytes)
 
 PinnedHeap::~PinnedHeap() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (alloc::capturing()) return;
+  if (sync::capturing()) return;
   settle_deferred();
   std::vector<uintptr_t> ready;
   fences_.wait_all(&ready);
@@ -37,7 +37,7 @@ bool PinnedHeap::serves(unsigned int flags) {
 bool PinnedHeap::ensure_arena() {
   if (arena_.created()) return true;
   // Creating the arena pins its first chunk: not during a capture.
-  if (alloc::capturing()) return false;
+  if (sync::capturing()) return false;
   std::string why;
   chunks_.set_grow(true);
   if (!arena_.create(&why)) {
@@ -84,7 +84,7 @@ void* PinnedHeap::try_allocate(size_t bytes, bool grow) {
 
 void* PinnedHeap::allocate_locked(size_t bytes, std::unique_lock<std::mutex>& lock) {
   // Note [Frees during capture]: only memory jemalloc holds already.
-  if (alloc::capturing()) return try_allocate(bytes, false);
+  if (sync::capturing()) return try_allocate(bytes, false);
   settle_deferred();
   // What the GPU is done with goes back first (a query per fenced batch).
   reclaim(false);
@@ -101,7 +101,7 @@ void* PinnedHeap::allocate_locked(size_t bytes, std::unique_lock<std::mutex>& lo
   // pinning would cost.
   if (pending_bytes_ >= bytes) {
     if (void* p = poll_pending(bytes, lock)) return p;
-    if (alloc::capturing()) return nullptr;  // began while the lock was released
+    if (sync::capturing()) return nullptr;  // began while the lock was released
   }
   chunks_.clear_cap_refused();
   if (void* p = try_allocate(bytes, true)) return p;
@@ -128,7 +128,7 @@ void* PinnedHeap::poll_pending(size_t bytes, std::unique_lock<std::mutex>& lock)
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::microseconds(20));
     lock.lock();
-    if (alloc::capturing()) break;  // no event may be queried now
+    if (sync::capturing()) break;  // no event may be queried now
     reclaim(false);
     p = try_allocate(bytes, false);
   } while (!p && pending_bytes_ >= bytes && clock::monotonic_seconds() - start < budget);
@@ -151,7 +151,7 @@ bool PinnedHeap::free(void* p) {
   ++stats_.frees;
   int device = 0;
   if (cuda::get_device(&device) == cudaSuccess) fences_.saw_device(device);
-  if (alloc::capturing()) {
+  if (sync::capturing()) {
     deferred_.push_back(block);
     ++stats_.deferred_frees;
     return true;
@@ -231,7 +231,7 @@ double PinnedHeap::trim_locked() {
 
 uint64_t PinnedHeap::trim() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (alloc::capturing()) return 0;
+  if (sync::capturing()) return 0;
   uint64_t before = stats_.trimmed;
   trim_locked();
   return stats_.trimmed - before;

@@ -239,7 +239,7 @@ void call_site(const CallSiteRow& c, Writer* w) {
   w->end_object();
 }
 
-void staging_direction(const pin::StagingStats::Direction& d, Writer* w) {
+void staging_direction(const stage::StagingStats::Direction& d, Writer* w) {
   w->begin_object();
   w->key("seen").unsigned_integer(d.seen);
   w->key("seen_bytes").unsigned_integer(d.seen_bytes);
@@ -253,7 +253,7 @@ void staging_direction(const pin::StagingStats::Direction& d, Writer* w) {
 }
 
 void staging(const StagingSection& st, Writer* w) {
-  const pin::StagingStats& s = st.stats;
+  const stage::StagingStats& s = st.stats;
   w->begin_object();
   w->key("enabled").boolean(s.enabled);
   w->key("exact_copy_semantics").boolean(s.exact);

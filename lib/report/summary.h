@@ -144,7 +144,7 @@ struct PageableSiteRow {
 // them (stage/staging_stats.h says what each figure means).
 struct StagingSection {
   bool present = false;  // a pageable copy was seen
-  pin::StagingStats stats;
+  stage::StagingStats stats;
   std::vector<PageableSiteRow> sites;  // most bytes first, top_call_sites of them
 };
 
@@ -203,8 +203,8 @@ struct RunInfo {
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check
   std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
-  bool staging_present = false;         // session.cc fills these from pin::existing_stager()
-  pin::StagingStats staging;
+  bool staging_present = false;         // session.cc fills these from stage::existing_stager()
+  stage::StagingStats staging;
   PinnedSection pinned;                 // session.cc fills it
 };
 

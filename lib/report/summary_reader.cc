@@ -106,8 +106,8 @@ CallSiteRow call_site(const Fields& f) {
   return c;
 }
 
-pin::StagingStats::Direction staging_direction(const Fields& parent, const char* key) {
-  pin::StagingStats::Direction d;
+stage::StagingStats::Direction staging_direction(const Fields& parent, const char* key) {
+  stage::StagingStats::Direction d;
   const JsonValue* v = nullptr;
   if (!parent.object(key, &v)) return d;
   Fields f(*v, parent.where(key));
@@ -125,7 +125,7 @@ pin::StagingStats::Direction staging_direction(const Fields& parent, const char*
 StagingSection staging(const Fields& f) {
   StagingSection st;
   st.present = true;
-  pin::StagingStats& s = st.stats;
+  stage::StagingStats& s = st.stats;
   s.enabled = f.flag("enabled");
   s.exact = f.flag("exact_copy_semantics");
   s.async_d2h = f.flag("async_d2h");

@@ -262,7 +262,7 @@ void allocator_lines(const Summary& s, std::string* out) {
 std::string copies_text(uint64_t n) { return count_text(n) + (n == 1 ? " copy" : " copies"); }
 
 // "H2D 10 copies (417.6 KiB): 9 staged, 1 passed through"
-std::string staging_direction(const char* name, const pin::StagingStats::Direction& d) {
+std::string staging_direction(const char* name, const stage::StagingStats::Direction& d) {
   return std::string(name) + " " + copies_text(d.seen) + " (" + bytes_text(d.seen_bytes) + "): " +
          count_text(d.staged) + " staged, " + count_text(d.passed) + " passed through";
 }
@@ -271,7 +271,7 @@ std::string staging_direction(const char* name, const pin::StagingStats::Directi
 void staging_lines(const Summary& s, std::string* out) {
   const StagingSection& st = s.staging;
   if (!st.present) return;
-  const pin::StagingStats& g = st.stats;
+  const stage::StagingStats& g = st.stats;
   std::string title = "pageable copies: " + staging_direction("H2D", g.h2d) + "; " + staging_direction("D2H", g.d2h);
   if (!g.enabled) title += " (stage_copies:false)";
   line(out, title);

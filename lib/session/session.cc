@@ -113,13 +113,13 @@ void on_fork_child() {
 namespace {
 // What lib/stage asks of lib/alloc (stage/owned_ranges.h), answered here:
 // features do not include each other.
-pin::OwnedRange owned_by_vmm_allocator(const void* p, size_t bytes) {
+stage::OwnedRange owned_by_vmm_allocator(const void* p, size_t bytes) {
   switch (alloc::vmm_range(p, bytes)) {
-    case alloc::VmmRange::kInside: return pin::OwnedRange::kInside;
-    case alloc::VmmRange::kOutside: return pin::OwnedRange::kOutside;
+    case alloc::VmmRange::kInside: return stage::OwnedRange::kInside;
+    case alloc::VmmRange::kOutside: return stage::OwnedRange::kOutside;
     case alloc::VmmRange::kNotVmm: break;
   }
-  return pin::OwnedRange::kNotOwned;
+  return stage::OwnedRange::kNotOwned;
 }
 
 // Set while this thread runs start(): NVTX's first call may load a tool
@@ -136,7 +136,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   } reset;
   std::lock_guard<std::mutex> lock(g_start_mu);
   if (active()) return;
-  pin::set_owned_range_check(owned_by_vmm_allocator);  // before any hooked copy can stage
+  stage::set_owned_range_check(owned_by_vmm_allocator);  // before any hooked copy can stage
   const Options& o = options();  // first use: parses GPUSLACK_CONF, logs problems
   clock::calibrate_start();
   g_start_seconds = clock::monotonic_seconds();
@@ -203,7 +203,7 @@ report::RunInfo run_info(const char* reason) {
     row.timeline = a->timeline();
     run.allocator.push_back(row);
   }
-  if (const pin::Stager* st = pin::existing_stager()) {
+  if (const stage::Stager* st = stage::existing_stager()) {
     run.staging = st->stats();
     run.staging_present = run.staging.h2d.seen + run.staging.d2h.seen > 0;
   }

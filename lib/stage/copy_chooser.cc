@@ -1,7 +1,7 @@
 #include "stage/copy_chooser.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 int CopyChooser::class_of(size_t bytes) {
   int c = bytes ? 63 - __builtin_clzll(bytes) : 0;
@@ -37,5 +37,5 @@ double CopyChooser::estimate_ns(CopyWay way, size_t bytes) const {
   return c.samples[w] ? c.ns_per_byte[w] * static_cast<double>(bytes) : 0;
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -19,7 +19,7 @@
 #include <mutex>
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 enum class CopyWay : uint8_t { kNative, kStaged };
 
@@ -45,5 +45,5 @@ class CopyChooser {
   Class classes_[kClasses];
 };
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

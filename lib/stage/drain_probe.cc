@@ -5,7 +5,7 @@
 #include "cuda/runtime_api.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 constexpr uint64_t kRecalibrateNs = 60ull * 1000 * 1000 * 1000;
@@ -137,5 +137,5 @@ DrainFigures DrainProbes::figures() const {
   return f;
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -34,7 +34,7 @@
 #include "sync/event_pool.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 struct DrainFigures {
   uint64_t probes = 0;     // drains measured
@@ -82,5 +82,5 @@ class DrainProbes {
   DrainFigures figures_;
 };
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

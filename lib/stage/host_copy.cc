@@ -9,7 +9,7 @@
 #include <thread>
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 struct Part {
@@ -100,5 +100,5 @@ void host_copy(void* dst, const void* src, size_t n, int threads) {
   while (left.load(std::memory_order_acquire) > 0) std::this_thread::yield();
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

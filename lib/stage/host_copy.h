@@ -14,7 +14,7 @@
 #include <cstddef>
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 inline constexpr int kMaxCopyThreads = 8;
 // Parts smaller than this are not worth a handoff.
@@ -23,5 +23,5 @@ inline constexpr size_t kMinPartBytes = 256 * 1024;
 // Copies n bytes (non-overlapping) with up to `threads` threads.
 void host_copy(void* dst, const void* src, size_t n, int threads);
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

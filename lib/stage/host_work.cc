@@ -10,7 +10,7 @@
 #include "sync/event_pool.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 struct Entry {
@@ -176,5 +176,5 @@ size_t host_work_entries() {
   return entries().size();
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -46,7 +46,7 @@
 #include "stage/stream_ref.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 // The application enqueued host-visible work on `s` (after the call
 // succeeded; never while `s` captures a graph: the caller checks). With
@@ -78,5 +78,5 @@ void reset_host_work();
 // threads come and go with their per-thread streams).
 size_t host_work_entries();
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -23,7 +23,7 @@
 #include <cstddef>
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 // Where [p, p + bytes) lies: not in memory gpuslack's allocator owns (the
 // runtime's, or the host's: the driver checks it), inside one live block
@@ -47,5 +47,5 @@ inline OwnedRange owned_range(const void* p, size_t bytes) {
   return check ? check(p, bytes) : OwnedRange::kNotOwned;
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -21,7 +21,7 @@
 #include "stage/owned_ranges.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 using cuda::PointerKind;
@@ -185,7 +185,7 @@ Stager::Pass Stager::pass_reason(const CopyCall& c, bool h2d, size_t bytes, cons
   if (bytes < config_.threshold_bytes) return Pass::kSmall;
   // During a global-mode capture on any stream, gpuslack's event queries
   // would invalidate it (Note [Frees during capture] in alloc/).
-  if (alloc::capturing() || capturing(s)) return Pass::kCapture;
+  if (sync::capturing() || capturing(s)) return Pass::kCapture;
   if (c.height > 1 && c.width > pool_.max_block()) return Pass::kUnsupported;
   return Pass::kNone;
 }
@@ -466,7 +466,7 @@ cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
   return result;
 }
 
-void Stager::note_host_work(const CopyCall& c) { pin::note_host_work(c.stream, c.per_thread_default); }
+void Stager::note_host_work(const CopyCall& c) { stage::note_host_work(c.stream, c.per_thread_default); }
 
 StagingStats Stager::stats() const {
   StagingStats st;
@@ -551,5 +551,5 @@ void note_host_work(cudaStream_t stream, bool per_thread_default, bool always) {
   host_work_enqueued(s, clean);
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

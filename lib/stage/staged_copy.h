@@ -67,7 +67,7 @@
 #include "stage/stream_ref.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 // One copy call as the application made it. A 1D copy is one row: height 1,
 // width the byte count (pitches unused).
@@ -192,5 +192,5 @@ const Stager* existing_stager();
 // captures, or `always` is false and nothing is pending anywhere.
 void note_host_work(cudaStream_t stream, bool per_thread_default, bool always = true);
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

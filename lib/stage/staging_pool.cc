@@ -8,7 +8,7 @@
 #include "cuda/runtime_api.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -221,5 +221,5 @@ StagingPoolStats StagingPool::stats() const {
   return stats_;
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

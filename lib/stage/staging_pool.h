@@ -44,7 +44,7 @@
 #include "stage/stream_ref.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 struct StagingBlock {
   char* data = nullptr;
@@ -129,5 +129,5 @@ class StagingPool {
   StagingPoolStats stats_;
 };
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -19,7 +19,7 @@
 #include <cstdint>
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 struct StagingStats {
   struct Direction {
@@ -70,5 +70,5 @@ struct StagingStats {
   uint64_t drains_pending = 0;
 };
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

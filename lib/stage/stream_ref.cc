@@ -5,7 +5,7 @@
 #include "cuda/runtime_api.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 constexpr uint64_t kLegacyTag = 1ull << 63;
@@ -53,5 +53,5 @@ bool is_blocking(const StreamRef& s) {
   return !(flags & cudaStreamNonBlocking);
 }
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 
 struct StreamRef {
   cudaStream_t handle = nullptr;  // cudaStreamLegacy, cudaStreamPerThread, or the application's
@@ -39,5 +39,5 @@ StreamRef stream_ref(cudaStream_t s, bool per_thread_default);
 // host_work.h).
 bool is_blocking(const StreamRef& s);
 
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

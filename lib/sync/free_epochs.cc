@@ -6,7 +6,7 @@
 #include "base/clock.h"
 
 namespace gpuslack {
-namespace alloc {
+namespace sync {
 
 FreeEpochs::~FreeEpochs() {
   for (Epoch& e : closed_) give_back(e);
@@ -125,5 +125,5 @@ double FreeEpochs::wait_all(std::vector<uint64_t>* ready) {
   return clock::monotonic_seconds() - start;
 }
 
-}  // namespace alloc
+}  // namespace sync
 }  // namespace gpuslack

@@ -34,7 +34,7 @@
 #include "sync/stream_registry.h"
 
 namespace gpuslack {
-namespace alloc {
+namespace sync {
 
 class FreeEpochs {
  public:
@@ -86,5 +86,5 @@ class FreeEpochs {
   uint64_t closed_count_ = 0;
 };
 
-}  // namespace alloc
+}  // namespace sync
 }  // namespace gpuslack

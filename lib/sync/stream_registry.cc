@@ -7,7 +7,7 @@
 #include "cuda/runtime_api.h"
 
 namespace gpuslack {
-namespace alloc {
+namespace sync {
 namespace {
 
 struct Entry {
@@ -102,5 +102,5 @@ void reset_streams() {
   g_capture_count.store(0);
 }
 
-}  // namespace alloc
+}  // namespace sync
 }  // namespace gpuslack

@@ -25,7 +25,7 @@
 #include <vector>
 
 namespace gpuslack {
-namespace alloc {
+namespace sync {
 
 void stream_created(cudaStream_t stream, int device, unsigned int flags);
 // Before the stream is destroyed (its work may still be queued).
@@ -71,5 +71,5 @@ bool capturing();
 // Forgets everything (tests).
 void reset_streams();
 
-}  // namespace alloc
+}  // namespace sync
 }  // namespace gpuslack

@@ -28,12 +28,12 @@ using test_support::kMiB;
 cudaStream_t non_blocking() {
   cudaStream_t s = nullptr;
   EXPECT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  stream_created(s, 0, cudaStreamNonBlocking);
+  sync::stream_created(s, 0, cudaStreamNonBlocking);
   return s;
 }
 
 TEST(DeviceAllocatorStreams, ReuseIsImmediateOnTheFreeingStreamOnly) {
-  reset_streams();
+  sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
   cudaStream_t s1 = non_blocking(), s2 = non_blocking();
@@ -63,7 +63,7 @@ TEST(DeviceAllocatorStreams, ReuseIsImmediateOnTheFreeingStreamOnly) {
 }
 
 TEST(DeviceAllocatorStreams, EightThreadsFourStreamsNeverShareBusyMemory) {
-  reset_streams();
+  sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
   cudaStream_t streams[4];
@@ -97,7 +97,7 @@ TEST(DeviceAllocatorStreams, EightThreadsFourStreamsNeverShareBusyMemory) {
 }
 
 TEST(DeviceAllocatorStreams, RecordStreamHoldsTheBlockForThatStream) {
-  reset_streams();
+  sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
   // s2 is not in the registry (as PyTorch's streams are not): only
@@ -127,18 +127,18 @@ TEST(DeviceAllocatorStreams, RecordStreamHoldsTheBlockForThatStream) {
 template <typename Fn>
 cudaError_t capture_around(cudaStream_t s, bool tell_allocator, Fn during) {
   EXPECT_EQ(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  if (tell_allocator) capture_began(s);
+  if (tell_allocator) sync::capture_began(s);
   during();
   cudaGraph_t graph = nullptr;
   cudaError_t r = cudaStreamEndCapture(s, &graph);
-  if (tell_allocator) capture_ended(s);
+  if (tell_allocator) sync::capture_ended(s);
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();
   return r;
 }
 
 TEST(DeviceAllocatorStreams, FreesDuringACaptureWaitForItsEnd) {
-  reset_streams();
+  sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
   cudaStream_t s = non_blocking(), cap = nullptr;
@@ -183,7 +183,7 @@ TEST(DeviceAllocatorStreams, ControlAnAllocatorBlindToTheCaptureBreaksIt) {
   // The same frees and allocations, the capture not reported: the miss
   // queries events and the simulated runtime invalidates the capture, as
   // the real one does. (And a native cudaMalloc does too.)
-  reset_streams();
+  sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
   cudaStream_t cap = nullptr;
@@ -203,13 +203,13 @@ TEST(DeviceAllocatorStreams, ControlAnAllocatorBlindToTheCaptureBreaksIt) {
 }
 
 TEST(DeviceAllocatorStreams, DestroyedStreamsGiveTheirCacheBack) {
-  reset_streams();
+  sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   cudaStream_t s = non_blocking();
   void* p = a.allocate(4 * kMiB, s);
   ASSERT_TRUE(a.free(p, s));
   a.forget_stream(s);
-  stream_destroying(s);
+  sync::stream_destroying(s);
   cudaStreamDestroy(s);
   cudaDeviceSynchronize();
   // A new stream may get the same handle: it must not inherit p unfenced;

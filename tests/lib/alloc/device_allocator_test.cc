@@ -121,11 +121,11 @@ TEST(DeviceAllocator, FreeDoesNotWaitForTheDevice) {
 long hammer(bool register_streams) {
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   EXPECT_TRUE(a.ok());
-  reset_streams();
+  sync::reset_streams();
   cudaStream_t streams[4];
   for (auto& s : streams) {
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    if (register_streams) stream_created(s, 0, cudaStreamNonBlocking);
+    if (register_streams) sync::stream_created(s, 0, cudaStreamNonBlocking);
   }
   long before = gpusim_busy_kernel_violations();
   std::vector<std::thread> threads;
@@ -182,7 +182,7 @@ TEST(DeviceAllocator, PressureReleasesCachedGranulesAndRetries) {
 TEST(DeviceAllocator, PressureWaitsForPendingFreesAsAStall) {
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
-  reset_streams();
+  sync::reset_streams();
   void* x = a.allocate(48 * kMiB);
   ASSERT_NE(nullptr, x);
   volatile int status = 0;
@@ -203,7 +203,7 @@ TEST(DeviceAllocator, AnAllocationThatWaitsForFreesReusesTheirMemoryStillMapped)
   // mapping anything, so granule counts tell where the block went.
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0, 64 * kMiB);
   ASSERT_TRUE(a.ok());
-  reset_streams();
+  sync::reset_streams();
   a.set_limit(56 * kMiB);
   std::vector<void*> blocks;
   for (int i = 0; i < 6; ++i) blocks.push_back(a.allocate(8 * kMiB));
@@ -228,7 +228,7 @@ TEST(DeviceAllocator, AnAllocationThatWaitsForFreesReusesTheirMemoryStillMapped)
 TEST(DeviceAllocator, UnusedBytesCountFreedBlocksAtOnce) {
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
-  reset_streams();
+  sync::reset_streams();
   void* p = a.allocate(8 * kMiB);
   void* q = a.allocate(8 * kMiB);
   ASSERT_TRUE(p && q);
@@ -253,7 +253,7 @@ TEST(DeviceAllocator, UnusedBytesCountFreedBlocksAtOnce) {
 TEST(DeviceAllocator, FreesBeforeADeviceSynchronizationAreReusableAfterIt) {
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
-  reset_streams();
+  sync::reset_streams();
   void* p = a.allocate(8 * kMiB);
   ASSERT_NE(nullptr, p);
   ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(nullptr, p, 4096, 50000, 7, nullptr));

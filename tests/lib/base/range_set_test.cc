@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace gpuslack {
-namespace alloc {
+namespace base {
 namespace {
 
 TEST(RangeSet, InsertCoalescesWithBothNeighbours) {
@@ -197,5 +197,5 @@ TEST(RangeSet, RandomOperationsMatchAUnitByUnitModel) {
 }
 
 }  // namespace
-}  // namespace alloc
+}  // namespace base
 }  // namespace gpuslack

@@ -40,7 +40,7 @@ bool is_pinned(const void* p) {
 class PinnedHeapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    alloc::reset_streams();
+    sync::reset_streams();
     cudaSetDevice(0);
   }
   void TearDown() override {
@@ -147,9 +147,9 @@ TEST_F(PinnedHeapTest, BlockFreedUnderAPendingCopyOnABlockingStreamWaits) {
 TEST_F(PinnedHeapTest, BlockFreedUnderAPendingCopyOnANonBlockingStreamWaits) {
   cudaStream_t s;
   ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  alloc::stream_created(s, 0, cudaStreamNonBlocking);  // what the hooks do
+  sync::stream_created(s, 0, cudaStreamNonBlocking);  // what the hooks do
   freed_under_a_pending_copy(s);
-  alloc::stream_destroying(s);
+  sync::stream_destroying(s);
   cudaStreamDestroy(s);
 }
 
@@ -387,7 +387,7 @@ TEST_F(PinnedHeapTest, NothingDuringACaptureInvalidatesIt) {
   heap.free(b);  // open batch
   cudaStream_t s;
   ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  alloc::capture_began(s);
+  sync::capture_began(s);
   ASSERT_EQ(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   ASSERT_TRUE(heap.free(a));          // deferred
   void* c = heap.allocate(kMiB, 0);   // from what jemalloc holds
@@ -397,7 +397,7 @@ TEST_F(PinnedHeapTest, NothingDuringACaptureInvalidatesIt) {
   EXPECT_EQ(0u, heap.trim());
   cudaGraph_t graph = nullptr;
   EXPECT_EQ(cudaSuccess, cudaStreamEndCapture(s, &graph));  // still valid
-  alloc::capture_ended(s);
+  sync::capture_ended(s);
   if (graph) cudaGraphDestroy(graph);
   EXPECT_EQ(1u, heap.stats().deferred_frees);
   heap.free(c);

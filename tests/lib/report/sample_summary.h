@@ -84,7 +84,7 @@ inline Summary sample_summary() {
       CallSiteRow{Category::kSync, "cudaDeviceSynchronize", 3.2, 300, {"main+0x99 (app)"}}};
 
   // Pageable copies: 30 H2D, 28 of them staged; 2 D2H passed through.
-  pin::StagingStats& g = s.staging.stats;
+  stage::StagingStats& g = s.staging.stats;
   s.staging.present = true;
   g.enabled = true;
   g.chunk_bytes = 1u << 20;

@@ -12,7 +12,7 @@
 #include <thread>
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 TEST(HostWork, FinishedEntriesOfStreamsGoneDoNotPileUp) {
@@ -78,5 +78,5 @@ TEST(HostWork, UnfinishedWorkIsKept) {
 }
 
 }  // namespace
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

@@ -25,7 +25,7 @@
 #include "stage/owned_ranges.h"
 
 namespace gpuslack {
-namespace pin {
+namespace stage {
 namespace {
 
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
@@ -588,5 +588,5 @@ TEST(StagedCopy, AnOwnedRangeIsCheckedByItsOwner) {
 }
 
 }  // namespace
-}  // namespace pin
+}  // namespace stage
 }  // namespace gpuslack

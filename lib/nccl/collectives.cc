@@ -177,6 +177,16 @@ double member_seconds(float ms, int n, const uint64_t* bytes, int i) {
   return ms * 1e-3 * share;
 }
 
+// Credits one member's share of a timed pair to its figures: a live
+// shard's Cell or an exited thread's CollectiveFigures.
+template <class Figures>
+void credit_timed(Figures& f, double sec, uint64_t bytes) {
+  ++f.timed;
+  f.timed_bytes += bytes;
+  f.gpu_s += sec;
+  f.gpu_ns.add(static_cast<uint64_t>(sec * 1e9));
+}
+
 // Resolves what has finished; never waits. Caller holds s->mu.
 void poll_locked(Shard* s) {
   for (Pending& p : s->pending) {
@@ -188,11 +198,7 @@ void poll_locked(Shard* s) {
     } else {
       for (int i = 0; i < p.n; ++i) {
         double sec = member_seconds(ms, p.n, p.bytes, i);
-        Cell& c = s->cells[p.cell[i]];
-        ++c.timed;
-        c.timed_bytes += p.bytes[i];
-        c.gpu_s += sec;
-        c.gpu_ns.add(static_cast<uint64_t>(sec * 1e9));
+        credit_timed(s->cells[p.cell[i]], sec, p.bytes[i]);
       }
     }
     release_event(p.device, p.start);
@@ -393,11 +399,7 @@ void poll_orphans_locked(Exited& e) {
     } else {
       for (int m = 0; m < o.n; ++m) {
         double sec = member_seconds(ms, o.n, o.bytes, m);
-        CollectiveFigures& f = row_of(e.rows, o.key[m]);
-        ++f.timed;
-        f.timed_bytes += o.bytes[m];
-        f.gpu_s += sec;
-        f.gpu_ns.add(static_cast<uint64_t>(sec * 1e9));
+        credit_timed(row_of(e.rows, o.key[m]), sec, o.bytes[m]);
       }
     }
     release_event(o.device, o.start);

@@ -163,17 +163,21 @@ class JsonParser {
       skip_space();
       out->items_.emplace_back();
       if (!value(&out->items_.back(), depth)) return false;
-      skip_space();
-      if (i_ < s_.size() && s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (i_ < s_.size() && s_[i_] == '}') {
-        ++i_;
-        return true;
-      }
-      return fail("expected ',' or '}', found " + found());
+      bool closed = false;
+      if (!after_item('}', &closed)) return false;
+      if (closed) return true;
     }
+  }
+
+  // After a member or element: a ',' (another follows) or `close` (the
+  // object or array ends: *closed); anything else is an error.
+  bool after_item(char close, bool* closed) {
+    skip_space();
+    if (i_ < s_.size() && (s_[i_] == ',' || s_[i_] == close)) {
+      *closed = s_[i_++] == close;
+      return true;
+    }
+    return fail(std::string("expected ',' or '") + close + "', found " + found());
   }
 
   bool array(JsonValue* out, int depth) {
@@ -189,16 +193,9 @@ class JsonParser {
       skip_space();
       out->items_.emplace_back();
       if (!value(&out->items_.back(), depth)) return false;
-      skip_space();
-      if (i_ < s_.size() && s_[i_] == ',') {
-        ++i_;
-        continue;
-      }
-      if (i_ < s_.size() && s_[i_] == ']') {
-        ++i_;
-        return true;
-      }
-      return fail("expected ',' or ']', found " + found());
+      bool closed = false;
+      if (!after_item(']', &closed)) return false;
+      if (closed) return true;
     }
   }
 

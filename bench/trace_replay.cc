@@ -26,6 +26,10 @@
 // cuMemSetAccess, resp. cuMemUnmap + cuMemRelease, each; --map-chunk-mb N
 // backs runs of granules with one handle of up to N MiB, as the
 // map_chunk_mb knob does; 16 by default, as the knob; 2: one granule each).
+// --tsv adds what bench/replay/peers.py sets beside PyTorch's allocator:
+// the median and p99 of one allocate() and one free() call (steady_clock
+// around the call alone, in ns), and the driver calls the replay made, as
+// the simulated device counts them (gpusim_calls: "cuMemCreate=N,...").
 //
 // Note [The replay's GPU]: a free through the stream-less path becomes
 // reusable only once events recorded behind it complete (free_epochs.h). A
@@ -38,7 +42,11 @@
 // cudaErrorNotReady. Without the hold the result would depend on how fast
 // the simulator's stream thread ran, and differ from run to run.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include <condition_variable>
 #include <cstdio>
@@ -104,14 +112,42 @@ class HeldStream {
   std::unique_ptr<Hold> hold_;
 };
 
+// The calls the simulated device counts (gpusim_calls in
+// tests/simcuda/gpusim.h), found at run time: on a real driver there is none.
+constexpr const char* kCounted[] = {"cudaMalloc", "cudaFree", "cuMemCreate", "cuMemRelease", "cuMemMap",
+                                    "cuMemUnmap", "cuMemSetAccess", "cuMemAddressReserve", "cuMemAddressFree"};
+constexpr size_t kNumCounted = sizeof kCounted / sizeof kCounted[0];
+struct CallCounts {
+  long n[kNumCounted] = {};
+};
+CallCounts call_counts() {
+  using Fn = long (*)(const char*);
+  static Fn fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gpusim_calls"));
+  CallCounts c;
+  for (size_t i = 0; fn && i < kNumCounted; ++i) c.n[i] = fn(kCounted[i]);
+  return c;
+}
+
 struct Result {
   uint64_t allocs = 0, frees = 0, failed = 0;
   uint64_t ideal_peak = 0;  // peak of live requested bytes
   DeviceStats stats;
+  std::vector<uint64_t> alloc_ns, free_ns;  // each call, sorted after the replay
+  CallCounts calls;                         // made during the replay (the allocator's destruction excluded)
 };
+
+uint64_t percentile(const std::vector<uint64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())))];
+}
 
 Result replay(const Trace& t, uint64_t reserve, uint64_t cache_limit, uint64_t map_chunk, bool verbose) {
   Result r;
+  using SteadyClock = std::chrono::steady_clock;
+  auto ns_since = [](SteadyClock::time_point t0) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t0).count());
+  };
+  const CallCounts calls_before = call_counts();
   DeviceAllocator a(gpuslack::cuda::driver(), 0, reserve, cache_limit, map_chunk);
   if (!a.ok()) die("no VMM allocator: " + a.why());
   std::vector<void*> ptr(t.blocks, nullptr);
@@ -129,12 +165,17 @@ Result replay(const Trace& t, uint64_t reserve, uint64_t cache_limit, uint64_t m
         // Stream-ordered, as PyTorch and RMM allocate: a block freed on the
         // stream comes back at once for the same stream. Every trace event
         // goes to the legacy stream, the one the replay's GPU model holds.
+        auto t0 = SteadyClock::now();
         ptr[e.id] = a.allocate(e.size, nullptr);
+        r.alloc_ns.push_back(ns_since(t0));
         if (!ptr[e.id]) ++r.failed;
       } else {
         ++r.frees;
         live -= size[e.id];
-        if (ptr[e.id] && !a.free(ptr[e.id], nullptr)) die("the allocator refused to free block " + std::to_string(e.id));
+        auto t0 = SteadyClock::now();
+        bool freed = !ptr[e.id] || a.free(ptr[e.id], nullptr);
+        r.free_ns.push_back(ns_since(t0));
+        if (!freed) die("the allocator refused to free block " + std::to_string(e.id));
       }
       if (verbose) {
         DeviceStats s = a.stats();
@@ -146,6 +187,10 @@ Result replay(const Trace& t, uint64_t reserve, uint64_t cache_limit, uint64_t m
     }
   }
   r.stats = a.stats();
+  const CallCounts calls_after = call_counts();
+  for (size_t i = 0; i < kNumCounted; ++i) r.calls.n[i] = calls_after.n[i] - calls_before.n[i];
+  std::sort(r.alloc_ns.begin(), r.alloc_ns.end());
+  std::sort(r.free_ns.begin(), r.free_ns.end());
   return r;
 }
 
@@ -163,12 +208,17 @@ void print_row(const Trace& t, const Result& r, bool tsv) {
   const DeviceStats& s = r.stats;
   double util = ratio(s.peak_allocated, s.peak_reserved);
   if (tsv) {
-    std::printf("%s\t%zu\t%llu\t%llu\t%llu\t%.4f\t%llu\t%llu\t%s\t%llu\n", t.name.c_str(), t.events.size(),
-                (unsigned long long)r.ideal_peak, (unsigned long long)s.peak_allocated,
-                (unsigned long long)s.peak_reserved, util, (unsigned long long)s.granules_mapped,
-                (unsigned long long)s.granules_unmapped,
+    std::string calls;
+    for (size_t i = 0; i < kNumCounted; ++i)
+      if (r.calls.n[i]) calls += (calls.empty() ? "" : ",") + std::string(kCounted[i]) + "=" + std::to_string(r.calls.n[i]);
+    std::printf("%s\t%zu\t%llu\t%llu\t%llu\t%.4f\t%llu\t%llu\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%s\n",
+                t.name.c_str(), t.events.size(), (unsigned long long)r.ideal_peak,
+                (unsigned long long)s.peak_allocated, (unsigned long long)s.peak_reserved, util,
+                (unsigned long long)s.granules_mapped, (unsigned long long)s.granules_unmapped,
                 t.pytorch_peak_reserved ? std::to_string(*t.pytorch_peak_reserved).c_str() : "-",
-                (unsigned long long)r.failed);
+                (unsigned long long)r.failed, (unsigned long long)percentile(r.alloc_ns, 0.5),
+                (unsigned long long)percentile(r.alloc_ns, 0.99), (unsigned long long)percentile(r.free_ns, 0.5),
+                (unsigned long long)percentile(r.free_ns, 0.99), calls.empty() ? "-" : calls.c_str());
     return;
   }
   std::string pytorch = "—", versus = "—";
@@ -217,7 +267,8 @@ int main(int argc, char** argv) {
 
   if (tsv) {
     std::printf("trace\tevents\tideal_peak\tpeak_allocated\tpeak_reserved\tutilization\tgranules_mapped\t"
-                "granules_unmapped\tpytorch_peak_reserved\tfailed\n");
+                "granules_unmapped\tpytorch_peak_reserved\tfailed\talloc_median_ns\talloc_p99_ns\tfree_median_ns\t"
+                "free_p99_ns\tdriver_calls\n");
   } else {
     std::printf("| trace | events | ideal (peak live) | peak allocated | peak reserved | utilization | "
                 "granules mapped / unmapped | chunks mapped / unmapped | PyTorch peak reserved | "

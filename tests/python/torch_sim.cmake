@@ -19,4 +19,16 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
         ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/torch_sim.py ${what})
     set_tests_properties(torch.${what} PROPERTIES LABELS "torch;python" TIMEOUT 600)
   endforeach()
+  # The peer benchmark's command (scripts/bench-peers.sh, bench/replay/peers.py)
+  # on one small minimalloc-format trace, so it cannot rot: torch's allocator
+  # default and expandable beside gpuslack's, and the cached pair.
+  if(GPUSLACK_BUILD_BENCH)  # bench/ (trace_replay) is added after tests/
+    add_test(NAME torch.bench_peers
+      COMMAND ${CMAKE_COMMAND} -E env PYTHONDONTWRITEBYTECODE=1
+        /usr/bin/python3 ${PROJECT_SOURCE_DIR}/bench/replay/peers.py --build ${CMAKE_BINARY_DIR}
+        --torch-python ${_torch_python} --traces ${PROJECT_SOURCE_DIR}/tests/bench/peers_small.csv
+        --pairs 2000 --rounds 1 --no-alloc-bench)
+    set_tests_properties(torch.bench_peers PROPERTIES LABELS "torch;bench" TIMEOUT 300
+      PASS_REGULAR_EXPRESSION "Cached alloc\\+free pair" FAIL_REGULAR_EXPRESSION "FAILED|failed \\(exit")
+  endif()
 endif()

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string>
@@ -55,6 +56,19 @@ std::atomic<long> g_free_syncs{0};
 }  // namespace
 void gpusim::count_free_sync() { g_free_syncs.fetch_add(1, std::memory_order_relaxed); }
 GPUSIM_EXPORT long gpusim_free_syncs(void) { return g_free_syncs.load(); }
+
+namespace {
+constexpr const char* kCountedNames[] = {"cudaMalloc", "cudaFree", "cuMemCreate", "cuMemRelease", "cuMemMap",
+                                         "cuMemUnmap", "cuMemSetAccess", "cuMemAddressReserve", "cuMemAddressFree"};
+static_assert(std::size(kCountedNames) == static_cast<size_t>(gpusim::Counted::kCountedCalls));
+std::atomic<long> g_calls[std::size(kCountedNames)];
+}  // namespace
+void gpusim::count_call(Counted c) { g_calls[static_cast<size_t>(c)].fetch_add(1, std::memory_order_relaxed); }
+GPUSIM_EXPORT long gpusim_calls(const char* name) {
+  for (size_t i = 0; name && i < std::size(kCountedNames); ++i)
+    if (std::strcmp(name, kCountedNames[i]) == 0) return g_calls[i].load();
+  return -1;
+}
 
 // Kernels launched through the CUDA APIs (cudaLaunchKernel, cuLaunchKernel,
 // ...): timed, never computed.

@@ -85,6 +85,7 @@ cudaMemPool_t default_pool(int device) {
 // ---- device memory ----
 GPUSIM_EXPORT cudaError_t cudaMalloc(void** p, size_t size) {
   READY();
+  count_call(Counted::kCudaMalloc);
   if (!p) return ret(cudaErrorInvalidValue);
   *p = nullptr;
   if (cudaError_t e = refuse_in_capture()) return ret(e);
@@ -99,6 +100,7 @@ GPUSIM_EXPORT cudaError_t cudaMalloc(void** p, size_t size) {
 GPUSIM_EXPORT cudaError_t cudaFree(void* p) {
   READY();
   if (!p) return cudaSuccess;
+  count_call(Counted::kCudaFree);
   if (cudaError_t e = refuse_in_capture()) return ret(e);
   Region r;
   if (!Memory::get().find_start(p, MemKind::kDevice, MemKind::kManaged, &r)) return ret(cudaErrorInvalidValue);

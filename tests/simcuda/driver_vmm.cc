@@ -233,6 +233,7 @@ GPUSIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity, const 
 GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                                    const CUmemAllocationProp* prop, unsigned long long flags) {
   READY();
+  count_call(Counted::kCuMemCreate);
   if (!handle || flags) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult r = check_prop(prop)) return r;
   if (size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
@@ -270,6 +271,7 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
 
 GPUSIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   READY();
+  count_call(Counted::kCuMemRelease);
   Vmm& v = vmm();
   std::lock_guard<std::mutex> l(v.mu);
   Handle* h = find_handle(v, handle);
@@ -282,6 +284,7 @@ GPUSIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 GPUSIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                            unsigned long long flags) {
   READY();
+  count_call(Counted::kCuMemAddressReserve);
   if (!ptr || size == 0 || size % page_size() || flags || addr % page_size() ||
       (alignment & (alignment - 1)))
     return CUDA_ERROR_INVALID_VALUE;
@@ -328,6 +331,7 @@ GPUSIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t
 // Freeing a range that still has mappings is refused (unmap first).
 GPUSIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   READY();
+  count_call(Counted::kCuMemAddressFree);
   Vmm& v = vmm();
   std::lock_guard<std::mutex> l(v.mu);
   auto it = v.reservations.find(ptr);
@@ -343,6 +347,7 @@ GPUSIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 GPUSIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                                 unsigned long long flags) {
   READY();
+  count_call(Counted::kCuMemMap);
   if (flags || ptr == 0 || size == 0 || ptr % kGranularity || size % kGranularity || offset % kGranularity)
     return CUDA_ERROR_INVALID_VALUE;
   {
@@ -371,6 +376,7 @@ GPUSIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUm
 // wait for the device: work still using the memory faults, as on a GPU.
 GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   READY();
+  count_call(Counted::kCuMemUnmap);
   if (ptr == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   {
     Vmm& v = vmm();
@@ -407,6 +413,7 @@ GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 // through it). Every byte of the range must be mapped.
 GPUSIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
   READY();
+  count_call(Counted::kCuMemSetAccess);
   if (ptr == 0 || size == 0 || !desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
   unsigned long long widest = CU_MEM_ACCESS_FLAGS_PROT_NONE;
   bool host = false;

@@ -30,6 +30,14 @@ long gpusim_busy_kernel_violations(void);
 // libcudart's count; 0 when cudaFree never reached it).
 long gpusim_free_syncs(void);
 
+// Calls of `name` so far in this process, successful or not, for the calls
+// that give or take device memory: cudaMalloc, cudaFree, cuMemCreate,
+// cuMemRelease, cuMemMap, cuMemUnmap, cuMemSetAccess, cuMemAddressReserve,
+// cuMemAddressFree (whether made directly or through an entry point: the
+// benchmarks count a peer allocator's driver calls with it); cudaFree(NULL)
+// is not counted. -1 for any other name.
+long gpusim_calls(const char* name);
+
 // Bytes of the device's capacity in use (allocations and physical handles).
 size_t gpusim_device_used(int device);
 

@@ -108,6 +108,35 @@ TEST_F(DriverVmm, CreateMapAccessWriteRead) {
   EXPECT_EQ(0u, gpusim_device_used(0));
 }
 
+// gpusim_calls counts every call that gives or takes memory: the benchmarks
+// read a peer allocator's driver calls from it.
+TEST_F(DriverVmm, CallsAreCounted) {
+  const long create0 = gpusim_calls("cuMemCreate"), map0 = gpusim_calls("cuMemMap"),
+             unmap0 = gpusim_calls("cuMemUnmap"), release0 = gpusim_calls("cuMemRelease"),
+             access0 = gpusim_calls("cuMemSetAccess"), reserve0 = gpusim_calls("cuMemAddressReserve");
+  CUdeviceptr p = reserve(kGran);
+  CUmemGenericAllocationHandle h = create(kGran);
+  map_rw(p, kGran, h);
+  CU_OK(cuMemUnmap(p, kGran));
+  CU_OK(cuMemRelease(h));
+  EXPECT_EQ(CUDA_ERROR_INVALID_VALUE, cuMemMap(0, kGran, 0, h, 0));  // failed calls count too
+  EXPECT_EQ(create0 + 1, gpusim_calls("cuMemCreate"));
+  EXPECT_EQ(map0 + 2, gpusim_calls("cuMemMap"));
+  EXPECT_EQ(unmap0 + 1, gpusim_calls("cuMemUnmap"));
+  EXPECT_EQ(release0 + 1, gpusim_calls("cuMemRelease"));
+  EXPECT_EQ(access0 + 1, gpusim_calls("cuMemSetAccess"));
+  EXPECT_EQ(reserve0 + 1, gpusim_calls("cuMemAddressReserve"));
+  const long malloc0 = gpusim_calls("cudaMalloc"), free0 = gpusim_calls("cudaFree");
+  void* d = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&d, 4096));
+  ASSERT_EQ(cudaSuccess, cudaFree(d));
+  ASSERT_EQ(cudaSuccess, cudaFree(nullptr));  // not counted
+  EXPECT_EQ(malloc0 + 1, gpusim_calls("cudaMalloc"));
+  EXPECT_EQ(free0 + 1, gpusim_calls("cudaFree"));
+  EXPECT_EQ(-1, gpusim_calls("cuMemGetInfo"));
+  EXPECT_EQ(-1, gpusim_calls(nullptr));
+}
+
 TEST_F(DriverVmm, ReservationHonoursAlignment) {
   CUdeviceptr p = reserve(kGran, 64 * kMiB);
   EXPECT_EQ(0u, p % (64 * kMiB));

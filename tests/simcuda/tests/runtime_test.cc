@@ -314,6 +314,12 @@ TEST(Devices, ShapeAndErrors) {
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   EXPECT_EQ(size_t{8} << 30, prop.totalGlobalMem);
+  // Launch limits are set: PyTorch divides by them to size its grids.
+  EXPECT_EQ(2048, prop.maxThreadsPerMultiProcessor);
+  EXPECT_EQ(1024, prop.maxThreadsPerBlock);
+  int per_sm = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0));
+  EXPECT_EQ(prop.maxThreadsPerMultiProcessor, per_sm);
   int v = 0;
   CUDA_OK(cudaRuntimeGetVersion(&v));
   EXPECT_EQ(CUDART_VERSION, v);

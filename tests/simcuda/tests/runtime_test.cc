@@ -296,6 +296,17 @@ TEST(Capture, UnsafeCallsAreRefusedDuringGlobalCapture) {
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   EXPECT_EQ(cudaErrorStreamCaptureImplicit, cudaMemsetAsync(d.p, 0, 64, nullptr));
   EXPECT_EQ(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+  // A thread that swapped itself to relaxed mode may cudaMalloc during a
+  // global capture (PyTorch's allocator does, to grow a graph's pool).
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  CUDA_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+  EXPECT_EQ(cudaStreamCaptureModeGlobal, mode);
+  CUDA_OK(cudaMalloc(&p, 4096));
+  CUDA_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  cudaGraphDestroy(g);
+  cudaFree(p);
   // Relaxed mode allows cudaMalloc.
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   CUDA_OK(cudaMalloc(&p, 4096));

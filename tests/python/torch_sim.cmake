@@ -19,4 +19,14 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
         ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/torch_sim.py ${what})
     set_tests_properties(torch.${what} PROPERTIES LABELS "torch;python" TIMEOUT 600)
   endforeach()
+  # gpuslack under real torch (torch/run.py): use(), LD_PRELOAD under
+  # torch's allocators, a training loop, re-forked workers, the launcher.
+  foreach(what use preload train refork launcher)
+    add_test(NAME torch.gpuslack.${what}
+      COMMAND ${CMAKE_COMMAND} -E env
+        TORCH_PYTHON=${_torch_python} SIMCUDA_DIR=${GPUSIM_DIR} GPUSLACK_LIBRARY=$<TARGET_FILE:gpuslack>
+        PYTHONDONTWRITEBYTECODE=1
+        ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/torch/run.py ${what})
+    set_tests_properties(torch.gpuslack.${what} PROPERTIES LABELS "torch;python" TIMEOUT 300)
+  endforeach()
 endif()

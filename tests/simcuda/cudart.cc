@@ -37,7 +37,12 @@ cudaError_t ready() {
   return cudaSuccess;
 }
 
+thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
+
 cudaError_t refuse_in_capture() {
+  // A thread in relaxed mode may make unsafe calls during any capture
+  // (PyTorch's allocator switches to it around cudaMalloc while capturing).
+  if (t_capture_mode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
   if (!any_global_capture()) return cudaSuccess;
   std::lock_guard<std::mutex> l(core().mu);
   for (CUstream_st* s : core().streams)
@@ -180,6 +185,26 @@ GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   p->major = 9;
   p->minor = 0;
   p->multiProcessorCount = 132;
+  // Launch limits of a 9.0 device (an H100 SXM): PyTorch sizes its grids
+  // from them (distribution kernels divide by maxThreadsPerMultiProcessor).
+  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsDim[0] = 1024;
+  p->maxThreadsDim[1] = 1024;
+  p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 0x7fffffff;
+  p->maxGridSize[1] = 65535;
+  p->maxGridSize[2] = 65535;
+  p->maxThreadsPerMultiProcessor = 2048;
+  p->maxBlocksPerMultiProcessor = 32;
+  p->regsPerBlock = 65536;
+  p->regsPerMultiprocessor = 65536;
+  p->sharedMemPerBlock = 48 << 10;
+  p->sharedMemPerBlockOptin = 227 << 10;
+  p->sharedMemPerMultiprocessor = 228 << 10;
+  p->reservedSharedMemPerBlock = 1 << 10;
+  p->totalConstMem = 64 << 10;
+  p->l2CacheSize = 50 << 20;
+  p->memoryBusWidth = 5120;
   p->unifiedAddressing = 1;
   p->canMapHostMemory = 1;
   p->concurrentKernels = 1;
@@ -196,6 +221,22 @@ GPUSIM_EXPORT cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, in
     case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
     case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
     case cudaDevAttrMultiProcessorCount: *v = 132; break;
+    case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
+    case cudaDevAttrMaxBlockDimX: *v = 1024; break;
+    case cudaDevAttrMaxBlockDimY: *v = 1024; break;
+    case cudaDevAttrMaxBlockDimZ: *v = 64; break;
+    case cudaDevAttrMaxGridDimX: *v = 0x7fffffff; break;
+    case cudaDevAttrMaxGridDimY: *v = 65535; break;
+    case cudaDevAttrMaxGridDimZ: *v = 65535; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *v = 2048; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *v = 32; break;
+    case cudaDevAttrMaxRegistersPerBlock: *v = 65536; break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor: *v = 65536; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *v = 48 << 10; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = 227 << 10; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = 228 << 10; break;
+    case cudaDevAttrWarpSize: *v = 32; break;
+    case cudaDevAttrL2CacheSize: *v = 50 << 20; break;
     case cudaDevAttrUnifiedAddressing: *v = 1; break;
     case cudaDevAttrCanMapHostMemory: *v = 1; break;
     case cudaDevAttrMemoryPoolsSupported: *v = 1; break;

@@ -3,7 +3,8 @@
 //
 //   - capture queries (cudaStreamGetCaptureInfo: status, id, graph; no
 //     dependency nodes, a captured graph is a sequence),
-//     cudaThreadExchangeStreamCaptureMode (per thread, recorded only);
+//     cudaThreadExchangeStreamCaptureMode (per thread; a relaxed thread's
+//     unsafe calls are not refused: refuse_in_capture in cudart.cc);
 //   - graph editing that PyTorch links but the simulated graphs, sequences
 //     of captured ops, cannot express (adding nodes, conditional handles,
 //     capture into an existing graph): cudaErrorNotSupported;
@@ -30,10 +31,6 @@ struct CUuserObject_st {
   cudaHostFn_t destroy = nullptr;
   std::atomic<long> refs{0};
 };
-
-namespace {
-thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
-}  // namespace
 
 // ---- capture ----
 #define GPUSIM_ARGS_cudaStreamGetCaptureInfo h, status, id, graph, deps, edges, n

@@ -15,7 +15,11 @@ cudaError_t ret(cudaError_t e);
 cudaError_t last_error(bool reset);
 // The state every call checks first: a usable driver and a device.
 cudaError_t ready();
-// Calls that CUDA refuses while a stream captures in global mode: returns
+// The calling thread's capture interaction mode
+// (cudaThreadExchangeStreamCaptureMode); global unless it swapped it.
+extern thread_local cudaStreamCaptureMode t_capture_mode;
+// Calls that CUDA refuses while a stream captures in global mode, unless the
+// calling thread is in relaxed mode: returns
 // cudaErrorStreamCaptureUnsupported (and invalidates those captures) then.
 cudaError_t refuse_in_capture();
 // Using the legacy stream while a blocking stream captures.

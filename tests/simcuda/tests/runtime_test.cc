@@ -296,6 +296,17 @@ TEST(Capture, UnsafeCallsAreRefusedDuringGlobalCapture) {
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   EXPECT_EQ(cudaErrorStreamCaptureImplicit, cudaMemsetAsync(d.p, 0, 64, nullptr));
   EXPECT_EQ(cudaErrorStreamCaptureInvalidated, cudaStreamEndCapture(s, &g));
+  // A thread that swapped itself to relaxed mode may cudaMalloc during a
+  // global capture (PyTorch's allocator does, to grow a graph's pool).
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  CUDA_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+  EXPECT_EQ(cudaStreamCaptureModeGlobal, mode);
+  CUDA_OK(cudaMalloc(&p, 4096));
+  CUDA_OK(cudaThreadExchangeStreamCaptureMode(&mode));
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  cudaGraphDestroy(g);
+  cudaFree(p);
   // Relaxed mode allows cudaMalloc.
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
   CUDA_OK(cudaMalloc(&p, 4096));
@@ -314,6 +325,12 @@ TEST(Devices, ShapeAndErrors) {
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   EXPECT_EQ(size_t{8} << 30, prop.totalGlobalMem);
+  // Launch limits are set: PyTorch divides by them to size its grids.
+  EXPECT_EQ(2048, prop.maxThreadsPerMultiProcessor);
+  EXPECT_EQ(1024, prop.maxThreadsPerBlock);
+  int per_sm = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0));
+  EXPECT_EQ(prop.maxThreadsPerMultiProcessor, per_sm);
   int v = 0;
   CUDA_OK(cudaRuntimeGetVersion(&v));
   EXPECT_EQ(CUDART_VERSION, v);

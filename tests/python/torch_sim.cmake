@@ -31,14 +31,14 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
     set_tests_properties(torch.bench_peers PROPERTIES LABELS "torch;bench" TIMEOUT 300
       PASS_REGULAR_EXPRESSION "Cached alloc\\+free pair" FAIL_REGULAR_EXPRESSION "FAILED|failed \\(exit")
   endif()
-  # gpuslack under real torch (torch/run.py): use(), LD_PRELOAD under
+  # gpuslack under real torch (under_torch/run.py): use(), LD_PRELOAD under
   # torch's allocators, a training loop, re-forked workers, the launcher.
   foreach(what use preload train refork launcher)
     add_test(NAME torch.gpuslack.${what}
       COMMAND ${CMAKE_COMMAND} -E env
         TORCH_PYTHON=${_torch_python} SIMCUDA_DIR=${GPUSIM_DIR} GPUSLACK_LIBRARY=$<TARGET_FILE:gpuslack>
         PYTHONDONTWRITEBYTECODE=1
-        ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/torch/run.py ${what})
+        ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/under_torch/run.py ${what})
     set_tests_properties(torch.gpuslack.${what} PROPERTIES LABELS "torch;python" TIMEOUT 300)
   endforeach()
 endif()

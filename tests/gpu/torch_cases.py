@@ -1,10 +1,23 @@
-"""Bodies of the PyTorch tests (test_torch.py), each run in its own process
-on a real GPU: use() must come before CUDA is initialized, so every case
-starts from a fresh interpreter."""
-import torch
+"""gpuslack.torch.use() on a real GPU: the cases whose values must be right
+(on the simulated device values are garbage; tests/python/under_torch/
+covers use() there).
 
-import gpuslack
-import gpuslack.torch as gtorch
+    python3 tests/gpu/torch_cases.py [CASE ...]     # every case by default
+
+Needs a CUDA torch and libgpuslack.so (GPUSLACK_LIBRARY, or as the gpuslack
+package finds it; python_shim/ on PYTHONPATH). Each case runs in a fresh
+interpreter, since use() must come before CUDA is initialized. Exit 0 when
+every case passed, 1 when one failed, 2 when it cannot run.
+"""
+import os
+import subprocess
+import sys
+
+if __name__ != "__main__":  # a case's process; main() itself needs neither
+    import torch
+
+    import gpuslack
+    import gpuslack.torch as gtorch
 
 
 def use_then_train():
@@ -79,3 +92,33 @@ def use_after_cuda_init_says_so():
         assert "must come before the first CUDA allocation" in str(e), e
     else:
         raise AssertionError("use() after torch.cuda.init() did not raise")
+
+
+CASES = ["use_then_train", "the_results_match_the_cpu", "use_after_the_first_allocation_says_so",
+         "use_after_cuda_init_says_so"]
+
+
+def main(argv):
+    cases = argv or CASES
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        print("torch_cases: no case %s (cases: %s)" % (", ".join(unknown), ", ".join(CASES)), file=sys.stderr)
+        return 2
+    here = os.path.dirname(os.path.abspath(__file__))
+    shim = os.path.join(here, "..", "..", "python_shim")
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GPUSLACK_CONF", "PYTORCH_CUDA_ALLOC_CONF")}
+    env.update(PYTHONPATH=os.pathsep.join([shim, here]), GPUSLACK_CONF="text_summary:off,json_summary:false",
+               PYTHONDONTWRITEBYTECODE="1")
+    failed = 0
+    for case in cases:
+        r = subprocess.run([sys.executable, "-c", "import torch_cases; torch_cases.%s()" % case], env=env,
+                           cwd=here, capture_output=True, text=True, timeout=300)
+        print("%-40s %s" % (case, "ok" if r.returncode == 0 else "FAILED"))
+        if r.returncode != 0:
+            failed += 1
+            sys.stderr.write(r.stdout + r.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

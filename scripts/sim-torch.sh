@@ -5,7 +5,7 @@
 #   scripts/sim-torch.sh [--build DIR] [--conf key:value,...] [--out DIR] [--no-gpuslack] [--] ARGS...
 #
 # ARGS go to the pinned torch's Python (scripts/torch-env.sh installs it
-# into a cache outside the clone the first time, about 3.8 GB):
+# into a cache outside the clone the first time, about 3.3 GB):
 #   scripts/sim-torch.sh train.py --epochs 2
 #   scripts/sim-torch.sh --conf allocator:vmm -- -m pytest tests/
 # It builds libgpuslack.so and the simulated libraries in DIR (default
@@ -40,7 +40,7 @@ done
 [ $# -gt 0 ] || { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [ -f "$build/CMakeCache.txt" ] || "$root/scripts/build.sh" "$build" >&2
-cmake --build "$build" --target gpuslack gpusim sim_cudart sim_cuda sim_nvml sim_nccl >/dev/null
+cmake --build "$build" --target gpuslack gpusim sim_cudart sim_cuda sim_nvml sim_nccl sim_cublas sim_cublaslt >/dev/null
 python=$("$root/scripts/torch-env.sh" | tail -n1)
 
 export LD_LIBRARY_PATH=$build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -90,6 +90,13 @@ def test_table(script):
     assert use[:6] == ["use", "2.00", "3.0", "MiB", "-", "-"] and "0.250" in use
 
 
+def test_the_simulated_device_is_told_apart(script):
+    assert script.is_simulated("gpusim simulated device 0")
+    assert not script.is_simulated("NVIDIA H200") and not script.is_simulated(None)
+    err = "warning\ngpusim: unanswered cublas: cublasStrsv_v2\nmore\n"
+    assert script.simulator_lines(err) == ["gpusim: unanswered cublas: cublasStrsv_v2"]
+
+
 def test_result_lines_are_found_among_other_output(script):
     out = "noise\nRESULT {\"way\": \"x\"}\nmore noise\n"
     assert script.parse_result(out) == {"way": "x"}

@@ -31,6 +31,22 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
     set_tests_properties(torch.bench_peers PROPERTIES LABELS "torch;bench" TIMEOUT 300
       PASS_REGULAR_EXPRESSION "Cached alloc\\+free pair" FAIL_REGULAR_EXPRESSION "FAILED|failed \\(exit")
   endif()
+  # The GPU check's torch part (tests/gpu/torch_allocators.py: a small
+  # transformer trained under torch's default and expandable allocators,
+  # gpuslack.torch.use() and LD_PRELOAD) end to end on the simulated device
+  # with small sizes, so that on a real GPU it is an already tested script.
+  # Losses are not compared there (nothing is computed); the table must come.
+  add_test(NAME torch.gpu_script
+    COMMAND ${CMAKE_COMMAND} -E env
+      LD_LIBRARY_PATH=${GPUSIM_DIR} GPUSLACK_LIBRARY=$<TARGET_FILE:gpuslack> PYTHONDONTWRITEBYTECODE=1
+      PYTHONWARNINGS=ignore::UserWarning
+      ${_torch_python} ${PROJECT_SOURCE_DIR}/tests/gpu/torch_allocators.py
+      --steps 5 --warmup 2 --batch 2 --min-len 16 --max-len 64 --d-model 64 --layers 2 --heads 4 --vocab 256
+      --timeout 60)
+  set_tests_properties(torch.gpu_script PROPERTIES LABELS "torch;python" TIMEOUT 300
+    PASS_REGULAR_EXPRESSION "every way ran on the simulated device"
+    FAIL_REGULAR_EXPRESSION "gpusim: unanswered|Traceback")
+
   # gpuslack under real torch (under_torch/run.py): use(), LD_PRELOAD under
   # torch's allocators, a training loop, re-forked workers, the launcher.
   foreach(what use preload train refork launcher)

@@ -3,7 +3,7 @@ registered by torch_sim.cmake). Not a pytest module: the system's Python,
 which runs tests/python, has no torch; this runs under the pinned torch's
 Python (scripts/torch-env.sh) and imports nothing from it itself.
 
-  torch_sim.py symbols  every runtime, driver, NCCL and NVML name torch's
+  torch_sim.py symbols  every runtime, driver, NCCL, cuBLAS(Lt) and NVML name torch's
                         libraries bind or look up is exported by the
                         simulated libraries; fails listing what is missing
                         (a new torch release shows here what it needs)
@@ -85,14 +85,17 @@ def symbols():
     libs = sorted(glob.glob(os.path.join(lib, "*.so*")) + glob.glob(os.path.join(os.path.dirname(lib), "_C*.so")))
 
     exported = {}
-    for name in ("libcudart.so.13", "libcuda.so.1", "libnccl.so.2", "libnvidia-ml.so.1"):
+    for name in ("libcudart.so.13", "libcuda.so.1", "libnccl.so.2", "libnvidia-ml.so.1", "libcublas.so.13",
+                 "libcublasLt.so.13"):
         path = os.path.join(simcuda, name)
         exported[name] = nm(path, "--defined-only") if os.path.exists(path) else set()
 
     # What the dynamic linker binds (Python loads extensions with RTLD_NOW).
     prefixes = {"libcudart.so.13": re.compile(r"^(cuda|__cuda)"),
                 "libcuda.so.1": re.compile(r"^cu[A-Z]"),
-                "libnccl.so.2": re.compile(r"^p?nccl[A-Z]")}
+                "libnccl.so.2": re.compile(r"^p?nccl[A-Z]"),
+                "libcublas.so.13": re.compile(r"^cublas(?!Lt)[A-Z]"),
+                "libcublasLt.so.13": re.compile(r"^cublasLt[A-Z]")}
     missing = []
     bound, looked_up = set(), set()
     for path in libs:

@@ -77,6 +77,12 @@ void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks) {
   double us = config().kernel_us + config().kernel_per_block_us * static_cast<double>(blocks);
   enqueue(s, [us] { wait_until(after(Clock::now(), us)); });
 }
+void gpusim::launch_flops(CUstream_st* s, double flops) {
+  charge(config().launch_us);
+  double rate = config().gemm_tflops > 0 ? config().gemm_tflops : 50;
+  double us = config().kernel_us + flops / (rate * 1e6);
+  enqueue(s, [us] { wait_until(after(Clock::now(), us)); });
+}
 
 namespace {
 std::mutex g_unanswered_mu;

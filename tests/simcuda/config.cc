@@ -56,6 +56,7 @@ Config load() {
   GPUSIM_COST(event_record_us); GPUSIM_COST(mem_create_us); GPUSIM_COST(mem_create_gbps);
   GPUSIM_COST(mem_map_us); GPUSIM_COST(set_access_us); GPUSIM_COST(set_access_per_2mib_us);
   GPUSIM_COST(kernel_us); GPUSIM_COST(kernel_per_block_us); GPUSIM_COST(launch_us);
+  GPUSIM_COST(gemm_tflops);
 #undef GPUSIM_COST
   return c;
 }

@@ -76,6 +76,9 @@ struct Config {
   double kernel_us = 5;             // GPU time of any launch
   double kernel_per_block_us = 0.005;  // per block of the grid
   double launch_us = 2;             // host-side cost of a launch call
+  // Math library kernels (the simulated cuBLAS/cuBLASLt: gemm, gemv, dot)
+  // occupy their stream for kernel_us + flops / rate; never computed.
+  double gemm_tflops = 50;          // FLOP rate of a math-library kernel (TFLOP/s)
 };
 const Config& config();
 
@@ -297,5 +300,8 @@ void launch_graph(CUgraphExec_st* exec, CUstream_st* s);
 // (Config::kernel_us, kernel_per_block_us). Charges the host's launch cost.
 // While `s` captures, it becomes a kernel node of the graph.
 void launch_kernel(CUstream_st* s, uint64_t blocks);
+// A math-library kernel (the simulated cuBLAS) of `flops` floating-point
+// operations on `s`: kernel_us + flops at gemm_tflops. Like launch_kernel.
+void launch_flops(CUstream_st* s, double flops);
 
 }  // namespace gpusim

@@ -43,6 +43,31 @@ void misuse(std::atomic<bool>& logged, const char* what, const void* p) {
 
 cudaStream_t stream_of(CUstream_st* s) { return reinterpret_cast<cudaStream_t>(s); }
 
+// Whether `stream` captures a graph now, asked of the runtime on every call
+// (Note [Capture without hooks] in alloc/device_allocator.h): without
+// LD_PRELOAD no hook saw the capture begin. `graph` is null when the
+// runtime would not say (an error, such as the legacy stream used while
+// another stream captures): then the call is handled as one during an
+// unknown capture (Note [Frees during capture]).
+struct StreamCapture {
+  bool active = false;
+  DeviceAllocator::Capture graph{0, nullptr};
+};
+
+StreamCapture capture_of(cudaStream_t stream) {
+  StreamCapture c;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (gpuslack::cuda::stream_get_capture_info(stream, &status, &c.graph.id, &c.graph.graph) != cudaSuccess) {
+    gpuslack::cuda::get_last_error();  // our question's error is not the caller's
+    c.active = gpuslack::sync::capturing();
+    c.graph = {0, nullptr};
+    return c;
+  }
+  c.active = status != cudaStreamCaptureStatusNone;  // an invalidated capture too: it is not over
+  if (!c.active || !c.graph.graph) c.graph = {0, nullptr};
+  return c;
+}
+
 // A malloc'd copy the caller frees with gpuslack_free; NULL if out of memory.
 char* copy_string(const std::string& s) {
   char* out = static_cast<char*>(std::malloc(s.size() + 1));
@@ -150,16 +175,18 @@ GPUSLACK_API unsigned long long gpuslack_pinned_trim(void) {
 GPUSLACK_API void* gpuslack_device_alloc(ssize_t size, int device, CUstream_st* stream) {
   if (size <= 0 || device < 0 || device >= gpuslack::alloc::kMaxDevices) return nullptr;
   gpuslack::interpose::ensure_session();
+  const StreamCapture capture = capture_of(stream_of(stream));
+  gpuslack::sync::CaptureScope scope(capture.active);
   void* p = on_device(device, [&]() -> void* {
     DeviceAllocator* a = gpuslack::alloc::device_allocator(device);
     if (!a) return nullptr;
+    if (capture.graph.graph) return a->allocate_in_capture(static_cast<size_t>(size), capture.graph);
     std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
     return on ? a->allocate(static_cast<size_t>(size), *on) : a->allocate(static_cast<size_t>(size));
   });
   if (!p)
     gpuslack::log::warn("gpuslack_device_alloc: no block of {} bytes on device {}{}", size, device,
-                        gpuslack::sync::capturing() ? " (a graph capture is running: nothing new can be mapped)"
-                                                     : "");
+                        capture.active ? " during a CUDA graph capture" : "");
   return p;
 }
 
@@ -173,8 +200,16 @@ GPUSLACK_API void gpuslack_device_free(void* ptr, size_t size, int device, CUstr
   if (start != ptr) return misuse(twice, "gpuslack_device_free: not a live block (freed twice?):", ptr);
   if (a->device() != device || gpuslack::alloc::BlockManager::round_up(size) != block)
     return misuse(mismatch, "gpuslack_device_free: size or device differ from the allocation's:", ptr);
-  std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
-  if (!a->free(ptr, on)) misuse(twice, "gpuslack_device_free: freed twice:", ptr);
+  const StreamCapture capture = capture_of(stream_of(stream));
+  gpuslack::sync::CaptureScope scope(capture.active);
+  bool freed;
+  if (capture.graph.graph) {
+    freed = a->free_in_capture(ptr, capture.graph);
+  } else {
+    std::optional<cudaStream_t> on = gpuslack::alloc::ordered_stream(stream_of(stream), false);
+    freed = a->free(ptr, on);
+  }
+  if (!freed) misuse(twice, "gpuslack_device_free: freed twice:", ptr);
 }
 
 GPUSLACK_API void gpuslack_record_stream(void* ptr, CUstream_st* stream) {

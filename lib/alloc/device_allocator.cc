@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cuda/runtime_api.h"
 #include "sync/stream_registry.h"
 #include "log/log.h"
 
@@ -67,6 +68,60 @@ void DeviceAllocator::release(const std::vector<uint64_t>& ready) {
 void DeviceAllocator::settle_deferred() {
   for (uint64_t addr : deferred_) epochs_.add(addr);
   deferred_.clear();
+  // Note [Capture without hooks]: a destroyed graph's blocks.
+  for (size_t i = 0; i < holds_.size();) {
+    GraphHold* h = holds_[i];
+    if (!h->released.load(std::memory_order_acquire)) {
+      ++i;
+      continue;
+    }
+    for (uint64_t addr : h->freed) epochs_.add(addr);
+    h->freed.clear();
+    holds_[i] = holds_.back();
+    holds_.pop_back();
+    if (h->live == 0) delete h;  // else the last free of its live blocks deletes it
+  }
+}
+
+void DeviceAllocator::graph_destroyed(void* hold) {
+  static_cast<GraphHold*>(hold)->released.store(true, std::memory_order_release);
+}
+
+DeviceAllocator::GraphHold* DeviceAllocator::hold_for(const Capture& capture) {
+  for (GraphHold* h : holds_)
+    if (h->id == capture.id && !h->released.load(std::memory_order_acquire)) return h;
+  auto* h = new GraphHold();
+  h->id = capture.id;
+  holds_.push_back(h);
+  cudaUserObject_t object = nullptr;
+  if (cuda::user_object_create(&object, h, &graph_destroyed) != cudaSuccess ||
+      cuda::graph_retain_user_object(capture.graph, object) != cudaSuccess) {
+    if (object) cuda::user_object_release(object);  // runs graph_destroyed: undo it
+    h->released.store(false, std::memory_order_release);
+    cuda::get_last_error();
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      log::warn("device {}: cannot learn when a captured CUDA graph is destroyed (no graph user object): the "
+                "memory it uses stays held until the process exits (logged once)", device_);
+  }
+  return h;
+}
+
+DeviceAllocator::GraphHold* DeviceAllocator::drop_captured(uint64_t addr) {
+  auto it = captured_.find(addr);
+  if (it == captured_.end()) return nullptr;
+  GraphHold* h = it->second;
+  captured_.erase(it);
+  --h->live;
+  if (!h->released.load(std::memory_order_acquire)) return h;
+  // Destroyed already: settled, or to be settled by settle_deferred().
+  if (h->live == 0 && std::find(holds_.begin(), holds_.end(), h) == holds_.end()) delete h;
+  return nullptr;
+}
+
+void DeviceAllocator::hold_block(GraphHold* hold, uint64_t addr) {
+  hold->freed.push_back(addr);
+  stats_.deferred_free();
 }
 
 void DeviceAllocator::fence_all() {
@@ -155,7 +210,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result) {
 void* DeviceAllocator::allocate_locked(size_t bytes) {
   if (!ok()) return nullptr;
   const bool capture = sync::capturing();
-  if (!capture && !deferred_.empty()) settle_deferred();
+  if (!capture && (!deferred_.empty() || !holds_.empty())) settle_deferred();
   // Memory that is free, fenced and mapped: no driver call, no event.
   if (void* p = allocate_mapped(bytes)) return p;
   if (capture) {
@@ -209,6 +264,45 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
   return nullptr;
 }
 
+void* DeviceAllocator::allocate_in_capture(size_t bytes, const Capture& capture) {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  if (!ok()) return nullptr;
+  void* p = allocate_mapped(bytes);
+  CUresult result = CUDA_SUCCESS;
+  if (!p) {
+    // Mapping queries, records and waits for nothing; relaxed, the thread's
+    // driver calls cannot invalidate a global-mode capture.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    bool relaxed = cuda::thread_exchange_stream_capture_mode(&mode) == cudaSuccess;
+    p = allocate_mapping(bytes, &result);
+    if (relaxed) cuda::thread_exchange_stream_capture_mode(&mode);
+  }
+  if (!p) {
+    stats_.failed_allocation();
+    log::warn("device {}: out of memory for {} bytes during a CUDA graph capture (allocated {}, reserved {}; "
+              "nothing is trimmed or waited for during a capture){}", device_, bytes, held_bytes() - freed_bytes_,
+              mapped_bytes(),
+              result == CUDA_ERROR_OUT_OF_MEMORY ? "" : "; the driver said " + std::to_string(static_cast<int>(result)));
+    return nullptr;
+  }
+  GraphHold* h = hold_for(capture);
+  captured_[reinterpret_cast<uintptr_t>(p)] = h;
+  ++h->live;
+  return p;
+}
+
+bool DeviceAllocator::free_in_capture(void* p, const Capture& capture) {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  uint64_t addr;
+  if (!take_freed(p, &addr)) return false;
+  drop_captured(addr);
+  GraphHold* h = hold_for(capture);
+  recorded_.erase(addr);  // held past every stream's use
+  hold_block(h, addr);
+  note_peaks();
+  return true;
+}
+
 void* DeviceAllocator::served(uintptr_t addr) {
   stats_.allocated();
   note_peaks();
@@ -232,6 +326,14 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   std::lock_guard<AllocatorMutex> lock(mu_);
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
+  if (GraphHold* h = drop_captured(addr)) {
+    // Note [Capture without hooks]: allocated during a capture, so its
+    // graph may still write here: held while the graph lives.
+    recorded_.erase(addr);
+    hold_block(h, addr);
+    note_peaks();
+    return true;
+  }
   if (sync::capturing()) {
     deferred_.push_back(addr);
     stats_.deferred_free();
@@ -363,6 +465,7 @@ DeviceStats DeviceAllocator::stats() {
   note_peaks();
   DeviceStats s = stats_.counted();
   s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size();
+  for (const GraphHold* h : holds_) s.pending_free += h->freed.size();
   for_each_reservation([&](const Reservation& r) {
     s.largest_free = std::max(s.largest_free, r.largest_free());
     s.granules_mapped += r.map().granules_mapped_total();

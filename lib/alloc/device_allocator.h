@@ -31,6 +31,23 @@
 // caller passes the call to the runtime (which answers as it would have
 // without gpuslack).
 //
+// Note [Capture without hooks]: the C API (gpuslack_device_alloc/free,
+// torch's CUDAPluggableAllocator) gets the stream of every call, and asks
+// the runtime whether it captures (cudaStreamGetCaptureInfo), hooks or
+// not: a capture the hooks never saw begin is one all the same
+// (sync::CaptureScope). It knows the capture's graph, so it does more than
+// the hooked path can: allocate_in_capture() maps what it cannot serve from
+// memory already mapped (with the thread's capture mode relaxed, as torch's
+// own allocator calls cudaMalloc during a capture; mapping records nothing
+// into the graph) instead of failing, since torch does not check for NULL;
+// and every block the graph may touch (allocated during the capture, or
+// freed during it) is held, never reused, until the graph and every
+// instance of it are destroyed: a graph user object (cudaUserObjectCreate,
+// cudaGraphRetainUserObject) says when, and then the blocks are fenced like
+// stream-less frees. A replay never writes into another tensor's memory.
+// Should the user object fail, the blocks stay held (memory lost, never
+// data), with one log line.
+//
 // What it counts (allocations, peaks, the timeline: stats()) is kept apart,
 // in AllocatorStatistics (allocator_statistics.h), updated under the same
 // mutex.
@@ -94,6 +111,17 @@ class DeviceAllocator {
   bool free(void* p, std::optional<cudaStream_t> stream);
   bool free(void* p) { return free(p, std::nullopt); }
   bool free(void* p, cudaStream_t stream) { return free(p, std::optional<cudaStream_t>(stream)); }
+  // Note [Capture without hooks]: the graph being captured on the caller's
+  // stream (cudaStreamGetCaptureInfo's id and graph).
+  struct Capture {
+    unsigned long long id;
+    cudaGraph_t graph;
+  };
+  // A block for use in `capture`: mapped memory, else newly mapped; held
+  // for the graph's lifetime once freed. nullptr only when out of memory.
+  void* allocate_in_capture(size_t bytes, const Capture& capture);
+  // Frees a block during `capture`: held until the graph is destroyed.
+  bool free_in_capture(void* p, const Capture& capture);
   // The block is used on `stream` too: its free also waits for `stream`.
   // False if `p` is not the start of a live block.
   bool record_stream(void* p, cudaStream_t stream);
@@ -165,7 +193,7 @@ class DeviceAllocator {
 
   void* allocate_locked(size_t bytes);
   bool take_freed(void* p, uint64_t* addr);  // validates and marks freed
-  void settle_deferred();      // frees made during a capture -> fenced
+  void settle_deferred();      // frees made during a capture, held blocks of destroyed graphs -> fenced
   void fence_all();            // open epoch and stream caches -> fenced
   void reclaim();              // blocks whose epochs completed -> free
   void* served(uintptr_t addr);  // counts and returns a successful allocation
@@ -193,6 +221,23 @@ class DeviceAllocator {
   std::unordered_map<uint64_t, uint64_t> freed_;
   uint64_t freed_bytes_ = 0;
   std::vector<uint64_t> deferred_;  // freed during a capture
+  // Note [Capture without hooks]: the blocks a captured graph may touch,
+  // held until its user object is destroyed (`released`, set from the
+  // runtime's thread; the rest under mu_).
+  struct GraphHold {
+    unsigned long long id = 0;
+    std::atomic<bool> released{false};
+    std::vector<uint64_t> freed;  // freed, held back
+    size_t live = 0;              // blocks of captured_ naming this hold
+  };
+  static void graph_destroyed(void* hold);  // the user object's destructor
+  GraphHold* hold_for(const Capture& capture);
+  void hold_block(GraphHold* hold, uint64_t addr);  // a freed block, taken
+  // Forgets that the live block at `addr` was allocated during a capture;
+  // its hold while the graph lives, else nullptr.
+  GraphHold* drop_captured(uint64_t addr);
+  std::vector<GraphHold*> holds_;                   // not yet settled
+  std::unordered_map<uint64_t, GraphHold*> captured_;  // live blocks allocated during a capture
   std::unordered_map<uint64_t, std::vector<cudaStream_t>> recorded_;  // record_stream
   AllocatorStatistics stats_;  // counters, peaks, timeline: apart from the blocks
 };

@@ -28,6 +28,24 @@ GPUSLACK_RUNTIME_CALL(event_elapsed_ms, "cudaEventElapsedTime", (float* ms, cuda
 GPUSLACK_RUNTIME_CALL(event_destroy, "cudaEventDestroy", (cudaEvent_t event), (event))
 GPUSLACK_RUNTIME_CALL(stream_is_capturing, "cudaStreamIsCapturing",
                       (cudaStream_t stream, cudaStreamCaptureStatus * status), (stream, status))
+GPUSLACK_RUNTIME_CALL(thread_exchange_stream_capture_mode, "cudaThreadExchangeStreamCaptureMode",
+                      (cudaStreamCaptureMode * mode), (mode))
+namespace {  // the full signatures; the header's functions fill in the rest
+GPUSLACK_RUNTIME_CALL(stream_get_capture_info_full, "cudaStreamGetCaptureInfo",
+                      (cudaStream_t stream, cudaStreamCaptureStatus * status, unsigned long long* id,
+                       cudaGraph_t* graph, const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
+                       size_t* n),
+                      (stream, status, id, graph, deps, edges, n))
+GPUSLACK_RUNTIME_CALL(user_object_create_full, "cudaUserObjectCreate",
+                      (cudaUserObject_t * object, void* ptr, cudaHostFn_t destroy, unsigned int refs,
+                       unsigned int flags),
+                      (object, ptr, destroy, refs, flags))
+GPUSLACK_RUNTIME_CALL(user_object_release_full, "cudaUserObjectRelease", (cudaUserObject_t object, unsigned int count),
+                      (object, count))
+GPUSLACK_RUNTIME_CALL(graph_retain_user_object_full, "cudaGraphRetainUserObject",
+                      (cudaGraph_t graph, cudaUserObject_t object, unsigned int count, unsigned int flags),
+                      (graph, object, count, flags))
+}  // namespace
 GPUSLACK_RUNTIME_CALL(host_alloc, "cudaHostAlloc", (void** p, size_t size, unsigned int flags), (p, size, flags))
 GPUSLACK_RUNTIME_CALL(free_host, "cudaFreeHost", (void* p), (p))
 GPUSLACK_RUNTIME_CALL(memcpy_async, "cudaMemcpyAsync",
@@ -47,6 +65,18 @@ GPUSLACK_RUNTIME_CALL(stream_query, "cudaStreamQuery", (cudaStream_t stream), (s
 GPUSLACK_RUNTIME_CALL(stream_get_flags, "cudaStreamGetFlags", (cudaStream_t stream, unsigned int* flags),
                       (stream, flags))
 #undef GPUSLACK_RUNTIME_CALL
+
+cudaError_t stream_get_capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status, unsigned long long* id,
+                                    cudaGraph_t* graph) {
+  return stream_get_capture_info_full(stream, status, id, graph, nullptr, nullptr, nullptr);
+}
+cudaError_t user_object_create(cudaUserObject_t* object, void* ptr, cudaHostFn_t destroy) {
+  return user_object_create_full(object, ptr, destroy, 1, cudaUserObjectNoDestructorSync);
+}
+cudaError_t user_object_release(cudaUserObject_t object) { return user_object_release_full(object, 1); }
+cudaError_t graph_retain_user_object(cudaGraph_t graph, cudaUserObject_t object) {
+  return graph_retain_user_object_full(graph, object, 1, cudaGraphUserObjectMove);
+}
 
 }  // namespace cuda
 }  // namespace gpuslack

@@ -32,6 +32,16 @@ cudaError_t event_synchronize(cudaEvent_t event);
 cudaError_t event_elapsed_ms(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t event_destroy(cudaEvent_t event);
 cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+// Captures gpuslack did not see begin (the C API, with no hooks: Note [Capture
+// without hooks] in alloc/device_allocator.h): the capture's id and graph, a
+// user object the graph keeps until it and every instance of it are
+// destroyed, and the thread's capture mode (relaxed while it maps memory).
+cudaError_t stream_get_capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status, unsigned long long* id,
+                                    cudaGraph_t* graph);
+cudaError_t user_object_create(cudaUserObject_t* object, void* ptr, cudaHostFn_t destroy);
+cudaError_t user_object_release(cudaUserObject_t object);
+cudaError_t graph_retain_user_object(cudaGraph_t graph, cudaUserObject_t object);
+cudaError_t thread_exchange_stream_capture_mode(cudaStreamCaptureMode* mode);
 
 // Pinned host memory: the chunks of the pinned heap (pin/pinned_chunks.h).
 // These are the runtime's own calls, never gpuslack's hooks of them.

@@ -20,6 +20,7 @@ std::mutex g_mu;
 std::vector<Entry>* g_streams = nullptr;  // leaked: used until exit
 std::vector<cudaStream_t>* g_capturing = nullptr;  // under g_mu; leaked
 std::atomic<int> g_capture_count{0};
+thread_local bool t_capture_scope = false;  // CaptureScope
 
 std::vector<Entry>& streams() {
   if (!g_streams) g_streams = new std::vector<Entry>();
@@ -93,7 +94,10 @@ void capture_ended(cudaStream_t stream) {
   g_capture_count.store(static_cast<int>(g_capturing->size()), std::memory_order_release);
 }
 
-bool capturing() { return g_capture_count.load(std::memory_order_acquire) > 0; }
+bool capturing() { return g_capture_count.load(std::memory_order_acquire) > 0 || t_capture_scope; }
+
+CaptureScope::CaptureScope(bool capturing) : previous_(t_capture_scope) { t_capture_scope = previous_ || capturing; }
+CaptureScope::~CaptureScope() { t_capture_scope = previous_; }
 
 void reset_streams() {
   std::lock_guard<std::mutex> lock(g_mu);

@@ -64,9 +64,23 @@ Fences fences(int device);
 // In global capture mode any event query, synchronization or allocation
 // from any thread would invalidate the capture, so the allocator asks this
 // on every slow-path step. Lock-free read.
+// A caller that found its own stream capturing (the C API asks the runtime
+// on every call: Note [Capture without hooks] in device_allocator.h) makes
+// capturing() true in its thread for the scope of a CaptureScope(true).
 void capture_began(cudaStream_t stream);
 void capture_ended(cudaStream_t stream);
 bool capturing();
+
+class CaptureScope {
+ public:
+  explicit CaptureScope(bool capturing);
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // Forgets everything (tests).
 void reset_streams();

@@ -151,6 +151,42 @@ def graph():
     say(before=before, after=after, output_bytes=y.nbytes, output_ptr_nonzero=y.data_ptr() != 0)
 
 
+def capture():
+    """torch.cuda.graph capture of temporaries that are freed inside it, under
+    use() with no hook (no LD_PRELOAD): the capture must survive, no tensor
+    may get NULL, and no address the graph used may go to a tensor made
+    after it (a replay would write into it)."""
+    gt.use()
+    n = 256 * 1024
+    x = torch.ones(n, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            warm = x * 2
+    torch.cuda.current_stream().wait_stream(side)
+    del warm
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    inside, error = [], None
+    try:
+        with torch.cuda.graph(g):
+            tmp = torch.zeros(n, device="cuda")
+            tmp2 = x * 2
+            out = tmp + tmp2
+            inside = [tmp.data_ptr(), tmp2.data_ptr(), out.data_ptr()]
+            del tmp, tmp2
+        g.replay()
+        torch.cuda.synchronize()
+    except RuntimeError as e:
+        error = str(e).splitlines()[0]
+    after = [torch.empty(n, device="cuda") for _ in range(6)]
+    nbytes = n * 4
+    reused = sorted({a.data_ptr() for a in after for p in inside if p < a.data_ptr() + nbytes and a.data_ptr() < p + nbytes})
+    say(error=error, inside_nonzero=bool(inside) and all(inside), reused=len(reused),
+        after_nonzero=all(a.data_ptr() for a in after))
+
+
 if __name__ == "__main__":
     name, args = sys.argv[1], sys.argv[2:]
-    {"stats": stats, "record_stream": record_stream, "graph": graph}[name](*args)
+    {"stats": stats, "record_stream": record_stream, "graph": graph, "capture": capture}[name](*args)

@@ -7,7 +7,8 @@ fails on any lookup the simulated device logs as unanswered.
                    allocated and its peak equal torch's own figures for the
                    same workload on three streams (reserved differs by
                    design); peaks reset; empty_cache; record_stream
-                   fences; torch.cuda.graph capture and replay
+                   fences; torch.cuda.graph capture and replay; a capture
+                   that frees temporaries keeps them from later tensors
   run.py preload   LD_PRELOAD=libgpuslack.so under torch's default allocator
                    and expandable_segments:True: what the summary shows
   run.py train     train.py (DataLoader, 4 workers) under LD_PRELOAD with
@@ -153,6 +154,12 @@ def use():
           and a["allocation.all.allocated"] > b["allocation.all.allocated"],
           "torch.cuda.graph under use(): before %s, after %s" % (b, a))
     print("torch run.py use: torch.cuda.graph captured and replayed under use()")
+
+    c = case("capture")
+    check(c["error"] is None and c["inside_nonzero"] and c["after_nonzero"] and c["reused"] == 0,
+          "capture under use() with temporaries freed inside it (a capture error, a NULL block, or a block "
+          "the graph uses handed to a later tensor): %s" % c)
+    print("torch run.py use: a capture's freed temporaries stay the graph's; no NULL, no invalidated capture")
 
 
 # ---- LD_PRELOAD under torch's allocators ----

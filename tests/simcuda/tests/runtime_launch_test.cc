@@ -43,7 +43,12 @@ TEST(SimLaunch, EntryPointsComeAfterCuInitAndWriteInStreamOrder) {
   // Called without cuInit by this process: the runtime initialized the driver.
   ASSERT_EQ(CUDA_SUCCESS, memset32(reinterpret_cast<CUdeviceptr>(buf.p), 7, 1024, s));
   ASSERT_EQ(CUDA_SUCCESS, write32(s, reinterpret_cast<CUdeviceptr>(buf.p), 42, 0));
-  EXPECT_NE(42u, words[0]);  // still queued behind the busy kernel
+#if !defined(__SANITIZE_THREAD__)
+  // Still queued behind the busy kernel. Read while the stream's thread may
+  // write it: a deliberate race, which TSan reports, so only in the other
+  // builds; the ordering is also shown by the values after the sync.
+  EXPECT_NE(42u, words[0]);
+#endif
   CUDA_OK(cudaStreamSynchronize(s));
   EXPECT_EQ(42u, words[0]);
   EXPECT_EQ(7u, words[1023]);

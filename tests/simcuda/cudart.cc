@@ -427,7 +427,8 @@ GPUSIM_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_
   READY();
   (void)flags;
   if (!exec || !g) return ret(cudaErrorInvalidValue);
-  *exec = new CUgraphExec_st{g->nodes};
+  *exec = new CUgraphExec_st{g->nodes, g->user_objects};
+  for (auto& [o, n] : g->user_objects) o->refs.fetch_add(n);
   return cudaSuccess;
 }
 #define GPUSIM_ARGS_cudaGraphLaunch exec, h
@@ -438,11 +439,19 @@ GPUSIM_BOTH(cudaError_t, cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t h)
   launch_graph(exec, s);
   return cudaSuccess;
 })
+// Destroying a graph or an executable graph releases the user-object
+// references it holds. CUDA may defer a destructor until the executable
+// graph's launched work is done; here it runs at once (what gpuslack's
+// destructor does, fencing the blocks, is safe either way).
 GPUSIM_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+  if (g)
+    for (auto& [o, n] : g->user_objects) release_user_object(o, n);
   delete g;
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+  if (e)
+    for (auto& [o, n] : e->user_objects) release_user_object(o, n);
   delete e;
   return cudaSuccess;
 }

@@ -26,11 +26,6 @@
 using namespace gpusim;
 using namespace gpusim::rt;
 
-struct CUuserObject_st {
-  void* ptr = nullptr;
-  cudaHostFn_t destroy = nullptr;
-  std::atomic<long> refs{0};
-};
 
 // ---- capture ----
 #define GPUSIM_ARGS_cudaStreamGetCaptureInfo h, status, id, graph, deps, edges, n
@@ -116,6 +111,12 @@ GPUSIM_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalH
 }
 
 // ---- user objects ----
+void gpusim::release_user_object(CUuserObject_st* o, unsigned count) {
+  if (o->refs.fetch_sub(count) == static_cast<long>(count)) {
+    o->destroy(o->ptr);
+    delete o;
+  }
+}
 GPUSIM_EXPORT cudaError_t cudaUserObjectCreate(cudaUserObject_t* out, void* ptr, cudaHostFn_t destroy,
                                                unsigned initial_refs, unsigned flags) {
   if (!out || !destroy || initial_refs == 0 || flags != cudaUserObjectNoDestructorSync)
@@ -129,17 +130,18 @@ GPUSIM_EXPORT cudaError_t cudaUserObjectCreate(cudaUserObject_t* out, void* ptr,
 }
 GPUSIM_EXPORT cudaError_t cudaUserObjectRelease(cudaUserObject_t o, unsigned count) {
   if (!o || count == 0) return ret(cudaErrorInvalidValue);
-  if (o->refs.fetch_sub(count) == static_cast<long>(count)) {
-    o->destroy(o->ptr);
-    delete o;
-  }
+  gpusim::release_user_object(o, count);
   return cudaSuccess;
 }
-// A graph's references are never released (graphs do not track them).
+// The graph holds `count` references (taken from the caller's with
+// cudaGraphUserObjectMove), released when it is destroyed; an executable
+// graph instantiated from it takes references of its own (CUDA Programming
+// Guide, "CUDA User Objects").
 GPUSIM_EXPORT cudaError_t cudaGraphRetainUserObject(cudaGraph_t g, cudaUserObject_t o, unsigned count,
                                                     unsigned flags) {
   if (!g || !o || count == 0) return ret(cudaErrorInvalidValue);
   if (!(flags & cudaGraphUserObjectMove)) o->refs.fetch_add(count);
+  g->user_objects.emplace_back(o, count);
   return cudaSuccess;
 }
 

@@ -216,12 +216,26 @@ struct CUevent_st {
   std::shared_ptr<std::atomic<int64_t>> stamp_ns;
 };
 
+// A user object (cudaUserObjectCreate): its destructor runs when the last
+// reference goes (cudaUserObjectRelease, or the graph or executable graph
+// that held references being destroyed).
+struct CUuserObject_st {
+  void* ptr = nullptr;
+  void (*destroy)(void*) = nullptr;
+  std::atomic<long> refs{0};
+};
+// The references a graph (cudaGraphRetainUserObject) or an executable
+// graph instantiated from it holds; released when it is destroyed.
+using UserObjectRefs = std::vector<std::pair<CUuserObject_st*, unsigned>>;
+
 // A graph captured from one stream: its ops, replayed in order on launch.
 struct CUgraph_st {
   std::vector<std::function<void()>> nodes;
+  UserObjectRefs user_objects;
 };
 struct CUgraphExec_st {
   std::vector<std::function<void()>> nodes;
+  UserObjectRefs user_objects;
 };
 
 namespace gpusim {
@@ -295,6 +309,8 @@ void wait_event(CUstream_st* s, CUevent_st* e);
 cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode);
 cudaError_t end_capture(CUstream_st* s, CUgraph_st** graph);
 void launch_graph(CUgraphExec_st* exec, CUstream_st* s);
+// Drops `count` references of `o`; the last one runs its destructor.
+void release_user_object(CUuserObject_st* o, unsigned count);
 
 // A kernel launch: `blocks` blocks of nothing, on `s`, for the modeled time
 // (Config::kernel_us, kernel_per_block_us). Charges the host's launch cost.

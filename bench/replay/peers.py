@@ -340,7 +340,10 @@ def report(args):
     w("load average (1, 5, 15 min) before: %s; after: %s; the run took %.0f s  " % (load_before, load(), took))
     w("gpuslack: %s, %s; torch %s (PyPI wheel) on the simulated device (GPUSIM_DEVICE_MEMORY=80G)  "
       % (rev(), os.path.basename(os.path.abspath(args.build)), torch_version))
-    w("command: `scripts/bench-peers.sh`; traces: %s" % ", ".join(args.traces))
+    # Paths relative to the checkout: the table says where the traces are
+    # for anyone's clone, not for this machine.
+    w("command: `scripts/bench-peers.sh`; traces: %s"
+      % ", ".join(os.path.relpath(os.path.abspath(t), ROOT) for t in args.traces))
     w("")
     w("**Peak reserved (utilization = peak allocated / peak reserved)**, same event streams:")
     w("")

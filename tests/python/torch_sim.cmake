@@ -22,6 +22,8 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
   # The peer benchmark's command (scripts/bench-peers.sh, bench/replay/peers.py)
   # on one small minimalloc-format trace, so it cannot rot: torch's allocator
   # default and expandable beside gpuslack's, and the cached pair.
+  # With a PASS_REGULAR_EXPRESSION ctest ignores the exit status: the
+  # FAIL_REGULAR_EXPRESSION catches what a failed step prints instead.
   if(GPUSLACK_BUILD_BENCH)  # bench/ (trace_replay) is added after tests/
     add_test(NAME torch.bench_peers
       COMMAND ${CMAKE_COMMAND} -E env PYTHONDONTWRITEBYTECODE=1
@@ -29,7 +31,7 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
         --torch-python ${_torch_python} --traces ${PROJECT_SOURCE_DIR}/tests/bench/peers_small.csv
         --pairs 2000 --rounds 1 --no-alloc-bench)
     set_tests_properties(torch.bench_peers PROPERTIES LABELS "torch;bench" TIMEOUT 300
-      PASS_REGULAR_EXPRESSION "Cached alloc\\+free pair" FAIL_REGULAR_EXPRESSION "FAILED|failed \\(exit")
+      PASS_REGULAR_EXPRESSION "Cached alloc\\+free pair" FAIL_REGULAR_EXPRESSION "FAILED|failed \\(exit|Traceback")
   endif()
   # The GPU check's torch part (tests/gpu/torch_allocators.py: a small
   # transformer trained under torch's default and expandable allocators,

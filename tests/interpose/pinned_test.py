@@ -36,11 +36,14 @@ class Pinned(OutDirTest):
         self.assertEqual(0, native.returncode, native.stderr)
         r = run("free", self.out)
         self.assertEqual(0, r.returncode, r.stderr)
-        # The same cudaFreeHost behind the same 50 ms kernel.
+        # The same cudaFreeHost behind the same 50 ms kernel. Natively it
+        # waits for the kernel; under gpuslack it must not. 20 ms leaves room
+        # for a loaded machine and the sanitizer builds (5.1 ms seen under
+        # load) and still tells a wait of 50 ms from none.
         self.assertGreaterEqual(printed(native, "free_ms"), 45)
-        self.assertLess(printed(r, "free_ms"), 5)
+        self.assertLess(printed(r, "free_ms"), 20)
         path, doc = summary(self.out)
-        self.assertLess(call(doc, "cudaFreeHost")["max_s"], 0.005)
+        self.assertLess(call(doc, "cudaFreeHost")["max_s"], 0.020)
         p = doc["pinned"]
         self.assertEqual(1, p["allocations"])
         self.assertEqual(1, p["frees"])

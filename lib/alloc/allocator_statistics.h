@@ -32,6 +32,11 @@ class AllocatorStatistics {
   void oom_retry() { ++s_.oom_retries; }
   void failed_allocation() { ++s_.failed_allocations; }
   void stalled(double seconds) { s_.stall_s += seconds; }
+  void fence_waited(double seconds, bool served) {
+    ++s_.fence_waits;
+    s_.fence_waits_served += served;
+    s_.fence_wait_s += seconds;
+  }
 
   // The allocator's current totals: live blocks' bytes (pending frees
   // excluded) and mapped bytes. Peaks and the timeline follow them.

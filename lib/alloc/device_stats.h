@@ -25,6 +25,9 @@ struct DeviceStats {
   uint64_t oom_retries = 0;
   uint64_t failed_allocations = 0;
   double stall_s = 0;              // waiting for pending frees under pressure
+  uint64_t fence_waits = 0;        // misses that waited (bounded) for a pending fence instead of mapping
+  uint64_t fence_waits_served = 0; // of those, the ones a completed fence then served
+  double fence_wait_s = 0;         // time in those bounded waits
   uint64_t stream_reuses = 0;      // served from a block freed on the same stream
   uint64_t deferred_frees = 0;     // made during a graph capture, fenced after it
   uint64_t capture_fallbacks = 0;  // during a capture, left to the runtime

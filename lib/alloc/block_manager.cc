@@ -133,6 +133,133 @@ uint64_t BlockManager::release_small(uint64_t offset, const Block& block) {
   return block.size;
 }
 
+// Note [Space held for an owner].
+
+uint64_t BlockManager::release_to(uint64_t offset, Owner owner) {
+  auto it = live_.find(offset);
+  if (it == live_.end() || it->second.page != kNoPage) return 0;
+  uint64_t size = it->second.size;
+  live_.erase(it);
+  occupants_.erase(offset);
+  allocated_ -= size;
+  held_[owner].all.insert(offset, size);
+  held_bytes_ += size;
+  return size;
+}
+
+void BlockManager::unmark(base::RangeSet& fenced, uint64_t offset, uint64_t size) {
+  if (fenced.count() == 0) return;
+  std::vector<std::pair<uint64_t, uint64_t>> cut;
+  for (const auto& [start, n] : fenced.ranges()) {
+    if (start >= offset + size) break;
+    uint64_t from = std::max(start, offset), to = std::min(start + n, offset + size);
+    if (from < to) cut.emplace_back(from, to - from);
+  }
+  for (const auto& [from, n] : cut) fenced.take(from, n);
+}
+
+bool BlockManager::fence_held(Owner owner) {
+  auto h = held_.find(owner);
+  if (h == held_.end() || h->second.all.count() == 0) return false;
+  h->second.fenced = base::RangeSet();
+  for (const auto& [start, n] : h->second.all.ranges()) h->second.fenced.insert(start, n);
+  return true;
+}
+
+uint64_t BlockManager::release_fenced(Owner owner) {
+  auto h = held_.find(owner);
+  if (h == held_.end()) return 0;
+  uint64_t released = 0;
+  for (const auto& [start, n] : h->second.fenced.ranges()) {
+    bool taken = h->second.all.take(start, n);
+    assert(taken);  // marked ranges lie within what is held
+    (void)taken;
+    large_free_.insert(start, n);
+    released += n;
+  }
+  h->second.fenced = base::RangeSet();
+  held_bytes_ -= released;
+  return released;
+}
+
+std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes) {
+  uint64_t size = round_up(bytes);
+  if (size <= kSmallLimit || bytes > capacity_) return std::nullopt;
+  auto h = held_.find(owner);
+  if (h == held_.end()) return std::nullopt;
+  std::optional<uint64_t> at = h->second.all.take_best_fit(size);
+  if (!at) return std::nullopt;
+  unmark(h->second.fenced, *at, size);
+  held_bytes_ -= size;
+  add_live(*at, Block{size, kNoPage, bytes});
+  return at;
+}
+
+std::optional<uint64_t> BlockManager::allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost,
+                                                       uint64_t max_cost, Ranges* from_held) {
+  uint64_t size = round_up(bytes);
+  auto h = held_.find(owner);
+  if (size <= kSmallLimit || bytes > capacity_ || h == held_.end()) return allocate(bytes, cost, max_cost);
+  // Lend the owner's ranges to the free space for one placement, then take
+  // back what the block left of them. Bounded by the owner's range count,
+  // and only on a miss: the cached path is allocate_held().
+  std::vector<std::pair<uint64_t, uint64_t>> lent(h->second.all.ranges().begin(), h->second.all.ranges().end());
+  for (const auto& [start, n] : lent) large_free_.insert(start, n);
+  Placement placement{cost, max_cost};
+  std::optional<uint64_t> at = take_large(size, &placement);
+  base::RangeSet kept;
+  auto keep = [&](uint64_t from, uint64_t to) {
+    if (to <= from) return;
+    bool taken = large_free_.take(from, to - from);
+    assert(taken);  // lent, and not under the block: still free
+    (void)taken;
+    kept.insert(from, to - from);
+  };
+  for (const auto& [start, n] : lent) {
+    uint64_t end = start + n;
+    if (at && *at < end && *at + size > start) {
+      keep(start, *at);
+      keep(*at + size, end);
+      uint64_t from = std::max(start, *at), to = std::min(end, *at + size);
+      held_bytes_ -= to - from;
+      if (from_held) from_held->emplace_back(from, to - from);
+    } else {
+      keep(start, end);
+    }
+  }
+  h->second.all = std::move(kept);
+  if (at) {
+    unmark(h->second.fenced, *at, size);
+    add_live(*at, Block{size, kNoPage, bytes});
+  }
+  return at;
+}
+
+bool BlockManager::hold(Owner owner, uint64_t offset, uint64_t size) {
+  if (size == 0 || !large_free_.take(offset, size)) return false;
+  held_[owner].all.insert(offset, size);
+  held_bytes_ += size;
+  return true;
+}
+
+void BlockManager::unhold(Owner owner, std::vector<uint64_t>* out) {
+  auto h = held_.find(owner);
+  if (h == held_.end()) return;
+  for (const auto& [start, n] : h->second.all.ranges()) {
+    add_live(start, Block{n, kNoPage, n});
+    held_bytes_ -= n;
+    out->push_back(start);
+  }
+  held_.erase(h);
+}
+
+std::vector<BlockManager::Owner> BlockManager::owners() const {
+  std::vector<Owner> out;
+  for (const auto& [owner, held] : held_)
+    if (held.all.count()) out.push_back(owner);
+  return out;
+}
+
 // The page index: heaps_[b] is the root of a pairing heap, by address, of
 // the pages whose largest free range is b * kAlignment; nonempty_ and
 // nonempty_words_ mark the buckets that hold any, so the first bucket at or
@@ -275,7 +402,8 @@ std::string BlockManager::check() const {
   for (const auto& [offset, block] : live_) {
     if (block.requested > block.size) return "a block asked for more than its size at " + std::to_string(offset);
     if (block.page == kNoPage) {
-      if (block.size <= kSmallLimit) return "a small block outside every page at " + std::to_string(offset);
+      // A large block may be small-sized: what unhold() made of the rest of
+      // a held range (Note [Space held for an owner]).
       large.push_back({offset, block.size, kNoPage});
       large_allocated += block.size;
     } else {
@@ -299,6 +427,22 @@ std::string BlockManager::check() const {
       return "the occupants of the large space disagree at " + std::to_string(l.at);
     ++occupant;
   }
+  // Held ranges are neither free nor live: a third kind of span.
+  uint64_t held = 0;
+  for (const auto& [owner, h] : held_) {
+    if (std::string e = h.all.check(); !e.empty()) return "held ranges: " + e;
+    if (std::string e = h.fenced.check(); !e.empty()) return "fenced held ranges: " + e;
+    for (const auto& [start, n] : h.fenced.ranges()) {
+      std::optional<std::pair<uint64_t, uint64_t>> in = h.all.containing(start);
+      if (!in || start + n > in->first + in->second) return "a fenced range not held at " + std::to_string(start);
+    }
+    for (const auto& [start, n] : h.all.ranges()) {
+      large.push_back({start, n, kHeldSpan});
+      held += n;
+    }
+  }
+  if (held != held_bytes_) return "held() disagrees with the held ranges";
+  std::sort(large.begin(), large.end(), by_address);
 
   uint64_t cursor = 0;
   auto free_it = large_free_.ranges().begin(), free_end = large_free_.ranges().end();
@@ -315,7 +459,7 @@ std::string BlockManager::check() const {
       ++free_it;
       continue;
     }
-    if (taken->page != kNoPage) {  // a page: its free ranges and blocks partition it
+    if (taken->page != kNoPage && taken->page != kHeldSpan) {  // a page: its free ranges and blocks partition it
       uint32_t id = taken->page;
       const Page& page = pages_[id];
       std::string at = std::to_string(page.at);

@@ -51,6 +51,25 @@
 // much as the cheapest so far (or more than the ceiling); the cached path
 // never gets here.
 //
+// Note [Space held for an owner]: a large block freed in an owner's order
+// (the VMM allocator's owners are streams: a block freed on stream S may be
+// reused by later work on S at once, by anything else only after a fence)
+// leaves the live blocks but does not join the free space everyone
+// allocates from. Its range is held for the owner, merged with the owner's
+// neighbouring held ranges, and split again by the owner's own requests
+// (allocate_held: best fit, any size above kSmallLimit): PyTorch's and
+// RMM's stream-ordered pools, inside one address space. A miss may place a
+// block over the owner's held ranges and the free space together
+// (allocate_growing), so a held range at the edge of free space grows
+// rather than a new one being mapped beside it. Held ranges reach everyone
+// in one of two ways. fence_held() marks what the owner holds now (the
+// caller records one event in its order), and once that event completes,
+// release_fenced() moves the marked ranges the owner has not reused since
+// into the free space: the owner never loses its own reuse meanwhile. Or
+// unhold() makes each held range a live block again, for the caller to
+// fence and release() (pressure, a stream's end). Small blocks live in
+// pages shared by every owner and are never held.
+//
 // Plain data, no locking: the caller serializes. check() verifies every
 // invariant (blocks never overlap, free and used bytes partition the space,
 // everything freed has coalesced) for tests and debug builds.
@@ -111,6 +130,39 @@ class BlockManager {
   // its size): what block_containing() reports as asked for.
   void set_requested(uint64_t offset, uint64_t bytes);
 
+  // Note [Space held for an owner].
+  using Owner = uint64_t;
+  // Frees the large block at `offset` into `owner`'s held space; returns
+  // its size, or 0 if no live large block starts there (nothing changes).
+  uint64_t release_to(uint64_t offset, Owner owner);
+  // A block of at least `bytes` (large: above kSmallLimit once rounded)
+  // from `owner`'s held space, best fit, the rest still held; nullopt if
+  // none of its ranges holds it or the request is small.
+  std::optional<uint64_t> allocate_held(Owner owner, uint64_t bytes);
+  // As allocate(bytes, cost, max_cost), over the free space and `owner`'s
+  // held ranges together: what the block does not take of them stays held.
+  // A small request is allocate(bytes, cost, max_cost). The pieces the block
+  // took from the held ranges are appended to `from_held` (if given), so
+  // that a caller who cannot use the block can release() it and hold() them
+  // again.
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // (offset, size)
+  std::optional<uint64_t> allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost, uint64_t max_cost,
+                                           Ranges* from_held = nullptr);
+  // Moves [offset, offset + size), which must lie in free space, into
+  // `owner`'s held ranges. False (nothing changes) if it does not.
+  bool hold(Owner owner, uint64_t offset, uint64_t size);
+  // Makes every held range of `owner` a live block (size and bytes asked
+  // for: the range's), appends their offsets to `out`, forgets the owner.
+  void unhold(Owner owner, std::vector<uint64_t>* out);
+  // Marks every range `owner` holds now as fenced (replacing the previous
+  // mark); false if it holds none. Reusing a range unmarks it.
+  bool fence_held(Owner owner);
+  // Moves the marked ranges into the free space; returns their bytes.
+  uint64_t release_fenced(Owner owner);
+  // The owners holding ranges now.
+  std::vector<Owner> owners() const;
+  uint64_t held() const { return held_bytes_; }  // every owner's held bytes
+
   uint64_t capacity() const { return capacity_; }
   uint64_t allocated() const { return allocated_; }  // live blocks, rounded sizes
   uint64_t largest_free() const { return large_free_.largest(); }
@@ -126,6 +178,7 @@ class BlockManager {
 
  private:
   static constexpr uint32_t kNoPage = ~0u;
+  static constexpr uint32_t kHeldSpan = ~0u - 1;  // check()'s mark for a held range
   // The page index's buckets: one per page largest free range / kAlignment.
   static constexpr uint32_t kBuckets = kPageSize / kAlignment;
   static_assert(kBuckets == 64 * 64, "the bucket bitmap is two levels of 64 bits");
@@ -180,6 +233,16 @@ class BlockManager {
   absl::btree_map<uint64_t, uint32_t> occupants_;  // offset -> large block (kNoPage) or page (its id)
   std::vector<Page> pages_;                    // indexed by Block::page; slots reused
   std::vector<uint32_t> unused_pages_;         // the slots of pages_ not in use
+  // Note [Space held for an owner]: each owner's held ranges, never adjacent
+  // to each other; adjacent to free space or another owner's, they may be.
+  struct Held {
+    base::RangeSet all;
+    base::RangeSet fenced;  // marked by fence_held(), within `all`
+  };
+  absl::flat_hash_map<Owner, Held> held_;
+  // Takes what `fenced` has of [offset, offset + size) out of it.
+  static void unmark(base::RangeSet& fenced, uint64_t offset, uint64_t size);
+  uint64_t held_bytes_ = 0;
   std::vector<uint32_t> heaps_ = std::vector<uint32_t>(kBuckets, kNoPage);  // each bucket's root page
   uint64_t nonempty_[kBuckets / 64] = {};      // bit b: heaps_[b] holds a page
   uint64_t nonempty_words_ = 0;                // bit w: nonempty_[w] != 0

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <thread>
+
+#include "base/clock.h"
 #include "cuda/runtime_api.h"
 #include "sync/stream_registry.h"
 #include "log/log.h"
@@ -23,6 +26,7 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
 }
 
 DeviceAllocator::~DeviceAllocator() {
+  for (HeldFence& f : held_fences_) sync::give_event(f.event);
   for (auto& r : reservations_) delete r.load();
 }
 
@@ -124,13 +128,115 @@ void DeviceAllocator::hold_block(GraphHold* hold, uint64_t addr) {
   stats_.deferred_free();
 }
 
-void DeviceAllocator::fence_all() {
+void DeviceAllocator::fence_all(bool with_held) {
   epochs_.close();
-  for (cudaStream_t s : streams_.streams()) {
-    std::vector<uint64_t> blocks;
-    streams_.flush(s, &blocks);
-    epochs_.close_on(std::move(blocks), {s}, false);
+  std::vector<cudaStream_t> streams = streams_.streams();
+  if (with_held)
+    for (int i = 0; i < reservations_made_; ++i)
+      for (Reservation::Owner o : reservations_[i].load(std::memory_order_relaxed)->owners())
+        if (std::find(streams.begin(), streams.end(), stream_of(o)) == streams.end()) streams.push_back(stream_of(o));
+  for (cudaStream_t s : streams) fence_stream(s, with_held);
+}
+
+// Note [Held ranges reach everyone].
+bool DeviceAllocator::held_fence_pending(size_t i) {
+  if (cuda::event_query(held_fences_[i].event.event) != cudaSuccess) {
+    cuda::get_last_error();  // leave no cudaErrorNotReady behind for the application
+    return true;
   }
+  for (int r = 0; r < reservations_made_; ++r)
+    reservations_[r].load(std::memory_order_relaxed)->release_fenced(owner_of(held_fences_[i].stream));
+  sync::give_event(held_fences_[i].event);
+  held_fences_[i] = held_fences_.back();
+  held_fences_.pop_back();
+  return false;
+}
+
+void DeviceAllocator::fence_held_on(cudaStream_t s) {
+  // As FreeEpochs records: never on a capturing stream (the event would be
+  // a node of the graph), never when the query fails.
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cuda::stream_is_capturing(s, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) {
+    cuda::get_last_error();
+    return;
+  }
+  sync::PooledEvent ev = sync::take_event(device_, sync::EventKind::kNoTiming);
+  if (!ev.event || cuda::event_record(ev.event, s) != cudaSuccess) {
+    cuda::get_last_error();
+    sync::give_event(ev);
+    return;
+  }
+  for (int r = 0; r < reservations_made_; ++r)
+    reservations_[r].load(std::memory_order_relaxed)->fence_held(owner_of(s));
+  held_fences_.push_back({s, ev});
+  held_unfenced_.erase(s);
+}
+
+void DeviceAllocator::settle_held() {
+  for (size_t i = 0; i < held_fences_.size();)
+    if (held_fence_pending(i)) ++i;
+  std::vector<Reservation::Owner> owners;
+  for (int r = 0; r < reservations_made_; ++r)
+    for (Reservation::Owner o : reservations_[r].load(std::memory_order_relaxed)->owners())
+      if (std::find(owners.begin(), owners.end(), o) == owners.end()) owners.push_back(o);
+  for (Reservation::Owner o : owners) {
+    bool pending = false;
+    for (const HeldFence& f : held_fences_) pending |= f.stream == stream_of(o);
+    if (!pending) fence_held_on(stream_of(o));
+  }
+}
+
+void DeviceAllocator::freed_to_held(cudaStream_t s, uint64_t size) {
+  uint64_t& unfenced = held_unfenced_[s];
+  unfenced += size;
+  if (unfenced < kHeldFenceBytes) return;
+  // One fence per stream: a pending one is replaced by a fence over all the
+  // stream holds now (in stream order, it completes after the old one).
+  for (size_t i = 0; i < held_fences_.size(); ++i)
+    if (held_fences_[i].stream == s) {
+      if (held_fence_pending(i)) {
+        sync::give_event(held_fences_[i].event);
+        held_fences_[i] = held_fences_.back();
+        held_fences_.pop_back();
+      }
+      break;
+    }
+  fence_held_on(s);
+}
+
+void DeviceAllocator::drop_held_fence(cudaStream_t stream) {
+  for (size_t i = 0; i < held_fences_.size(); ++i)
+    if (held_fences_[i].stream == stream) {
+      held_unfenced_.erase(stream);
+      sync::give_event(held_fences_[i].event);
+      held_fences_[i] = held_fences_.back();
+      held_fences_.pop_back();
+      return;
+    }
+}
+
+void DeviceAllocator::fence_stream(cudaStream_t stream, bool with_held) {
+  std::vector<uint64_t> blocks;
+  streams_.flush(stream, &blocks);
+  if (with_held) {
+    drop_held_fence(stream);  // what it marked is fenced again below
+    // Held ranges become live blocks, freed: fenced and released like any.
+    size_t first = blocks.size();
+    for (int i = 0; i < reservations_made_; ++i)
+      reservations_[i].load(std::memory_order_relaxed)->unhold(owner_of(stream), &blocks);
+    for (size_t i = first; i < blocks.size(); ++i) {
+      uint64_t size = reservation_of(blocks[i])->size_of(blocks[i]);
+      freed_.emplace(blocks[i], size);
+      freed_bytes_ += size;
+    }
+  }
+  epochs_.close_on(std::move(blocks), {stream}, false);
+}
+
+uint64_t DeviceAllocator::cached_on_streams() const {
+  uint64_t n = streams_.bytes();
+  for_each_reservation([&](const Reservation& r) { n += r.held(); });
+  return n;
 }
 
 void DeviceAllocator::note_peaks() {
@@ -148,7 +254,7 @@ uint64_t DeviceAllocator::trim_locked() {
 
 void* DeviceAllocator::allocate(size_t bytes) {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  return allocate_locked(bytes);
+  return allocate_locked(bytes, std::nullopt);
 }
 
 void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
@@ -157,16 +263,27 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
   // The cached path. Not during a capture: the graph may be launched on
   // another stream, unordered with what `stream` still runs.
   if (!sync::capturing()) {
-    if (std::optional<uint64_t> at = streams_.take(stream, BlockManager::round_up(bytes))) {
-      auto it = freed_.find(*at);
-      freed_bytes_ -= it->second;
-      freed_.erase(it);
-      reservation_of(*at)->set_requested(*at, bytes);  // what range checks allow now
-      stats_.reused_on_stream();
-      return served(*at);
+    uint64_t size = BlockManager::round_up(bytes);
+    if (size <= BlockManager::kSmallLimit) {
+      if (std::optional<uint64_t> at = streams_.take(stream, size)) {
+        auto it = freed_.find(*at);
+        freed_bytes_ -= it->second;
+        freed_.erase(it);
+        reservation_of(*at)->set_requested(*at, bytes);  // what range checks allow now
+        stats_.reused_on_stream();
+        return served(*at);
+      }
+    } else {
+      // Any size, split from what the stream holds (Note [Space held for an
+      // owner] in block_manager.h): stream order makes it safe.
+      for (int i = 0; i < reservations_made_; ++i)
+        if (std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_held(owner_of(stream), bytes)) {
+          stats_.reused_on_stream();
+          return served(*a);
+        }
     }
   }
-  return allocate_locked(bytes);
+  return allocate_locked(bytes, stream);
 }
 
 void* DeviceAllocator::allocate_mapped(uint64_t bytes) {
@@ -176,13 +293,20 @@ void* DeviceAllocator::allocate_mapped(uint64_t bytes) {
   return nullptr;
 }
 
-void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result) {
+void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::optional<cudaStream_t> stream) {
   uint64_t mapped = mapped_bytes();
   uint64_t budget = !limit_ ? Reservation::kNoBudget : limit_ > mapped ? limit_ - mapped : 0;
+  std::optional<Reservation::Owner> owner;
+  if (stream) owner = owner_of(*stream);
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
-    std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_mapping(bytes, budget, result);
-    if (a) return served(*a);
+    double start = clock::monotonic_seconds();
+    std::optional<uintptr_t> a =
+        reservations_[i].load(std::memory_order_relaxed)->allocate_mapping(bytes, budget, result, owner, !sync::capturing());
+    if (a) {
+      note_map_cost(clock::monotonic_seconds() - start, mapped_bytes() - mapped);
+      return served(*a);
+    }
     if (*result != CUDA_ERROR_NOT_FOUND) placed = true;  // a free range held it: the memory ran out
     if (placed) return nullptr;
   }
@@ -207,7 +331,35 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result) {
   return a ? served(*a) : nullptr;
 }
 
-void* DeviceAllocator::allocate_locked(size_t bytes) {
+void DeviceAllocator::note_map_cost(double seconds, uint64_t mapped) {
+  if (mapped == 0 || seconds <= 0) return;
+  double per_byte = seconds / static_cast<double>(mapped);
+  map_seconds_per_byte_ = map_seconds_per_byte_ == 0 ? per_byte : 0.75 * map_seconds_per_byte_ + 0.25 * per_byte;
+}
+
+// Note [Waiting instead of mapping].
+void* DeviceAllocator::wait_then_allocate(uint64_t bytes) {
+  uint64_t size = BlockManager::round_up(bytes);
+  if (map_seconds_per_byte_ == 0 || !epochs_.any_closed() || freed_bytes_ < size) return nullptr;
+  const double start = clock::monotonic_seconds();
+  const double deadline = start + std::min(kMaxFenceWait, map_seconds_per_byte_ * static_cast<double>(size));
+  void* p = nullptr;
+  std::vector<uint64_t> ready;
+  while (true) {
+    epochs_.poll(&ready);
+    if (!ready.empty()) {
+      release(ready);
+      ready.clear();
+      if ((p = allocate_mapped(bytes))) break;
+    }
+    if (!epochs_.any_closed() || clock::monotonic_seconds() >= deadline) break;
+    std::this_thread::yield();
+  }
+  stats_.fence_waited(clock::monotonic_seconds() - start, p != nullptr);
+  return p;
+}
+
+void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t> stream) {
   if (!ok()) return nullptr;
   const bool capture = sync::capturing();
   if (!capture && (!deferred_.empty() || !holds_.empty())) settle_deferred();
@@ -218,39 +370,51 @@ void* DeviceAllocator::allocate_locked(size_t bytes) {
     stats_.capture_fallback();
     return nullptr;
   }
+  // What the stream holds, grown into mapped free space beside it.
+  if (stream) {
+    for (int i = 0; i < reservations_made_; ++i)
+      if (std::optional<uintptr_t> a =
+              reservations_[i].load(std::memory_order_relaxed)->allocate_mapped(bytes, owner_of(*stream)))
+        return served(*a);
+  }
   // A miss. Before mapping anything: take back what the GPU is done with
   // (a query per fenced epoch); then, if that is not enough, fence every
-  // block still held back (one event per stream for all of them) and take
-  // back again.
-  for (int pass = 0; pass < 2 && !freed_.empty(); ++pass) {
+  // block still held back (one event per stream for all of them; the
+  // allocating stream keeps what it holds, which serves it without one) and
+  // take back again; then, if fenced blocks could serve, wait for them
+  // while that costs less than mapping (Note [Waiting instead of mapping]).
+  for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams()); ++pass) {
     if (pass == 1) {
-      if (epochs_.open_blocks() == 0 && streams_.blocks() == 0) break;  // nothing unfenced
-      fence_all();
+      fence_all(false);
+      if (freed_.empty()) break;
     }
     reclaim();
+    settle_held();
     if (void* p = allocate_mapped(bytes)) return p;
   }
+  if (void* p = wait_then_allocate(bytes)) return p;
   // About to grow: past the cache limit, give back the cached granules
   // first, so that the mapped total follows what is in use rather than
-  // where blocks happened to land.
-  if (cache_limit_ && mapped_bytes() > held_bytes() + cache_limit_) trim_locked();
+  // where blocks happened to land. (Without one, the mapping itself gives
+  // back as much as it maps: Note [Releasing memory].)
+  if (cache_limit_ && mapped_bytes() > held_bytes() + cached_on_streams() + cache_limit_) trim_locked();
   CUresult result = CUDA_SUCCESS;
-  if (void* p = allocate_mapping(bytes, &result)) return p;
+  if (void* p = allocate_mapping(bytes, &result, stream)) return p;
   if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     // Pressure: give back cached granules, then wait for pending frees.
     stats_.oom_retry();
     trim_locked();
-    if (void* p = allocate_mapping(bytes, &result)) return p;
+    if (void* p = allocate_mapping(bytes, &result, stream)) return p;
     if (result == CUDA_ERROR_OUT_OF_MEMORY) {
-      fence_all();
+      fence_all(true);  // what every stream holds too
       std::vector<uint64_t> ready;
       stats_.stalled(epochs_.wait_all(&ready));
       release(ready);
       // What the GPU was still using is free now and still mapped: placed
       // on it, the block maps only what is missing. Unmap only if that fails.
-      if (void* p = allocate_mapping(bytes, &result)) return p;
+      if (void* p = allocate_mapping(bytes, &result, stream)) return p;
       if (result == CUDA_ERROR_OUT_OF_MEMORY && trim_locked() > 0) {
-        if (void* p = allocate_mapping(bytes, &result)) return p;
+        if (void* p = allocate_mapping(bytes, &result, stream)) return p;
       }
     }
   }
@@ -274,7 +438,7 @@ void* DeviceAllocator::allocate_in_capture(size_t bytes, const Capture& capture)
     // driver calls cannot invalidate a global-mode capture.
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     bool relaxed = cuda::thread_exchange_stream_capture_mode(&mode) == cudaSuccess;
-    p = allocate_mapping(bytes, &result);
+    p = allocate_mapping(bytes, &result, std::nullopt);
     if (relaxed) cuda::thread_exchange_stream_capture_mode(&mode);
   }
   if (!p) {
@@ -306,7 +470,7 @@ bool DeviceAllocator::free_in_capture(void* p, const Capture& capture) {
 void* DeviceAllocator::served(uintptr_t addr) {
   stats_.allocated();
   note_peaks();
-  if (cache_limit_ && mapped_bytes() > held_bytes() + cache_limit_) trim_locked();
+  if (cache_limit_ && mapped_bytes() > held_bytes() + cached_on_streams() + cache_limit_) trim_locked();
   return reinterpret_cast<void*>(addr);
 }
 
@@ -349,12 +513,18 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
     epochs_.add(addr);
     // Bound what an open epoch holds back: fence a full batch now.
     if (epochs_.open_blocks() >= kEpochBlocks) epochs_.close();
-  } else if (streams_.put(*stream, addr, freed_.at(addr)) > kStreamCacheBlocks ||
-             (cache_limit_ && streams_.bytes() > cache_limit_)) {
+  } else if (uint64_t size = freed_.at(addr); size > BlockManager::kSmallLimit) {
+    // Held for the stream, merged with what it holds beside it (Note
+    // [Space held for an owner] in block_manager.h): not a freed block now.
+    freed_.erase(addr);
+    freed_bytes_ -= size;
+    reservation_of(addr)->release_to(addr, owner_of(*stream));
+    if (cache_limit_ && cached_on_streams() > cache_limit_) fence_stream(*stream, true);
+    else freed_to_held(*stream, size);
+  } else if (streams_.put(*stream, addr, size) > kStreamCacheBlocks ||
+             (cache_limit_ && cached_on_streams() > cache_limit_)) {
     // Too much held for one stream: fence it for everyone (one event).
-    std::vector<uint64_t> blocks;
-    streams_.flush(*stream, &blocks);
-    epochs_.close_on(std::move(blocks), {*stream}, false);
+    fence_stream(*stream, cache_limit_ != 0);
   }
   note_peaks();
   return true;
@@ -372,12 +542,9 @@ bool DeviceAllocator::record_stream(void* p, cudaStream_t stream) {
 
 void DeviceAllocator::forget_stream(cudaStream_t stream) {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  std::vector<uint64_t> blocks;
-  streams_.flush(stream, &blocks);
-  if (blocks.empty()) return;
   // During a capture the record fails and the blocks join the open epoch,
   // fenced on every stream later: safe either way.
-  epochs_.close_on(std::move(blocks), {stream}, false);
+  fence_stream(stream, true);
 }
 
 std::optional<BlockManager::Live> DeviceAllocator::live_block(const void* p) const {
@@ -410,7 +577,7 @@ uint64_t DeviceAllocator::trim() {
   // An explicit trim (torch.cuda.empty_cache) may wait, as PyTorch's own
   // does: every freed block is fenced and waited for, so that all of it is
   // released now rather than whenever its events happen to have completed.
-  fence_all();
+  fence_all(true);
   std::vector<uint64_t> ready;
   epochs_.wait_all(&ready);
   release(ready);

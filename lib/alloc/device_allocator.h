@@ -2,19 +2,61 @@
 // range, with no device synchronization on free and no physical
 // fragmentation.
 //
-// Data flow, allocate(bytes, stream): a block of that size freed on that
-// stream is taken back from StreamCache (the cached path: no event, no
-// driver call). Otherwise a Reservation gives a block on memory already
-// mapped (best fit, small pool) if it can. Otherwise (a miss) every block
-// held back is fenced (the open epoch of stream-less frees, one event per
-// fence stream; each stream's cached blocks, one event on that stream),
-// what the GPU is done with goes back, and only then is what is still
-// missing mapped. When no reservation has a free range that holds the
-// block (the address space ran out, not the memory), another is reserved. Frees: free(p) puts the block into
-// sync::FreeEpochs (Note [Freeing without synchronizing] in free_epochs.h; a
-// batch of 64 is fenced at once); free(p, stream) into StreamCache. Mapped
+// Data flow, allocate(bytes, stream): what `stream` freed comes back to it
+// at once, with no event and no driver call (the cached path, as PyTorch's
+// and RMM's stream-ordered pools do it): a small block (<= 1 MiB) of the
+// same rounded size from StreamCache; a large one of any size, split from
+// the ranges the stream holds (BlockManager's Note [Space held for an
+// owner]: freed large blocks merge there). Otherwise a Reservation gives a
+// block on memory already mapped (best fit, small pool), or, for a stream,
+// over its held ranges and the mapped free space beside them. Otherwise (a
+// miss) every block held back is fenced (the open epoch of stream-less
+// frees, one event per fence stream; each other stream's cached blocks and
+// held ranges, one event on that stream), what the GPU is done with goes
+// back, then, if fenced blocks could serve, the allocator waits for them
+// while that costs less than mapping (Note [Waiting instead of mapping]),
+// and only then is what is still missing mapped, for a stream beside what
+// it holds. When no reservation has a free range that holds the block (the
+// address space ran out, not the memory), another is reserved. Frees:
+// free(p) puts the block into sync::FreeEpochs (Note [Freeing without
+// synchronizing] in free_epochs.h; a batch of 64 is fenced at once);
+// free(p, stream) into StreamCache or the stream's held ranges. Mapped
 // granules of free ranges stay as a cache, released by trim(), past the
-// cache limit, and under memory pressure.
+// cache limit, and under memory pressure (Note [Releasing memory]).
+//
+// Note [Waiting instead of mapping]: on a miss, fenced frees may be a few
+// microseconds from completing (an event recorded on an idle GPU is not
+// complete at once). Mapping instead would grow the device's memory for
+// good, so the allocator polls the pending fences (cudaEventQuery, no wait
+// in the driver) for as long as mapping the block would take: the measured
+// cost of its own mappings per byte (a moving average), at most
+// kMaxFenceWait, and only when the fenced blocks hold at least the bytes
+// asked for. A miss thus costs at most twice a mapping, and a loop that
+// frees and reallocates behind the GPU reuses what it freed. Counted in
+// stats() (fence_waits, fence_waits_served, fence_wait_s).
+//
+// Note [Held ranges reach everyone]: what a stream holds serves it at once,
+// but another stream, a stream-less allocation or a release (unmapping)
+// must wait until the GPU is done with it. At each miss, every stream that
+// holds ranges and has no fence pending gets one event, recorded on it,
+// over what it holds then (BlockManager::fence_held); at a later miss, once
+// that event has completed, the ranges it covered that the stream has not
+// reused since go to the free space (release_fenced), where anyone may
+// allocate them and Note [Releasing memory] may unmap them. The stream
+// keeps its own reuse throughout: nothing it holds is taken from it early.
+// Frees fence too, at most once per kHeldFenceBytes a stream frees into
+// what it holds and only once its previous fence completed (one event
+// query and one record per 32 MiB freed), so that what a stream freed a
+// while ago is free for everyone, and releasable, by the next miss.
+//
+// Note [Releasing memory]: with the defaults (no cache limit), mapped
+// granules are given back only under pressure: a failed map trims the
+// cached granules and retries, then waits for every pending free (fenced
+// on every stream, held ranges included) and retries on what they free,
+// still mapped, and trims once more. Nothing is unmapped while the device
+// has room, so a steady loop maps nothing after its first step (no churn).
+// cache_limit_mb caps the cached bytes (held ranges and stream caches
+// included) for programs that share the device with others.
 //
 // Out of memory, in this order: release cached granules and retry; then
 // wait for every pending free (a stall, counted in stats()) and retry on
@@ -187,14 +229,48 @@ class DeviceAllocator {
   void* allocate_mapped(uint64_t bytes);   // the cached path over every reservation
   // Maps under a new block in the first reservation with room; a new
   // reservation when none has. nullptr with *result set otherwise.
-  void* allocate_mapping(uint64_t bytes, CUresult* result);
+  void* allocate_mapping(uint64_t bytes, CUresult* result, std::optional<cudaStream_t> stream);
   // Blocks one stream may cache before they are fenced for everyone.
   static constexpr size_t kStreamCacheBlocks = 256;
 
-  void* allocate_locked(size_t bytes);
+  void* allocate_locked(size_t bytes, std::optional<cudaStream_t> stream);
+  // Note [Waiting instead of mapping]: polls the fenced frees for at most
+  // the measured cost of mapping `bytes`, and allocates on what completes.
+  void* wait_then_allocate(uint64_t bytes);
+  void note_map_cost(double seconds, uint64_t mapped);
+  static constexpr double kMaxFenceWait = 0.005;  // seconds
+  double map_seconds_per_byte_ = 0;  // 0: nothing mapped yet
+  // A stream is an owner of held ranges by its handle (legacy stream: 0).
+  static Reservation::Owner owner_of(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }
+  static cudaStream_t stream_of(Reservation::Owner o) { return reinterpret_cast<cudaStream_t>(o); }
+  // Fences what `stream` caches (and, `with_held`, its held ranges) with one
+  // event on it.
+  void fence_stream(cudaStream_t stream, bool with_held);
+  uint64_t cached_on_streams() const;  // StreamCache bytes and every held range
   bool take_freed(void* p, uint64_t* addr);  // validates and marks freed
   void settle_deferred();      // frees made during a capture, held blocks of destroyed graphs -> fenced
-  void fence_all();            // open epoch and stream caches -> fenced
+  // Open epoch and stream caches -> fenced; and, `with_held`, every
+  // stream's held ranges (pressure, trim).
+  void fence_all(bool with_held);
+  // Note [Held ranges reach everyone]: the marked ranges of every stream
+  // whose fence completed go to the free space; every stream holding ranges
+  // and no pending fence gets one (an event on it) over what it holds now.
+  void settle_held();
+  struct HeldFence {
+    cudaStream_t stream;
+    sync::PooledEvent event;
+  };
+  std::vector<HeldFence> held_fences_;  // at most one per stream
+  void drop_held_fence(cudaStream_t stream);
+  // Whether held_fences_[i] is still pending; if not, its ranges are
+  // released and it is removed.
+  bool held_fence_pending(size_t i);
+  void fence_held_on(cudaStream_t s);  // one event on `s` over what it holds
+  // A large block of `size` went to what `s` holds: every kHeldFenceBytes
+  // so freed, a fence (once the previous one completed).
+  void freed_to_held(cudaStream_t s, uint64_t size);
+  static constexpr uint64_t kHeldFenceBytes = 32ull << 20;
+  std::unordered_map<cudaStream_t, uint64_t> held_unfenced_;  // bytes held since the stream's last fence
   void reclaim();              // blocks whose epochs completed -> free
   void* served(uintptr_t addr);  // counts and returns a successful allocation
   void release(const std::vector<uint64_t>& ready);

@@ -1,5 +1,6 @@
 #include "alloc/reservation.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace gpuslack {
@@ -23,13 +24,34 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes) {
   return std::nullopt;
 }
 
-std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result) {
-  std::optional<uint64_t> at = blocks_.allocate(bytes, unmapped_cost(), BlockManager::kAnyCost);
+std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes, Owner owner) {
+  BlockManager::Ranges from_held;
+  std::optional<uint64_t> at = blocks_.allocate_growing(owner, bytes, unmapped_cost(), 0, &from_held);
+  if (!at) return std::nullopt;
+  if (map_.mapped_range(*at, blocks_.size_of(*at))) return base_ + *at;
+  // A small block in a page in use, placed without asking.
+  blocks_.release(*at);
+  for (const auto& [offset, size] : from_held) blocks_.hold(owner, offset, size);
+  return std::nullopt;
+}
+
+std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
+                                                       std::optional<Owner> owner, bool release_first) {
+  BlockManager::Ranges from_held;
+  std::optional<uint64_t> at =
+      owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held)
+            : blocks_.allocate(bytes, unmapped_cost(), BlockManager::kAnyCost);
   if (!at) {
     *result = CUDA_ERROR_NOT_FOUND;
     return std::nullopt;
   }
   uint64_t size = blocks_.size_of(*at);
+  if (release_first) {
+    // DeviceAllocator's Note [Releasing memory]: what this maps, cached
+    // granules elsewhere give back first, so the mapped total does not grow
+    // while free memory lies unused under other ranges.
+    if (uint64_t missing = map_.unmapped_bytes(*at, size)) release_free(missing);
+  }
   if (map_budget == kNoBudget || map_.mapped_range(*at, size)) {
     *result = map_.map(*at, size);
   } else if (map_budget == 0) {
@@ -42,7 +64,10 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     map_.set_limit(0);
   }
   if (*result != CUDA_SUCCESS) {
+    // What was the owner's stays the owner's (Note [Space held for an
+    // owner]); the rest, unmapped again, is free space as before.
     blocks_.release(*at);
+    for (const auto& [offset, size] : from_held) blocks_.hold(*owner, offset, size);
     return std::nullopt;
   }
   return base_ + *at;
@@ -61,6 +86,20 @@ uint64_t Reservation::trim() {
   std::vector<std::pair<uint64_t, uint64_t>> ranges(blocks_.large_free().ranges().begin(),
                                                     blocks_.large_free().ranges().end());
   for (const auto& [offset, size] : ranges) released += map_.unmap(offset, size) * map_.granularity();
+  return released;
+}
+
+uint64_t Reservation::release_free(uint64_t want) {
+  // Smaller free ranges first: holes that serve fewer requests.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [offset, size] : blocks_.large_free().ranges())
+    if (size >= map_.granularity()) ranges.emplace_back(offset, size);
+  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  uint64_t released = 0;
+  for (const auto& [offset, size] : ranges) {
+    if (released >= want) break;
+    released += map_.unmap(offset, size) * map_.granularity();
+  }
   return released;
 }
 

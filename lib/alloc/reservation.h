@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "alloc/block_manager.h"
 #include "alloc/granule_map.h"
@@ -30,8 +31,11 @@ class Reservation {
   bool holds(uintptr_t a) const { return a >= base_ && a < base_ + map_.size(); }
 
   // A block of `bytes` on memory already mapped (no driver call), or
-  // nullopt (nothing changes).
+  // nullopt (nothing changes). With an owner, its held ranges may be part
+  // of the placement (BlockManager's Note [Space held for an owner]).
+  using Owner = BlockManager::Owner;
   std::optional<uintptr_t> allocate_mapped(uint64_t bytes);
+  std::optional<uintptr_t> allocate_mapped(uint64_t bytes, Owner owner);
   // A block of `bytes`, mapping what is missing under it: at most
   // `map_budget` bytes more (kNoBudget: as much as the device gives). On
   // failure nullopt, nothing changes, and *result says why:
@@ -39,7 +43,26 @@ class Reservation {
   // CUDA_ERROR_OUT_OF_MEMORY for a full device or an exhausted budget, else
   // the driver's error.
   static constexpr uint64_t kNoBudget = ~0ull;
-  std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result);
+  // With `release_first`, as many bytes of cached granules in other free
+  // ranges as the block needs mapped are released before it is mapped.
+  std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
+                                           std::optional<Owner> owner = std::nullopt, bool release_first = false);
+
+  // Note [Space held for an owner], in absolute addresses.
+  uint64_t release_to(uintptr_t a, Owner owner) { return blocks_.release_to(a - base_, owner); }
+  std::optional<uintptr_t> allocate_held(Owner owner, uint64_t bytes) {
+    std::optional<uint64_t> at = blocks_.allocate_held(owner, bytes);
+    return at ? std::optional<uintptr_t>(base_ + *at) : std::nullopt;
+  }
+  void unhold(Owner owner, std::vector<uint64_t>* out) {
+    size_t first = out->size();
+    blocks_.unhold(owner, out);
+    for (size_t i = first; i < out->size(); ++i) (*out)[i] += base_;
+  }
+  bool fence_held(Owner owner) { return blocks_.fence_held(owner); }
+  uint64_t release_fenced(Owner owner) { return blocks_.release_fenced(owner); }
+  std::vector<Owner> owners() const { return blocks_.owners(); }
+  uint64_t held() const { return blocks_.held(); }
 
   // Frees the block at `a`; returns its size (0: no live block there).
   uint64_t release(uintptr_t a) { return blocks_.release(a - base_); }
@@ -50,6 +73,10 @@ class Reservation {
 
   // Unmaps every chunk lying wholly in free space; returns the bytes released.
   uint64_t trim();
+  // Unmaps chunks lying wholly in free ranges, smallest ranges first, until
+  // at least `want` bytes are released or none is left; returns the bytes
+  // released. DeviceAllocator's Note [Releasing memory].
+  uint64_t release_free(uint64_t want);
   CUresult grant(int device) { return map_.grant(device); }
 
   uint64_t allocated() const { return blocks_.allocated(); }  // live blocks, freed-but-held included

@@ -48,6 +48,7 @@ class FreeEpochs {
   void add(uint64_t offset) { open_.push_back(offset); }
   size_t open_blocks() const { return open_.size(); }
   size_t pending_blocks() const;  // open and closed, not yet reusable
+  bool any_closed() const { return !closed_.empty(); }  // fenced, not yet polled complete
 
   // Records the open epoch's events. False if recording failed: the blocks
   // then stay in the open epoch (nothing is ever reused unfenced).

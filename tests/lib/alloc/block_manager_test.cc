@@ -437,6 +437,89 @@ TEST(BlockManager, AmongEqualPagesTheLowestWins) {
   EXPECT_EQ("", m.check());
 }
 
+// Note [Space held for an owner].
+TEST(BlockManager, HeldSpaceServesItsOwnerOnlyAndReachesEveryoneWhenReleased) {
+  BlockManager m(64 * kMiB);
+  const BlockManager::Owner s1 = 1, s2 = 2;
+  auto a = m.allocate(8 * kMiB), b = m.allocate(8 * kMiB), c = m.allocate(8 * kMiB);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(8 * kMiB, m.release_to(*a, s1));
+  EXPECT_EQ(8 * kMiB, m.release_to(*b, s1));  // merges with a's range
+  EXPECT_EQ(0u, m.release_to(*b, s1));        // not live any more
+  EXPECT_EQ(16 * kMiB, m.held());
+  EXPECT_EQ(8 * kMiB, m.allocated());
+  EXPECT_EQ("", m.check());
+  // s2 holds nothing; small requests are never served from held space.
+  EXPECT_FALSE(m.allocate_held(s2, 4 * kMiB));
+  EXPECT_FALSE(m.allocate_held(s1, 64 << 10));
+  // Everyone else: not inside what s1 holds.
+  auto d = m.allocate(12 * kMiB);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(*d >= *a + 16 * kMiB || *d + 12 * kMiB <= *a);
+  // s1: any size, split across the merged range.
+  auto e = m.allocate_held(s1, 12 * kMiB);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*a, *e);
+  EXPECT_EQ(4 * kMiB, m.held());
+  EXPECT_EQ("", m.check());
+  // Fenced, then reused in part: only what was not reused reaches everyone.
+  EXPECT_TRUE(m.fence_held(s1));
+  EXPECT_EQ(8 * kMiB, m.release_to(*c, s1));  // after the fence: not marked
+  EXPECT_EQ(12 * kMiB, m.held());
+  EXPECT_EQ(4 * kMiB, m.release_fenced(s1));
+  EXPECT_EQ(8 * kMiB, m.held());
+  EXPECT_EQ("", m.check());
+}
+
+TEST(BlockManager, FencedHeldRangesReleaseOnlyWhatWasNotReusedSince) {
+  BlockManager m(64 * kMiB);
+  const BlockManager::Owner s = 7;
+  auto a = m.allocate(16 * kMiB), guard = m.allocate(4 * kMiB);
+  ASSERT_TRUE(a && guard);
+  m.release_to(*a, s);
+  EXPECT_TRUE(m.fence_held(s));
+  auto b = m.allocate_held(s, 6 * kMiB);  // reused after the fence: unmarked
+  ASSERT_TRUE(b);
+  EXPECT_EQ("", m.check());
+  m.release_to(*b, s);  // freed again after the fence: held, not marked
+  EXPECT_EQ(16 * kMiB, m.held());
+  EXPECT_EQ(10 * kMiB, m.release_fenced(s));
+  EXPECT_EQ(6 * kMiB, m.held());
+  EXPECT_EQ("", m.check());
+  // What was released is free space for anyone; the rest stays the owner's.
+  EXPECT_FALSE(m.allocate_held(s, 8 * kMiB));
+  EXPECT_TRUE(m.allocate_held(s, 6 * kMiB));
+  EXPECT_EQ("", m.check());
+}
+
+TEST(BlockManager, GrowingPlacesOverHeldAndFreeSpaceAndUnholdMakesBlocks) {
+  BlockManager m(64 * kMiB);
+  const BlockManager::Owner s = 3;
+  auto low = m.allocate(8 * kMiB), a = m.allocate(8 * kMiB);
+  ASSERT_TRUE(low && a);
+  m.release_to(*a, s);  // held, with free space above it
+  auto free_cost = [](uint64_t, uint64_t, uint64_t) -> uint64_t { return 0; };
+  BlockManager::Ranges from_held;
+  auto g = m.allocate_growing(s, 20 * kMiB, free_cost, BlockManager::kAnyCost, &from_held);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(20 * kMiB, m.size_of(*g));
+  EXPECT_EQ("", m.check());
+  // Undo as a failed mapping does: release, then the held pieces again.
+  uint64_t took = 0;
+  for (const auto& [offset, size] : from_held) took += size;
+  m.release(*g);
+  for (const auto& [offset, size] : from_held) EXPECT_TRUE(m.hold(s, offset, size));
+  EXPECT_EQ(took, m.held());
+  EXPECT_EQ("", m.check());
+  std::vector<uint64_t> blocks;
+  m.unhold(s, &blocks);
+  EXPECT_EQ(0u, m.held());
+  EXPECT_FALSE(blocks.empty());
+  for (uint64_t b : blocks) EXPECT_GT(m.release(b), 0u);
+  EXPECT_EQ("", m.check());
+  EXPECT_EQ(8 * kMiB, m.allocated());
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

@@ -62,6 +62,103 @@ TEST(DeviceAllocatorStreams, ReuseIsImmediateOnTheFreeingStreamOnly) {
   cudaStreamDestroy(s2);
 }
 
+// Note [Space held for an owner]: a large block freed on a stream serves a
+// request of another size on that stream at once (split; the rest stays
+// held), with no event and nothing mapped; never another stream while the
+// freeing stream's kernel still writes it.
+TEST(DeviceAllocatorStreams, AnySizeIsReusedAtOnceOnTheFreeingStreamOnly) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking();
+  char* p = static_cast<char*>(a.allocate(16 * kMiB, s1));
+  ASSERT_NE(nullptr, p);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s1, p, 16 * kMiB, 300000, 7, nullptr));
+  ASSERT_TRUE(a.free(p, s1));
+  const uint64_t reserved = a.stats().reserved, epochs = a.stats().epochs;
+  // Another stream: never inside what s1 still uses.
+  char* q = static_cast<char*>(a.allocate(6 * kMiB, s2));
+  ASSERT_NE(nullptr, q);
+  EXPECT_TRUE(q + 6 * kMiB <= p || q >= p + 16 * kMiB);
+  const uint64_t after_q = a.stats().reserved;
+  EXPECT_GT(after_q, reserved);
+  // s1: two smaller blocks out of the 16 MiB it freed, nothing mapped, no event.
+  char* r = static_cast<char*>(a.allocate(5 * kMiB, s1));
+  char* t = static_cast<char*>(a.allocate(9 * kMiB, s1));
+  ASSERT_NE(nullptr, r);
+  ASSERT_NE(nullptr, t);
+  EXPECT_TRUE(r >= p && r + 5 * kMiB <= p + 16 * kMiB);
+  EXPECT_TRUE(t >= p && t + 9 * kMiB <= p + 16 * kMiB);
+  EXPECT_EQ(after_q, a.stats().reserved);
+  EXPECT_EQ(2u, a.stats().stream_reuses);
+  EXPECT_GE(a.stats().epochs, epochs);
+  // Freed again on s1, the pieces merge: 14 MiB in one piece comes back.
+  ASSERT_TRUE(a.free(r, s1));
+  ASSERT_TRUE(a.free(t, s1));
+  char* u = static_cast<char*>(a.allocate(14 * kMiB, s1));
+  EXPECT_TRUE(u >= p && u + 14 * kMiB <= p + 16 * kMiB);
+  EXPECT_EQ(after_q, a.stats().reserved);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));
+  EXPECT_EQ(0, gpusim_busy_kernel_violations());
+  EXPECT_TRUE(a.free(u, s1));
+  EXPECT_TRUE(a.free(q, s2));
+  cudaDeviceSynchronize();
+  // Everything comes back to everyone once fenced: an explicit trim
+  // releases all of it.
+  a.trim();
+  EXPECT_EQ(0u, a.stats().reserved);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+// Note [Held ranges reach everyone]: once the freeing stream's work is done,
+// what it held serves another stream at the next miss, without mapping.
+TEST(DeviceAllocatorStreams, HeldMemoryReachesOtherStreamsOnceFenced) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking();
+  void* p = a.allocate(40 * kMiB, s1);
+  ASSERT_NE(nullptr, p);
+  ASSERT_TRUE(a.free(p, s1));  // past 32 MiB freed: fenced at once
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));
+  const uint64_t reserved = a.stats().reserved;
+  void* q = a.allocate(24 * kMiB, s2);
+  ASSERT_NE(nullptr, q);
+  EXPECT_GE(q, p);
+  EXPECT_LE(static_cast<char*>(q) + 24 * kMiB, static_cast<char*>(p) + 40 * kMiB);
+  EXPECT_EQ(reserved, a.stats().reserved);
+  EXPECT_TRUE(a.free(q, s2));
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+// Note [Waiting instead of mapping]: stream-less frees behind a finished
+// device come back to the next allocation, which waits for their fence
+// (bounded) rather than mapping more: a loop maps its first step only.
+TEST(DeviceAllocatorStreams, ALoopBehindTheDeviceMapsItsFirstStepOnly) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  uint64_t first = 0;
+  for (int i = 0; i < 20; ++i) {
+    void* x = a.allocate(20 * kMiB);
+    void* y = a.allocate(20 * kMiB);
+    ASSERT_NE(nullptr, x);
+    ASSERT_NE(nullptr, y);
+    ASSERT_EQ(cudaSuccess, cudaMemsetAsync(x, 1, 20 * kMiB, nullptr));
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    ASSERT_TRUE(a.free(x));
+    ASSERT_TRUE(a.free(y));
+    if (i == 0) first = a.stats().reserved;
+  }
+  DeviceStats s = a.stats();
+  EXPECT_EQ(first, s.peak_reserved);
+  EXPECT_LE(s.peak_reserved, 48 * kMiB);
+  EXPECT_EQ(0u, s.oom_retries);
+}
+
 TEST(DeviceAllocatorStreams, EightThreadsFourStreamsNeverShareBusyMemory) {
   sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);

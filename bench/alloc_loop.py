@@ -78,6 +78,8 @@ def run(build, args, env_extra, preload):
 
 
 def ms(v):
+    if v >= 10000:
+        return "%.1f s" % (v / 1000)
     return "%.0f ms" % v if v >= 100 else "%.1f ms" % v
 
 

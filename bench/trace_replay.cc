@@ -3,7 +3,7 @@
 // trace what it cost in physical memory, beside the ideal and, where the
 // trace records it, PyTorch's caching allocator on the same requests.
 //
-//   trace_replay [--tsv] [--verbose] [--cache-limit-mb N] [--map-chunk-mb N] STREAM...
+//   trace_replay [--tsv] [--verbose] [--stop-at-failure] [--cache-limit-mb N] [--map-chunk-mb N] STREAM...
 //
 // Each STREAM is an event stream from bench/replay/trace_events.py
 // (bench/replay/event_stream.h); bench/replay/run.sh converts and replays
@@ -18,7 +18,8 @@
 // the simulated device's size (run.sh: 80G); on a device too small for a
 // trace the allocator's out-of-memory path runs, stalls and, at worst,
 // fails allocations, which are counted (a failed allocation's block is
-// simply never freed). The simulated driver backs granules with memfds that
+// simply never freed; --stop-at-failure ends a trace's replay at its first
+// failed allocation, which is all bench/replay/peers.py --pressure asks). The simulated driver backs granules with memfds that
 // this program never touches, so no page is faulted in whatever the sizes.
 //
 // Streams: each distinct stream of the trace gets a real one (0: the legacy
@@ -164,7 +165,7 @@ void check_reuse(std::map<uintptr_t, Freed>* freed, uintptr_t p, uint64_t bytes,
   r->cross_stream_unfenced += unfenced;
 }
 
-Result replay(const Trace& t, const Settings& cfg, bool verbose) {
+Result replay(const Trace& t, const Settings& cfg, bool verbose, bool stop_at_failure) {
   Result r;
   using SteadyClock = std::chrono::steady_clock;
   auto ns_since = [](SteadyClock::time_point t0) {
@@ -204,6 +205,7 @@ Result replay(const Trace& t, const Settings& cfg, bool verbose) {
                     gpu.timeouts() != timeouts, &r);
       else
         ++r.failed;
+      if (r.failed && stop_at_failure) break;
     } else {
       ++r.frees;
       live -= size[e.id];
@@ -306,7 +308,8 @@ void print_row(const Trace& t, const Result& r, bool tsv) {
               r.calls.n[kEventSync], driver);
 }
 
-const char kUsage[] = "usage: trace_replay [--tsv] [--verbose] [--cache-limit-mb N] [--map-chunk-mb N] STREAM...";
+const char kUsage[] =
+    "usage: trace_replay [--tsv] [--verbose] [--stop-at-failure] [--cache-limit-mb N] [--map-chunk-mb N] STREAM...";
 
 }  // namespace
 
@@ -317,12 +320,13 @@ int main(int argc, char** argv) {
   Settings cfg;
   cfg.cache_limit = static_cast<uint64_t>(options.cache_limit_mb) << 20;
   cfg.map_chunk = static_cast<uint64_t>(options.map_chunk_mb) << 20;
-  bool tsv = false, verbose = false;
+  bool tsv = false, verbose = false, stop_at_failure = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--tsv") tsv = true;
     else if (arg == "--verbose") verbose = true;
+    else if (arg == "--stop-at-failure") stop_at_failure = true;
     else if (arg == "--cache-limit-mb" && i + 1 < argc) cfg.cache_limit = std::strtoull(argv[++i], nullptr, 10) << 20;
     else if (arg == "--map-chunk-mb" && i + 1 < argc) cfg.map_chunk = std::strtoull(argv[++i], nullptr, 10) << 20;
     else if (!arg.empty() && arg[0] == '-') die(kUsage);
@@ -348,7 +352,7 @@ int main(int argc, char** argv) {
     Trace t;
     std::string error;
     if (!gpuslack::bench::read_trace(in, &t, &error)) die(file + ": " + error);
-    Result r = replay(t, cfg, verbose);
+    Result r = replay(t, cfg, verbose, stop_at_failure);
     print_row(t, r, tsv);
     std::fflush(stdout);
   }

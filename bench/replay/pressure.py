@@ -126,10 +126,14 @@ def torch_fits(build, py, conf, stream_of):
     return fits
 
 
+def human(n):
+    return peers.gib(n) if n >= 1 << 30 else "%.0f MiB" % (n / float(MiB))
+
+
 def cell(size, ideal):
     if size is None:
         return "> 4x"
-    return "%s (%.2fx)" % (peers.gib(size), size / ideal)
+    return "%s (%.2fx)" % (human(size), size / ideal)
 
 
 def report(args):
@@ -172,10 +176,10 @@ def report(args):
     w("|---|---:|" + "---:|" * len(sides))
     sums = {l: 0 for l, _ in sides}
     for t in ideals:
-        w("| %s | %s | %s |" % (t, peers.gib(ideals[t]), " | ".join(cell(found[l][t], ideals[t]) for l, _ in sides)))
+        w("| %s | %s | %s |" % (t, human(ideals[t]), " | ".join(cell(found[l][t], ideals[t]) for l, _ in sides)))
         for l, _ in sides:
             sums[l] = None if sums[l] is None or found[l][t] is None else sums[l] + found[l][t]
-    w("| **sum** | %s | %s |" % (peers.gib(sum(ideals.values())),
+    w("| **sum** | %s | %s |" % (human(sum(ideals.values())),
                                  " | ".join(cell(sums[l], sum(ideals.values())) for l, _ in sides)))
     text = "\n".join(o) + "\n"
     if args.out:

@@ -386,6 +386,7 @@ GPUSIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) {
 #define GPUSIM_ARGS_cudaEventRecordWithFlags e, h, flags
 GPUSIM_BOTH(cudaError_t, cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t h, unsigned flags), _ptsz, {
   READY();
+  count_call(Counted::kCudaEventRecord);
   (void)flags;
   STREAM(s, h, ptds);
   if (!e) return ret(cudaErrorInvalidResourceHandle);

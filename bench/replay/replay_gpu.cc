@@ -2,6 +2,14 @@
 
 namespace gpuslack {
 namespace bench {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 ReplayGpu::~ReplayGpu() {
   if (held_) let_go();
@@ -23,17 +31,13 @@ void CUDART_CB ReplayGpu::hold_function(void* arg) {
   auto* self = static_cast<ReplayGpu*>(arg);
   std::unique_lock<std::mutex> lock(self->mu_);
   while (!self->open_) {
-    if (!self->call_started_) {
-      self->cv_.wait(lock);
-      continue;
-    }
-    auto deadline = *self->call_started_ + kCallBound;
-    if (std::chrono::steady_clock::now() >= deadline) {
+    int64_t started = self->call_started_ns_.load();
+    if (started != 0 && now_ns() - started >= std::chrono::nanoseconds(kCallBound).count()) {
       // An allocator call waits for the GPU: it finishes by itself.
       self->timeouts_.fetch_add(1);
       return;
     }
-    self->cv_.wait_until(lock, deadline);
+    self->cv_.wait_for(lock, kTick);
   }
 }
 
@@ -69,18 +73,9 @@ bool ReplayGpu::settle() {
   return hold();
 }
 
-void ReplayGpu::call_begins() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    call_started_ = std::chrono::steady_clock::now();
-  }
-  cv_.notify_all();  // the hold's function starts counting
-}
+void ReplayGpu::call_begins() { call_started_ns_.store(now_ns()); }
 
-void ReplayGpu::call_ends() {
-  std::lock_guard<std::mutex> lock(mu_);
-  call_started_.reset();
-}
+void ReplayGpu::call_ends() { call_started_ns_.store(0); }
 
 }  // namespace bench
 }  // namespace gpuslack

@@ -6,6 +6,12 @@
 # allocator on the simulated device", is this output).
 #
 #   scripts/bench-peers.sh [BUILD_DIR] [peers.py options: --out FILE, --traces PATH, --pairs N, --rounds R]
+#   scripts/bench-peers.sh [BUILD_DIR] --pressure [--gpuslack-only] [--out FILE] [--traces PATH]
+#
+# --pressure prints the pressure table instead: per trace, the smallest
+# simulated device each allocator replays it on with no failed allocation
+# (bench/replay/pressure.py: bisection, 8 probes per trace and allocator;
+# ../shared/traces takes about 10 minutes on 2 cores).
 #
 # BUILD_DIR (default build) must be a Release build: it builds the targets
 # this needs there, installs the pinned torch if needed (scripts/torch-env.sh,

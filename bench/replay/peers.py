@@ -5,6 +5,8 @@ allocation traces and the same simulated device, in one run; prints Markdown
 
     peers.py --build DIR --torch-python PY [--traces PATH]... [--pairs N]
              [--rounds R] [--out FILE]
+    peers.py --pressure [--gpuslack-only] --build DIR [--torch-python PY]
+             [--traces PATH]... [--out FILE]
 
 scripts/bench-peers.sh is the usual way in (it builds what this needs and
 finds the pinned torch). Run by any Python 3.9+; torch runs in child
@@ -38,6 +40,15 @@ each beside its Python floor (the same loop calling a binding that returns
 at once), interleaved for R rounds; and bench/alloc_bench's C++ figures
 (BM_DeviceAllocator_StreamPair, BM_CudaMallocFree_Vmm) in the same run.
 
+Synchronizations (cudaDeviceSynchronize, cudaStreamSynchronize,
+cudaEventSynchronize, gpusim_calls too) are counted apart from the driver
+calls, for both allocators.
+
+--pressure prints instead, per trace, the smallest simulated device each
+allocator replays it on with no failed allocation (pressure.py says how:
+bisection between the trace's ideal peak and 4x it); --gpuslack-only leaves
+torch out (no --torch-python needed).
+
 Exit status 1 when a replay fails an allocation or a child fails.
 """
 import argparse
@@ -56,6 +67,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 COUNTED = ("cudaMalloc", "cudaFree", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemSetAccess",
            "cuMemAddressReserve", "cuMemAddressFree")
+SYNCS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize")
 TORCH_CONFS = (("torch default", ""), ("torch expandable_segments", "expandable_segments:True"))
 PAIR_SIZES = (64 << 10, 8 << 20)
 
@@ -81,7 +93,7 @@ def read_stream(path):
 def gpusim_counter():
     fn = ctypes.CDLL("libgpusim.so").gpusim_calls
     fn.restype, fn.argtypes = ctypes.c_long, [ctypes.c_char_p]
-    return lambda: {n: fn(n.encode()) for n in COUNTED}
+    return lambda: {n: fn(n.encode()) for n in COUNTED + SYNCS}
 
 
 def python_floor(call, arg, n=20000):
@@ -143,8 +155,41 @@ def torch_replay(streams):
             "alloc_median_ns": pct(alloc_ns, 0.5), "alloc_p99_ns": pct(alloc_ns, 0.99),
             "free_median_ns": pct(free_ns, 0.5), "free_p99_ns": pct(free_ns, 0.99),
             "calls": {k: after[k] - before[k] for k in COUNTED if after[k] != before[k]},
+            "syncs": {k: max(0, after[k] - before[k]) for k in SYNCS},
         }), flush=True)
     print(json.dumps({"torch": torch.__version__}), flush=True)
+
+
+def torch_pressure(streams, caps):
+    """Replays each stream under a cap of its own (bytes; this device is
+    the largest): torch's per-process memory fraction. Stops a stream at
+    its first failed allocation; prints {"trace", "cap", "failed"} each."""
+    import torch
+    alloc, delete = torch._C._cuda_cudaCachingAllocator_raw_alloc, torch._C._cuda_cudaCachingAllocator_raw_delete
+    torch.cuda.init()
+    delete(alloc(512, 0))
+    total = torch.cuda.mem_get_info()[1]
+    for path, cap in zip(streams, caps):
+        name, events = read_stream(path)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
+        ptr, failed = {}, 0
+        for is_alloc, i, size in events:
+            if is_alloc:
+                if size == 0:
+                    continue
+                try:
+                    ptr[i] = alloc(size, 0)
+                except RuntimeError:  # torch.OutOfMemoryError
+                    failed = 1
+                    break
+            elif i in ptr:
+                delete(ptr.pop(i))
+        for p in ptr.values():
+            delete(p)
+        torch.cuda.set_per_process_memory_fraction(1.0)
+        print(json.dumps({"trace": name, "cap": cap, "failed": failed}), flush=True)
 
 
 def torch_pairs(gpuslack_so, n, rounds):
@@ -238,11 +283,11 @@ def convert(traces, tmp):
     return streams
 
 
-def sim_env(build, alloc_conf=None):
+def sim_env(build, alloc_conf=None, device_bytes=None):
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTORCH_CUDA_ALLOC_CONF")}
     simcuda = os.path.join(build, "simcuda")
     env["LD_LIBRARY_PATH"] = simcuda + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    env["GPUSIM_DEVICE_MEMORY"] = "80G"
+    env["GPUSIM_DEVICE_MEMORY"] = str(device_bytes) if device_bytes else "80G"
     env["PYTHONWARNINGS"] = "ignore"  # torch warns that NumPy is not installed
     env["GPUSLACK_CONF"] = "text_summary:off,json_summary:false"
     if alloc_conf:
@@ -266,12 +311,15 @@ def gpuslack_replay(build, streams, extra):
                      "peak_allocated": int(row["peak_allocated"]),
                      "alloc_median_ns": int(row["alloc_median_ns"]), "alloc_p99_ns": int(row["alloc_p99_ns"]),
                      "free_median_ns": int(row["free_median_ns"]), "free_p99_ns": int(row["free_p99_ns"]),
-                     "calls": calls})
+                     "calls": calls, "syncs": {k: int(row[c]) for k, c in zip(SYNCS, SYNC_COLUMNS)}})
     return rows
 
 
-def torch_child(build, py, alloc_conf, args):
-    out = run([py, "-B", os.path.abspath(__file__), *args], env=sim_env(build, alloc_conf),
+SYNC_COLUMNS = ("device_syncs", "stream_syncs", "event_syncs")  # trace_replay --tsv's, as SYNCS
+
+
+def torch_child(build, py, alloc_conf, args, device_bytes=None):
+    out = run([py, "-B", os.path.abspath(__file__), *args], env=sim_env(build, alloc_conf, device_bytes),
               what="torch (%s)" % (alloc_conf or "default allocator"))
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
 
@@ -406,6 +454,15 @@ def report(args):
         w("- %s: %s" % (label, ", ".join("%s %d" % (k, totals[label][k]) for k in COUNTED if k in totals[label])
                         or "none"))
     w("")
+    w("**Synchronizations during each replay** (gpusim_calls: cudaDeviceSynchronize / cudaStreamSynchronize / "
+      "cudaEventSynchronize; gpuslack's own, the replay's GPU model's excluded):")
+    w("")
+    w("| trace | " + " | ".join(order) + " |")
+    w("|---|" + "---:|" * len(order))
+    for t in traces:
+        w("| %s | %s |" % (t, " | ".join(" / ".join(str(by[label][t].get("syncs", {}).get(k, 0)) for k in SYNCS)
+                                          for label in order)))
+    w("")
     w("**Cached alloc+free pair, legacy stream** (ns per pair; loops of %d pairs, median of %d interleaved "
       "rounds; one Python process per torch configuration, gpuslack's C API dlopen'ed into it). *Floor*: "
       "the same loop calling two bindings that return at once (`_raw_delete(0)`; "
@@ -448,7 +505,11 @@ def default_traces():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--worker", choices=("replay", "pairs"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=("replay", "pairs", "pressure"), help=argparse.SUPPRESS)
+    ap.add_argument("--caps", help=argparse.SUPPRESS)
+    ap.add_argument("--pressure", action="store_true",
+                    help="the smallest simulated device each trace replays on (pressure.py)")
+    ap.add_argument("--gpuslack-only", action="store_true", help="--pressure without torch")
     ap.add_argument("--gpuslack", help=argparse.SUPPRESS)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--torch-python")
@@ -463,10 +524,18 @@ def main():
         return torch_replay(args.streams)
     if args.worker == "pairs":
         return torch_pairs(args.gpuslack, args.pairs, args.rounds)
+    if args.worker == "pressure":
+        return torch_pressure(args.streams, [int(c) for c in args.caps.split(",")])
+    args.build = os.path.abspath(args.build)
+    if args.pressure:
+        import pressure
+        args.traces = args.traces or [default_traces()]
+        if not args.torch_python and not args.gpuslack_only:
+            sys.exit("peers.py: --torch-python is needed (scripts/torch-env.sh prints it), or --gpuslack-only")
+        return pressure.report(args)
     if not args.torch_python:
         sys.exit("peers.py: --torch-python is needed (scripts/torch-env.sh prints it)")
     args.traces = args.traces or [default_traces()]
-    args.build = os.path.abspath(args.build)
     return report(args)
 
 

@@ -32,6 +32,16 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
         --pairs 2000 --rounds 1 --no-alloc-bench)
     set_tests_properties(torch.bench_peers PROPERTIES LABELS "torch;bench" TIMEOUT 300
       PASS_REGULAR_EXPRESSION "Cached alloc\\+free pair" FAIL_REGULAR_EXPRESSION "FAILED|failed \\(exit|Traceback")
+    # The pressure table (peers.py --pressure) on one small trace, torch's
+    # two allocators beside gpuslack's: every cell a size, none "> 4x"
+    # (CMake's regular expressions have no {3}).
+    add_test(NAME torch.bench_pressure
+      COMMAND ${CMAKE_COMMAND} -E env PYTHONDONTWRITEBYTECODE=1
+        /usr/bin/python3 ${PROJECT_SOURCE_DIR}/bench/replay/peers.py --pressure --build ${CMAKE_BINARY_DIR}
+        --torch-python ${_torch_python} --traces ${PROJECT_SOURCE_DIR}/tests/bench/pressure_small.csv)
+    set_tests_properties(torch.bench_pressure PROPERTIES LABELS "torch;bench" TIMEOUT 600
+      PASS_REGULAR_EXPRESSION "\\| pressure_small [^|]*\\| 100 MiB \\| [0-9]+ MiB \\([0-9.]+x\\) \\| [0-9]+ MiB \\([0-9.]+x\\) \\| [0-9]+ MiB \\([0-9.]+x\\) \\|"
+      FAIL_REGULAR_EXPRESSION "failed \\(exit|Traceback|hung|answered")
   endif()
   # The GPU check's torch part (tests/gpu/torch_allocators.py: a small
   # transformer trained under torch's default and expandable allocators,

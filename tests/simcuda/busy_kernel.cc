@@ -59,7 +59,9 @@ GPUSIM_EXPORT long gpusim_free_syncs(void) { return g_free_syncs.load(); }
 
 namespace {
 constexpr const char* kCountedNames[] = {"cudaMalloc", "cudaFree", "cuMemCreate", "cuMemRelease", "cuMemMap",
-                                         "cuMemUnmap", "cuMemSetAccess", "cuMemAddressReserve", "cuMemAddressFree"};
+                                         "cuMemUnmap", "cuMemSetAccess", "cuMemAddressReserve", "cuMemAddressFree",
+                                         "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+                                         "cudaEventRecord"};
 static_assert(std::size(kCountedNames) == static_cast<size_t>(gpusim::Counted::kCountedCalls));
 std::atomic<long> g_calls[std::size(kCountedNames)];
 }  // namespace

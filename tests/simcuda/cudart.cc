@@ -254,6 +254,7 @@ GPUSIM_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* grea
 }
 GPUSIM_EXPORT cudaError_t cudaDeviceSynchronize(void) {
   READY();
+  count_call(Counted::kCudaDeviceSynchronize);
   if (cudaError_t e = refuse_in_capture()) return ret(e);
   sync_device(current_device());
   return cudaSuccess;
@@ -286,6 +287,7 @@ GPUSIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h) {
 #define GPUSIM_ARGS_cudaStreamSynchronize h
 GPUSIM_BOTH(cudaError_t, cudaStreamSynchronize, (cudaStream_t h), _ptsz, {
   READY();
+  count_call(Counted::kCudaStreamSynchronize);
   STREAM(s, h, ptds);
   return ret(stream_sync(s));
 })
@@ -384,6 +386,7 @@ GPUSIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) {
 #define GPUSIM_ARGS_cudaEventRecordWithFlags e, h, flags
 GPUSIM_BOTH(cudaError_t, cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t h, unsigned flags), _ptsz, {
   READY();
+  count_call(Counted::kCudaEventRecord);
   (void)flags;
   STREAM(s, h, ptds);
   if (!e) return ret(cudaErrorInvalidResourceHandle);
@@ -407,6 +410,7 @@ GPUSIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t e) {
 }
 GPUSIM_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   READY();
+  count_call(Counted::kCudaEventSynchronize);
   if (!e) return ret(cudaErrorInvalidResourceHandle);
   if (cudaError_t r = refuse_in_capture()) return ret(r);
   sync_event(e);

@@ -35,7 +35,11 @@ long gpusim_free_syncs(void);
 // cuMemRelease, cuMemMap, cuMemUnmap, cuMemSetAccess, cuMemAddressReserve,
 // cuMemAddressFree (whether made directly or through an entry point: the
 // benchmarks count a peer allocator's driver calls with it); cudaFree(NULL)
-// is not counted. -1 for any other name.
+// is not counted. And the runtime's host-side waits: cudaDeviceSynchronize,
+// cudaStreamSynchronize (and its _ptsz form), cudaEventSynchronize (the
+// benchmarks count an allocator's stalls with them); and cudaEventRecord
+// (with its WithFlags and _ptsz forms: the fences an allocator records).
+// -1 for any other name.
 long gpusim_calls(const char* name);
 
 // Bytes of the device's capacity in use (allocations and physical handles).

@@ -292,10 +292,12 @@ bool stream_idle(CUstream_st* s);
 void sync_device(int device);
 // Counts a device synchronization made by cudaFree (gpusim_free_syncs).
 void count_free_sync();
-// The calls that give or take device memory, counted for gpusim_calls()
-// (every call, successful or not); kCountedCalls is their number.
+// The calls that give or take device memory, the runtime's host-side
+// waits, and event records, counted for gpusim_calls() (every call, successful or not);
+// kCountedCalls is their number.
 enum class Counted { kCudaMalloc, kCudaFree, kCuMemCreate, kCuMemRelease, kCuMemMap, kCuMemUnmap,
-                     kCuMemSetAccess, kCuMemAddressReserve, kCuMemAddressFree, kCountedCalls };
+                     kCuMemSetAccess, kCuMemAddressReserve, kCuMemAddressFree, kCudaDeviceSynchronize,
+                     kCudaStreamSynchronize, kCudaEventSynchronize, kCudaEventRecord, kCountedCalls };
 void count_call(Counted c);
 // Implicit barrier: later work on any stream of `device` waits for all work
 // enqueued before.

@@ -133,6 +133,21 @@ TEST_F(DriverVmm, CallsAreCounted) {
   ASSERT_EQ(cudaSuccess, cudaFree(nullptr));  // not counted
   EXPECT_EQ(malloc0 + 1, gpusim_calls("cudaMalloc"));
   EXPECT_EQ(free0 + 1, gpusim_calls("cudaFree"));
+  // The runtime's host-side waits and event records too.
+  const long dsync0 = gpusim_calls("cudaDeviceSynchronize"), ssync0 = gpusim_calls("cudaStreamSynchronize"),
+             esync0 = gpusim_calls("cudaEventSynchronize"), record0 = gpusim_calls("cudaEventRecord");
+  cudaEvent_t ev = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaEventCreate(&ev));
+  ASSERT_EQ(cudaSuccess, cudaEventRecord(ev, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaEventSynchronize(ev));
+  ASSERT_EQ(cudaSuccess, cudaEventQuery(ev));  // not counted: it never waits
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(nullptr));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  ASSERT_EQ(cudaSuccess, cudaEventDestroy(ev));
+  EXPECT_EQ(dsync0 + 1, gpusim_calls("cudaDeviceSynchronize"));
+  EXPECT_EQ(ssync0 + 1, gpusim_calls("cudaStreamSynchronize"));
+  EXPECT_EQ(esync0 + 1, gpusim_calls("cudaEventSynchronize"));
+  EXPECT_EQ(record0 + 1, gpusim_calls("cudaEventRecord"));
   EXPECT_EQ(-1, gpusim_calls("cuMemGetInfo"));
   EXPECT_EQ(-1, gpusim_calls(nullptr));
 }

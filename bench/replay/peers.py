@@ -393,6 +393,7 @@ def report(args):
     w("command: `scripts/bench-peers.sh`; traces: %s"
       % ", ".join(os.path.relpath(os.path.abspath(t), ROOT) for t in args.traces))
     w("")
+    goals(w, by, traces_in(by))
     w("**Peak reserved (utilization = peak allocated / peak reserved)**, same event streams:")
     w("")
     w("| trace | ideal (peak live) | " + " | ".join(order) + " |")
@@ -497,6 +498,49 @@ def report(args):
             f.write(text)
     sys.stdout.write(text)
     return 1 if failed else 0
+
+
+def traces_in(by):
+    return list(by["gpuslack default"].keys())
+
+
+def goals(w, by, traces):
+    """Issue 14's goals that this run measures, each a row: what was asked,
+    what was measured beside torch's expandable segments, met or by how
+    much it misses. The smallest device (--pressure), the allocation loop
+    (bench/alloc_loop.py) and the 8-thread pair are measured by their own
+    commands (bench/README.md, "Allocator goals")."""
+    g, t = by["gpuslack default"], by["torch expandable_segments"]
+    w("**Goals (issue 14), gpuslack's defaults against torch expandable_segments, this run:**")
+    w("")
+    w("| goal | measured | met |")
+    w("|---|---|---|")
+    worse = [x for x in traces if g[x]["peak_reserved"] > t[x]["peak_reserved"]]
+    w("| peak reserved <= torch expandable's on every trace | %d of %d traces%s | %s |"
+      % (len(traces) - len(worse), len(traces),
+         "; more on " + ", ".join("%s (%.3fx)" % (x, g[x]["peak_reserved"] / t[x]["peak_reserved"]) for x in worse)
+         if worse else "", "yes" if not worse else "no"))
+    mini = [x for x in traces if "minimalloc" in x]
+    if mini:
+        gs, ts = sum(g[x]["peak_reserved"] for x in mini), sum(t[x]["peak_reserved"] for x in mini)
+        w("| minimalloc sum <= 0.8x torch expandable's | %s against %s: %.3fx | %s |"
+          % (gib(gs), gib(ts), gs / ts, "yes" if gs <= 0.8 * ts else "no, by %.3fx" % (gs / ts / 0.8)))
+    for x in traces:
+        if "opt-finetune" in x:
+            ug = g[x]["peak_allocated"] / g[x]["peak_reserved"]
+            ut = t[x]["peak_allocated"] / t[x]["peak_reserved"]
+            w("| opt-finetune utilization >= torch expandable's | %.1f%% against %.1f%% | %s |"
+              % (100 * ug, 100 * ut, "yes" if ug >= ut - 1e-9 else "no, by %.1f points" % (100 * (ut - ug))))
+    slow_med = [x for x in traces if g[x]["alloc_median_ns"] > t[x]["alloc_median_ns"]]
+    slow_p99 = [x for x in traces if g[x]["alloc_p99_ns"] > 2 * t[x]["alloc_p99_ns"]]
+    w("| allocation median <= torch expandable's (torch raw, Python floor included) | %d of %d traces%s | %s |"
+      % (len(traces) - len(slow_med), len(traces),
+         "; slower on " + ", ".join(slow_med) if slow_med else "", "yes" if not slow_med else "no"))
+    w("| allocation p99 <= 2x torch expandable's | %d of %d traces%s | %s |"
+      % (len(traces) - len(slow_p99), len(traces),
+         "; over on " + ", ".join("%s (%s against %s)" % (x, ns(g[x]["alloc_p99_ns"]), ns(t[x]["alloc_p99_ns"]))
+                                  for x in slow_p99) if slow_p99 else "", "yes" if not slow_p99 else "no"))
+    w("")
 
 
 def default_traces():

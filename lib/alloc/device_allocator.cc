@@ -240,7 +240,9 @@ uint64_t DeviceAllocator::cached_on_streams() const {
 }
 
 void DeviceAllocator::note_peaks() {
-  stats_.note(held_bytes() - freed_bytes_, mapped_bytes());  // freed blocks are not allocated
+  uint64_t mapped = mapped_bytes();
+  mapped_high_water_ = std::max(mapped_high_water_, mapped);
+  stats_.note(held_bytes() - freed_bytes_, mapped);  // freed blocks are not allocated
 }
 
 uint64_t DeviceAllocator::trim_locked() {
@@ -298,11 +300,16 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   uint64_t budget = !limit_ ? Reservation::kNoBudget : limit_ > mapped ? limit_ - mapped : 0;
   std::optional<Reservation::Owner> owner;
   if (stream) owner = owner_of(*stream);
+  // Note [Releasing memory]: up to the mapped total's high-water mark a
+  // miss maps freely; past it, it releases cached granules first.
+  uint64_t growth = sync::capturing()              ? Reservation::kNoBudget
+                    : mapped_high_water_ > mapped ? mapped_high_water_ - mapped
+                                                  : 0;
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
     double start = clock::monotonic_seconds();
     std::optional<uintptr_t> a =
-        reservations_[i].load(std::memory_order_relaxed)->allocate_mapping(bytes, budget, result, owner, !sync::capturing());
+        reservations_[i].load(std::memory_order_relaxed)->allocate_mapping(bytes, budget, result, owner, growth);
     if (a) {
       note_map_cost(clock::monotonic_seconds() - start, mapped_bytes() - mapped);
       return served(*a);

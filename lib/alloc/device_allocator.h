@@ -50,11 +50,16 @@
 // while ago is free for everyone, and releasable, by the next miss.
 //
 // Note [Releasing memory]: with the defaults (no cache limit), mapped
-// granules are given back only under pressure: a failed map trims the
-// cached granules and retries, then waits for every pending free (fenced
-// on every stream, held ranges included) and retries on what they free,
-// still mapped, and trims once more. Nothing is unmapped while the device
-// has room, so a steady loop maps nothing after its first step (no churn).
+// granules are given back in two cases. A miss that would map the device's
+// mapped total past its high-water mark first releases as many bytes of
+// cached granules in free ranges elsewhere (smallest ranges first: holes),
+// so the total grows only when live memory does; below the mark it maps
+// freely. And under pressure: a failed map trims the cached granules and
+// retries, then waits for every pending free (fenced on every stream, held
+// ranges included) and retries on what they free, still mapped, and trims
+// once more. A steady loop maps nothing after its first step (no churn);
+// traces whose shapes keep changing trade driver calls for memory
+// (bench/README.md, "Allocator goals").
 // cache_limit_mb caps the cached bytes (held ranges and stream caches
 // included) for programs that share the device with others.
 //
@@ -240,6 +245,7 @@ class DeviceAllocator {
   void note_map_cost(double seconds, uint64_t mapped);
   static constexpr double kMaxFenceWait = 0.005;  // seconds
   double map_seconds_per_byte_ = 0;  // 0: nothing mapped yet
+  uint64_t mapped_high_water_ = 0;   // the most ever mapped (not reset with the peaks)
   // A stream is an owner of held ranges by its handle (legacy stream: 0).
   static Reservation::Owner owner_of(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }
   static cudaStream_t stream_of(Reservation::Owner o) { return reinterpret_cast<cudaStream_t>(o); }

@@ -36,7 +36,7 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes, Owner owne
 }
 
 std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
-                                                       std::optional<Owner> owner, bool release_first) {
+                                                       std::optional<Owner> owner, uint64_t growth_allowed) {
   BlockManager::Ranges from_held;
   std::optional<uint64_t> at =
       owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held)
@@ -46,11 +46,12 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     return std::nullopt;
   }
   uint64_t size = blocks_.size_of(*at);
-  if (release_first) {
-    // DeviceAllocator's Note [Releasing memory]: what this maps, cached
-    // granules elsewhere give back first, so the mapped total does not grow
-    // while free memory lies unused under other ranges.
-    if (uint64_t missing = map_.unmapped_bytes(*at, size)) release_free(missing);
+  if (growth_allowed != kNoBudget) {
+    // DeviceAllocator's Note [Releasing memory]: what this maps past the
+    // growth allowed, cached granules elsewhere give back first, so the
+    // mapped total does not grow while free memory lies unused elsewhere.
+    uint64_t missing = map_.unmapped_bytes(*at, size);
+    if (missing > growth_allowed) release_free(missing - growth_allowed);
   }
   if (map_budget == kNoBudget || map_.mapped_range(*at, size)) {
     *result = map_.map(*at, size);

@@ -43,10 +43,12 @@ class Reservation {
   // CUDA_ERROR_OUT_OF_MEMORY for a full device or an exhausted budget, else
   // the driver's error.
   static constexpr uint64_t kNoBudget = ~0ull;
-  // With `release_first`, as many bytes of cached granules in other free
-  // ranges as the block needs mapped are released before it is mapped.
+  // Of what the block needs mapped, all but `growth_allowed` bytes are
+  // first released from cached granules in other free ranges (kNoBudget:
+  // nothing is released).
   std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
-                                           std::optional<Owner> owner = std::nullopt, bool release_first = false);
+                                           std::optional<Owner> owner = std::nullopt,
+                                           uint64_t growth_allowed = kNoBudget);
 
   // Note [Space held for an owner], in absolute addresses.
   uint64_t release_to(uintptr_t a, Owner owner) { return blocks_.release_to(a - base_, owner); }

@@ -162,6 +162,10 @@ class BlockManager {
   // The owners holding ranges now.
   std::vector<Owner> owners() const;
   uint64_t held() const { return held_bytes_; }  // every owner's held bytes
+  uint64_t held_by(Owner owner) const {
+    auto h = held_.find(owner);
+    return h == held_.end() ? 0 : h->second.all.total();
+  }
 
   uint64_t capacity() const { return capacity_; }
   uint64_t allocated() const { return allocated_; }  // live blocks, rounded sizes

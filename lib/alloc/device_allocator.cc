@@ -186,7 +186,26 @@ void DeviceAllocator::settle_held() {
   }
 }
 
+void DeviceAllocator::hold_cached_large(cudaStream_t stream) {
+  std::vector<uint64_t> blocks;
+  streams_.take_larger(stream, BlockManager::kSmallLimit, &blocks);
+  uint64_t bytes = 0;
+  for (uint64_t addr : blocks) {
+    auto it = freed_.find(addr);
+    bytes += it->second;
+    freed_bytes_ -= it->second;
+    freed_.erase(it);
+    reservation_of(addr)->release_to(addr, owner_of(stream));  // merged with its held neighbours
+  }
+  if (bytes) freed_to_held(stream, bytes);
+}
+
 void DeviceAllocator::freed_to_held(cudaStream_t s, uint64_t size) {
+  // A stream holding little needs no fence: a cached pair never records one.
+  uint64_t held = 0;
+  for (int i = 0; i < reservations_made_; ++i)
+    held += reservations_[i].load(std::memory_order_relaxed)->held_by(owner_of(s));
+  if (held < kHeldFenceBytes) return;
   uint64_t& unfenced = held_unfenced_[s];
   unfenced += size;
   if (unfenced < kHeldFenceBytes) return;
@@ -266,18 +285,20 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
   // another stream, unordered with what `stream` still runs.
   if (!sync::capturing()) {
     uint64_t size = BlockManager::round_up(bytes);
-    if (size <= BlockManager::kSmallLimit) {
-      if (std::optional<uint64_t> at = streams_.take(stream, size)) {
-        auto it = freed_.find(*at);
-        freed_bytes_ -= it->second;
-        freed_.erase(it);
-        reservation_of(*at)->set_requested(*at, bytes);  // what range checks allow now
-        stats_.reused_on_stream();
-        return served(*at);
-      }
-    } else {
+    // The same rounded size, freed on this stream: the cheapest reuse.
+    if (std::optional<uint64_t> at = streams_.take(stream, size)) {
+      auto it = freed_.find(*at);
+      freed_bytes_ -= it->second;
+      freed_.erase(it);
+      reservation_of(*at)->set_requested(*at, bytes);  // what range checks allow now
+      stats_.reused_on_stream();
+      return served(*at);
+    }
+    if (size > BlockManager::kSmallLimit) {
       // Any size, split from what the stream holds (Note [Space held for an
-      // owner] in block_manager.h): stream order makes it safe.
+      // owner] in block_manager.h): stream order makes it safe. The large
+      // blocks it cached by size join its held ranges first.
+      hold_cached_large(stream);
       for (int i = 0; i < reservations_made_; ++i)
         if (std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_held(owner_of(stream), bytes)) {
           stats_.reused_on_stream();
@@ -483,11 +504,12 @@ void* DeviceAllocator::served(uintptr_t addr) {
 
 // --------------------------------------------------------------- freeing ---
 
-bool DeviceAllocator::take_freed(void* p, uint64_t* addr) {
+bool DeviceAllocator::take_freed(void* p, uint64_t* addr, uint64_t* size_out) {
   *addr = reinterpret_cast<uintptr_t>(p);
   Reservation* r = reservation_of(*addr);
   uint64_t size = r ? r->size_of(*addr) : 0;
   if (size == 0 || !freed_.emplace(*addr, size).second) return false;
+  if (size_out) *size_out = size;
   freed_bytes_ += size;
   stats_.freed();
   return true;
@@ -495,8 +517,8 @@ bool DeviceAllocator::take_freed(void* p, uint64_t* addr) {
 
 bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  uint64_t addr;
-  if (!take_freed(p, &addr)) return false;
+  uint64_t addr, size;
+  if (!take_freed(p, &addr, &size)) return false;
   if (GraphHold* h = drop_captured(addr)) {
     // Note [Capture without hooks]: allocated during a capture, so its
     // graph may still write here: held while the graph lives.
@@ -520,18 +542,15 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
     epochs_.add(addr);
     // Bound what an open epoch holds back: fence a full batch now.
     if (epochs_.open_blocks() >= kEpochBlocks) epochs_.close();
-  } else if (uint64_t size = freed_.at(addr); size > BlockManager::kSmallLimit) {
-    // Held for the stream, merged with what it holds beside it (Note
-    // [Space held for an owner] in block_manager.h): not a freed block now.
-    freed_.erase(addr);
-    freed_bytes_ -= size;
-    reservation_of(addr)->release_to(addr, owner_of(*stream));
-    if (cache_limit_ && cached_on_streams() > cache_limit_) fence_stream(*stream, true);
-    else freed_to_held(*stream, size);
   } else if (streams_.put(*stream, addr, size) > kStreamCacheBlocks ||
              (cache_limit_ && cached_on_streams() > cache_limit_)) {
     // Too much held for one stream: fence it for everyone (one event).
     fence_stream(*stream, cache_limit_ != 0);
+  } else if (size > BlockManager::kSmallLimit &&
+             streams_.large_bytes(*stream, BlockManager::kSmallLimit) >= kHeldFenceBytes) {
+    // Large blocks past kHeldFenceBytes join the stream's held ranges now,
+    // where the next fence covers them (Note [Held ranges reach everyone]).
+    hold_cached_large(*stream);
   }
   note_peaks();
   return true;

@@ -4,10 +4,10 @@
 //
 // Data flow, allocate(bytes, stream): what `stream` freed comes back to it
 // at once, with no event and no driver call (the cached path, as PyTorch's
-// and RMM's stream-ordered pools do it): a small block (<= 1 MiB) of the
-// same rounded size from StreamCache; a large one of any size, split from
-// the ranges the stream holds (BlockManager's Note [Space held for an
-// owner]: freed large blocks merge there). Otherwise a Reservation gives a
+// and RMM's stream-ordered pools do it): a block of the same rounded size
+// from StreamCache; else, for a large request (> 1 MiB), any size split
+// from the ranges the stream holds (BlockManager's Note [Space held for an
+// owner]: the large blocks it cached by size merge there first). Otherwise a Reservation gives a
 // block on memory already mapped (best fit, small pool), or, for a stream,
 // over its held ranges and the mapped free space beside them. Otherwise (a
 // miss) every block held back is fenced (the open epoch of stream-less
@@ -20,7 +20,7 @@
 // address space ran out, not the memory), another is reserved. Frees:
 // free(p) puts the block into sync::FreeEpochs (Note [Freeing without
 // synchronizing] in free_epochs.h; a batch of 64 is fenced at once);
-// free(p, stream) into StreamCache or the stream's held ranges. Mapped
+// free(p, stream) into StreamCache. Mapped
 // granules of free ranges stay as a cache, released by trim(), past the
 // cache limit, and under memory pressure (Note [Releasing memory]).
 //
@@ -44,10 +44,11 @@
 // reused since go to the free space (release_fenced), where anyone may
 // allocate them and Note [Releasing memory] may unmap them. The stream
 // keeps its own reuse throughout: nothing it holds is taken from it early.
-// Frees fence too, at most once per kHeldFenceBytes a stream frees into
-// what it holds and only once its previous fence completed (one event
-// query and one record per 32 MiB freed), so that what a stream freed a
-// while ago is free for everyone, and releasable, by the next miss.
+// Frees fence too, once a stream holds at least kHeldFenceBytes: one event
+// per kHeldFenceBytes it frees into what it holds (replacing a pending
+// one), so that what a stream freed a while ago is free for everyone, and
+// releasable, by the next miss. A stream that holds less (a cached
+// alloc/free pair) records nothing.
 //
 // Note [Releasing memory]: with the defaults (no cache limit), mapped
 // granules are given back in two cases. A miss that would map the device's
@@ -253,7 +254,7 @@ class DeviceAllocator {
   // event on it.
   void fence_stream(cudaStream_t stream, bool with_held);
   uint64_t cached_on_streams() const;  // StreamCache bytes and every held range
-  bool take_freed(void* p, uint64_t* addr);  // validates and marks freed
+  bool take_freed(void* p, uint64_t* addr, uint64_t* size = nullptr);  // validates and marks freed
   void settle_deferred();      // frees made during a capture, held blocks of destroyed graphs -> fenced
   // Open epoch and stream caches -> fenced; and, `with_held`, every
   // stream's held ranges (pressure, trim).
@@ -272,7 +273,9 @@ class DeviceAllocator {
   // released and it is removed.
   bool held_fence_pending(size_t i);
   void fence_held_on(cudaStream_t s);  // one event on `s` over what it holds
-  // A large block of `size` went to what `s` holds: every kHeldFenceBytes
+  // The large blocks `stream` cached by size join what it holds.
+  void hold_cached_large(cudaStream_t stream);
+  // Large blocks of `size` went to what `s` holds: every kHeldFenceBytes
   // so freed, a fence (once the previous one completed).
   void freed_to_held(cudaStream_t s, uint64_t size);
   static constexpr uint64_t kHeldFenceBytes = 32ull << 20;

@@ -65,6 +65,7 @@ class Reservation {
   uint64_t release_fenced(Owner owner) { return blocks_.release_fenced(owner); }
   std::vector<Owner> owners() const { return blocks_.owners(); }
   uint64_t held() const { return blocks_.held(); }
+  uint64_t held_by(Owner owner) const { return blocks_.held_by(owner); }
 
   // Frees the block at `a`; returns its size (0: no live block there).
   uint64_t release(uintptr_t a) { return blocks_.release(a - base_); }

@@ -28,6 +28,28 @@ std::optional<uint64_t> StreamCache::take(cudaStream_t stream, uint64_t size) {
   return offset;
 }
 
+void StreamCache::take_larger(cudaStream_t stream, uint64_t size, std::vector<uint64_t>* out) {
+  auto s = streams_.find(stream);
+  if (s == streams_.end()) return;
+  for (auto& [bucket, offsets] : s->second.by_size) {
+    if (bucket <= size || offsets.empty()) continue;
+    out->insert(out->end(), offsets.begin(), offsets.end());
+    bytes_ -= bucket * offsets.size();
+    blocks_ -= offsets.size();
+    s->second.blocks -= offsets.size();
+    offsets.clear();
+  }
+}
+
+uint64_t StreamCache::large_bytes(cudaStream_t stream, uint64_t above) const {
+  auto s = streams_.find(stream);
+  if (s == streams_.end()) return 0;
+  uint64_t n = 0;
+  for (const auto& [bucket, offsets] : s->second.by_size)
+    if (bucket > above) n += bucket * offsets.size();
+  return n;
+}
+
 void StreamCache::flush(cudaStream_t stream, std::vector<uint64_t>* out) {
   auto s = streams_.find(stream);
   if (s == streams_.end()) return;

@@ -40,12 +40,16 @@ class StreamCache {
   // A cached block of exactly `size` freed on `stream`, or nullopt.
   std::optional<uint64_t> take(cudaStream_t stream, uint64_t size);
 
+  // Removes every block of `stream` larger than `size`; appends their
+  // offsets to `out`.
+  void take_larger(cudaStream_t stream, uint64_t size, std::vector<uint64_t>* out);
   // Removes every block of `stream`; appends their offsets to `out`.
   void flush(cudaStream_t stream, std::vector<uint64_t>* out);
   // The streams that hold blocks.
   std::vector<cudaStream_t> streams() const;
 
   uint64_t bytes() const { return bytes_; }
+  uint64_t large_bytes(cudaStream_t stream, uint64_t above) const;  // of blocks larger than `above`
   size_t blocks() const { return blocks_; }
 
  private:

@@ -520,6 +520,98 @@ TEST(BlockManager, GrowingPlacesOverHeldAndFreeSpaceAndUnholdMakesBlocks) {
   EXPECT_EQ(8 * kMiB, m.allocated());
 }
 
+// Note [Space held for an owner], against a model of every 512-byte unit:
+// which owner holds it (0: none) and whether a fence marked it. Random
+// frees into three owners, reuse by the owner (split, grown into free
+// space), fences, releases, unholds and plain allocations; after every
+// step the invariants hold, no allocation lands on another owner's held
+// unit, and each owner's held bytes are the model's.
+TEST(BlockManager, RandomHeldSequencesNeverCrossOwners) {
+  constexpr uint64_t kCapacity = 64 * kMiB, kUnit = BlockManager::kAlignment;
+  for (unsigned seed = 1; seed <= 8 / kSeedDivisor; ++seed) {
+    std::mt19937_64 rng(seed);
+    BlockManager m(kCapacity);
+    std::vector<uint8_t> owner(kCapacity / kUnit, 0), fenced(kCapacity / kUnit, 0);
+    std::vector<uint64_t> live;
+    auto units = [&](uint64_t at, uint64_t size, auto f) {
+      for (uint64_t u = at / kUnit; u < (at + size) / kUnit; ++u) f(u);
+    };
+    auto priced = [](uint64_t, uint64_t, uint64_t) -> uint64_t { return 0; };
+    for (int i = 0; i < 1500; ++i) {
+      const BlockManager::Owner o = 1 + rng() % 3;
+      const uint64_t bytes = rng() % 3 ? kMiB + 1 + rng() % (6 * kMiB) : rng() % kMiB;
+      std::optional<uint64_t> at;
+      switch (rng() % 8) {
+        case 0:
+        case 1:
+          at = m.allocate(bytes);
+          if (at) units(*at, m.size_of(*at), [&](uint64_t u) { ASSERT_EQ(0, owner[u]) << "seed " << seed << " op " << i; });
+          break;
+        case 2:
+          at = m.allocate_held(o, bytes);
+          if (at) units(*at, m.size_of(*at), [&](uint64_t u) {
+            ASSERT_EQ(o, owner[u]) << "seed " << seed << " op " << i;
+            owner[u] = 0;
+            fenced[u] = 0;
+          });
+          break;
+        case 3:
+          at = m.allocate_growing(o, bytes, priced, BlockManager::kAnyCost);
+          if (at) units(*at, m.size_of(*at), [&](uint64_t u) {
+            ASSERT_TRUE(owner[u] == 0 || owner[u] == o) << "seed " << seed << " op " << i;
+            owner[u] = 0;
+            fenced[u] = 0;
+          });
+          break;
+        case 4:
+        case 5:
+          if (!live.empty()) {
+            size_t k = rng() % live.size();
+            uint64_t b = live[k], size = m.size_of(b);
+            live[k] = live.back();
+            live.pop_back();
+            if (size > BlockManager::kSmallLimit && rng() % 4) {
+              ASSERT_EQ(size, m.release_to(b, o));
+              units(b, size, [&](uint64_t u) { owner[u] = static_cast<uint8_t>(o); fenced[u] = 0; });
+            } else {
+              ASSERT_EQ(size, m.release(b));
+            }
+          }
+          break;
+        case 6:
+          if (rng() % 2) {
+            m.fence_held(o);
+            for (uint64_t u = 0; u < owner.size(); ++u)
+              if (owner[u] == o) fenced[u] = 1;  // every unit it holds; other owners' marks stay
+          } else {
+            uint64_t expect = 0;
+            for (uint64_t u = 0; u < owner.size(); ++u)
+              if (owner[u] == o && fenced[u]) {
+                owner[u] = 0;
+                fenced[u] = 0;
+                expect += kUnit;
+              }
+            ASSERT_EQ(expect, m.release_fenced(o)) << "seed " << seed << " op " << i;
+          }
+          break;
+        default: {
+          std::vector<uint64_t> blocks;
+          m.unhold(o, &blocks);
+          for (uint64_t b : blocks) {
+            units(b, m.size_of(b), [&](uint64_t u) { ASSERT_EQ(o, owner[u]) << "seed " << seed << " op " << i; owner[u] = 0; fenced[u] = 0; });
+            live.push_back(b);
+          }
+        }
+      }
+      if (at) live.push_back(*at);
+      ASSERT_EQ("", m.check()) << "seed " << seed << " op " << i;
+      for (BlockManager::Owner x = 1; x <= 3; ++x)
+        ASSERT_EQ(kUnit * static_cast<uint64_t>(std::count(owner.begin(), owner.end(), x)), m.held_by(x))
+            << "seed " << seed << " op " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

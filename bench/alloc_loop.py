@@ -26,7 +26,7 @@ memory, so the native loop's wall time is mostly page faults of its
 memsets: compare its cudaMalloc column, not its total.
 
 rows(build, iterations, p2p_max_mib) returns the same rows for a table
-generator to call. Exit status 1 when a run fails.
+generator to call; measure() the figures behind them (peers.py --goals). Exit status 1 when a run fails.
 """
 import argparse
 import glob
@@ -87,28 +87,44 @@ def mib(v):
     return "%.0f MiB" % (v / MIB)
 
 
-def row(build, name, args, env_extra):
+def case(build, name, args, env_extra):
+    """{name, native, gpuslack, alloc}: the figures of one case."""
     native, _ = run(build, args, env_extra, preload=False)
     ours, alloc = run(build, args, env_extra, preload=True)
+    return {"name": name, "native": native, "gpuslack": ours, "alloc": sorted(alloc, key=lambda a: a["device"])}
+
+
+def within_goal(a):
+    return a["peak_reserved"] <= 1.25 * a["peak_allocated"] + CHUNK
+
+
+def row(c):
+    alloc = c["alloc"]
     mapped = ", ".join(
         "%s%s / %s (%.2f×%s)" % ("dev %d: " % a["device"] if len(alloc) > 1 else "", mib(a["peak_reserved"]),
                                 mib(a["peak_allocated"]), a["peak_reserved"] / max(a["peak_allocated"], 1),
-                                "" if a["peak_reserved"] <= 1.25 * a["peak_allocated"] + CHUNK else ", over")
-        for a in sorted(alloc, key=lambda a: a["device"]))
-    retries = ", ".join(str(a["oom_retries"]) for a in sorted(alloc, key=lambda a: a["device"]))
-    return "| %s | %s | %s | %s | %s | %s | %s |" % (name, ms(native["malloc_ms"]), ms(ours["malloc_ms"]),
+                                "" if within_goal(a) else ", over")
+        for a in alloc)
+    retries = ", ".join(str(a["oom_retries"]) for a in alloc)
+    native, ours = c["native"], c["gpuslack"]
+    return "| %s | %s | %s | %s | %s | %s | %s |" % (c["name"], ms(native["malloc_ms"]), ms(ours["malloc_ms"]),
                                                     ms(native["total_ms"]), ms(ours["total_ms"]), mapped, retries)
+
+
+def measure(build, iterations=200, p2p_max_mib=64):
+    """The cases' figures, in the order of rows()."""
+    loop = ["loop", 160, 2, iterations]
+    return [
+        case(build, "loop 2 × 160 MiB × %d, 8 GiB device" % iterations, loop, {}),
+        case(build, "loop 2 × 160 MiB × %d, 1 GiB device" % iterations, loop, {"GPUSIM_DEVICE_MEMORY": "1G"}),
+        case(build, "p2p bandwidth 4 KiB–%d MiB, 2 devices" % p2p_max_mib, ["p2p", p2p_max_mib],
+             {"GPUSIM_DEVICE_COUNT": "2"}),
+    ]
 
 
 def rows(build, iterations=200, p2p_max_mib=64):
     """The Markdown rows, one per case (no header: HEADER is the header)."""
-    loop = ["loop", 160, 2, iterations]
-    return [
-        row(build, "loop 2 × 160 MiB × %d, 8 GiB device" % iterations, loop, {}),
-        row(build, "loop 2 × 160 MiB × %d, 1 GiB device" % iterations, loop, {"GPUSIM_DEVICE_MEMORY": "1G"}),
-        row(build, "p2p bandwidth 4 KiB–%d MiB, 2 devices" % p2p_max_mib, ["p2p", p2p_max_mib],
-            {"GPUSIM_DEVICE_COUNT": "2"}),
-    ]
+    return [row(c) for c in measure(build, iterations, p2p_max_mib)]
 
 
 def main():

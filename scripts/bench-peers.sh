@@ -7,6 +7,12 @@
 #
 #   scripts/bench-peers.sh [BUILD_DIR] [peers.py options: --out FILE, --traces PATH, --pairs N, --rounds R]
 #   scripts/bench-peers.sh [BUILD_DIR] --pressure [--gpuslack-only] [--out FILE] [--traces PATH]
+#   scripts/bench-peers.sh [BUILD_DIR] --goals [--out FILE] [--traces PATH]
+#
+# --goals prints issue 14's goals as one table (bench/README.md, "Allocator
+# goals", is this output), each row met or by how much it misses, measured
+# in this one run beside torch's allocator: the peers' tables, the pressure
+# table and the allocation loops (bench/alloc_loop.py) follow it.
 #
 # --pressure prints the pressure table instead: per trace, the smallest
 # simulated device each allocator replays it on with no failed allocation
@@ -22,7 +28,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=build
 if [ $# -gt 0 ] && [[ $1 != -* ]]; then build=$1; shift; fi
 [ -f "$build/CMakeCache.txt" ] || "$root/scripts/build.sh" "$build"
-cmake --build "$build" --target trace_replay alloc_bench gpuslack gpusim sim_cudart sim_cuda sim_nvml sim_nccl \
+cmake --build "$build" --target trace_replay alloc_bench alloc_loop_app gpuslack gpusim sim_cudart sim_cuda sim_nvml sim_nccl \
   -j "$(nproc)" >/dev/null
 torch_python=$("$root/scripts/torch-env.sh" | tail -n1)
 exec python3 "$root/bench/replay/peers.py" --build "$build" --torch-python "$torch_python" "$@"

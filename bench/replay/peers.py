@@ -57,6 +57,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -347,7 +348,7 @@ def ns(v):
     return "%.0f" % v if v < 100000 else "%.0f µs" % (v / 1000.0)
 
 
-def report(args):
+def report_text(args, extra_goals=()):
     streams_tmp = tempfile.TemporaryDirectory()
     streams = convert(args.traces, streams_tmp.name)
     load_before = load()
@@ -369,7 +370,7 @@ def report(args):
     bench = ""
     alloc_bench = os.path.join(args.build, "bench", "alloc_bench")
     if os.path.exists(alloc_bench) and not args.no_alloc_bench:
-        out = run([alloc_bench, "--benchmark_filter=StreamPair/.*threads:1$|CudaMallocFree_Vmm",
+        out = run([alloc_bench, "--benchmark_filter=StreamPair|CudaMallocFree_Vmm",
                    "--benchmark_min_time=0.2", "--benchmark_repetitions=3",
                    "--benchmark_report_aggregates_only=true"], env=sim_env(args.build), what="alloc_bench")
         bench = "\n".join(l for l in out.splitlines() if "_median" in l)
@@ -390,10 +391,10 @@ def report(args):
       % (rev(), os.path.basename(os.path.abspath(args.build)), torch_version))
     # Paths relative to the checkout: the table says where the traces are
     # for anyone's clone, not for this machine.
-    w("command: `scripts/bench-peers.sh`; traces: %s"
-      % ", ".join(os.path.relpath(os.path.abspath(t), ROOT) for t in args.traces))
+    w("command: `scripts/bench-peers.sh%s`; traces: %s"
+      % (" --goals" if getattr(args, "goals", False) else ""), ", ".join(os.path.relpath(os.path.abspath(t), ROOT) for t in args.traces))
     w("")
-    goals(w, by, traces_in(by))
+    goals(w, by, traces_in(by), list(extra_goals) + pair_goals(bench))
     w("**Peak reserved (utilization = peak allocated / peak reserved)**, same event streams:")
     w("")
     w("| trace | ideal (peak live) | " + " | ".join(order) + " |")
@@ -492,24 +493,48 @@ def report(args):
         w("")
     if failed:
         w("FAILED allocations: " + ", ".join("%s %s: %d" % f for f in failed))
-    text = "\n".join(o) + "\n"
+    return (1 if failed else 0), "\n".join(o) + "\n"
+
+
+def report(args):
+    code, text = goals_report(args) if args.goals else report_text(args)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
     sys.stdout.write(text)
-    return 1 if failed else 0
+    return code
 
 
 def traces_in(by):
     return list(by["gpuslack default"].keys())
 
 
-def goals(w, by, traces):
+def pair_goals(bench):
+    """The cached pair's goals, from alloc_bench's medians (CPU time)."""
+    cpu = {}
+    for line in bench.splitlines():
+        m = re.match(r"BM_DeviceAllocator_StreamPair/(\d+)/.*threads:(\d+)_median\s+([\d.]+) ns\s+([\d.]+) ns", line)
+        if m:
+            cpu[(int(m.group(1)), int(m.group(2)))] = float(m.group(4))
+    rows = []
+    for size in sorted({k[0] for k in cpu}):
+        one, eight = cpu.get((size, 1)), cpu.get((size, 8))
+        name = "%d KiB" % (size >> 10) if size < 1 << 20 else "%d MiB" % (size >> 20)
+        if one is not None:
+            rows.append("| cached pair (C++, one stream per thread), %s: <= 60 ns CPU on 1 thread | %.0f ns | %s |"
+                        % (name, one, "yes" if one <= 60 else "no, by %.1fx" % (one / 60)))
+        if one and eight is not None:
+            rows.append("| the same with 8 threads on one allocator: <= 1.3x one thread's CPU per pair | %.0f ns, "
+                        "%.2fx | %s |" % (eight, eight / one,
+                                          "yes" if eight <= 1.3 * one else "no, by %.2fx" % (eight / one / 1.3)))
+    return rows
+
+
+def goals(w, by, traces, extra=()):
     """Issue 14's goals that this run measures, each a row: what was asked,
     what was measured beside torch's expandable segments, met or by how
-    much it misses. The smallest device (--pressure), the allocation loop
-    (bench/alloc_loop.py) and the 8-thread pair are measured by their own
-    commands (bench/README.md, "Allocator goals")."""
+    much it misses; then `extra` rows (with --goals: the smallest devices
+    and the allocation loops) and the cached pair's."""
     g, t = by["gpuslack default"], by["torch expandable_segments"]
     w("**Goals (issue 14), gpuslack's defaults against torch expandable_segments, this run:**")
     w("")
@@ -540,7 +565,45 @@ def goals(w, by, traces):
       % (len(traces) - len(slow_p99), len(traces),
          "; over on " + ", ".join("%s (%s against %s)" % (x, ns(g[x]["alloc_p99_ns"]), ns(t[x]["alloc_p99_ns"]))
                                   for x in slow_p99) if slow_p99 else "", "yes" if not slow_p99 else "no"))
+    for row in extra:
+        w(row)
     w("")
+
+
+def goals_from_pressure(ideals, found):
+    g, t = found["gpuslack"], found["torch expandable_segments"]
+    worse = [x for x in ideals if g[x] is None or (t[x] is not None and g[x] > t[x])]
+    return ["| smallest device with no failed allocation <= torch expandable's, every trace | %d of %d traces%s | %s |"
+            % (len(ideals) - len(worse), len(ideals), "; larger on " + ", ".join(worse) if worse else "",
+               "yes" if not worse else "no")]
+
+
+def goals_from_loops(cases):
+    import alloc_loop
+    rows = []
+    for c in cases:
+        over = [a for a in c["alloc"] if not alloc_loop.within_goal(a)]
+        retries = sum(a["oom_retries"] for a in c["alloc"])
+        figures = ", ".join("%.0f / %.0f MiB" % (a["peak_reserved"] / 2.0**20, a["peak_allocated"] / 2.0**20)
+                            for a in c["alloc"])
+        rows.append("| %s: mapped <= 1.25x peak live + one 16 MiB chunk, no out-of-memory retry | %s mapped / live, "
+                    "%d retries | %s |" % (c["name"], figures, retries, "yes" if not over and not retries else "no"))
+    return rows
+
+
+def goals_report(args):
+    """Every goal of issue 14 in one run: the smallest devices, the
+    allocation loops, then the peers, whose report opens with the goals."""
+    import pressure
+    sys.path.insert(0, os.path.dirname(HERE))
+    import alloc_loop
+    args.gpuslack_only = False
+    ideals, found, _, pressure_text = pressure.measure(args)
+    cases = alloc_loop.measure(args.build)
+    code, text = report_text(args, goals_from_pressure(ideals, found) + goals_from_loops(cases))
+    text += ("\n" + pressure_text + "\n**Allocation loops** (bench/alloc_loop.py), native beside gpuslack:\n\n" +
+             alloc_loop.HEADER + "\n" + "\n".join(alloc_loop.row(c) for c in cases) + "\n")
+    return code, text
 
 
 def default_traces():
@@ -554,6 +617,8 @@ def main():
     ap.add_argument("--pressure", action="store_true",
                     help="the smallest simulated device each trace replays on (pressure.py)")
     ap.add_argument("--gpuslack-only", action="store_true", help="--pressure without torch")
+    ap.add_argument("--goals", action="store_true",
+                    help="issue 14's goals as one table: the peers, the smallest devices and the loops, one run")
     ap.add_argument("--gpuslack", help=argparse.SUPPRESS)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--torch-python")

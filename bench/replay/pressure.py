@@ -136,7 +136,8 @@ def cell(size, ideal):
     return "%s (%.2fx)" % (human(size), size / ideal)
 
 
-def report(args):
+def measure(args):
+    """(ideals, found, sides labels, the Markdown section) for the traces."""
     import tempfile
     tmp = tempfile.TemporaryDirectory()
     streams = peers.convert(args.traces, tmp.name)
@@ -181,7 +182,11 @@ def report(args):
             sums[l] = None if sums[l] is None or found[l][t] is None else sums[l] + found[l][t]
     w("| **sum** | %s | %s |" % (human(sum(ideals.values())),
                                  " | ".join(cell(sums[l], sum(ideals.values())) for l, _ in sides)))
-    text = "\n".join(o) + "\n"
+    return ideals, found, [l for l, _ in sides], "\n".join(o) + "\n"
+
+
+def report(args):
+    text = measure(args)[3]
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)

@@ -392,7 +392,8 @@ def report_text(args, extra_goals=()):
     # Paths relative to the checkout: the table says where the traces are
     # for anyone's clone, not for this machine.
     w("command: `scripts/bench-peers.sh%s`; traces: %s"
-      % (" --goals" if getattr(args, "goals", False) else ""), ", ".join(os.path.relpath(os.path.abspath(t), ROOT) for t in args.traces))
+      % (" --goals" if getattr(args, "goals", False) else "",
+         ", ".join(os.path.relpath(os.path.abspath(t), ROOT) for t in args.traces)))
     w("")
     goals(w, by, traces_in(by), list(extra_goals) + pair_goals(bench))
     w("**Peak reserved (utilization = peak allocated / peak reserved)**, same event streams:")

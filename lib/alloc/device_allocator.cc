@@ -546,8 +546,7 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
              (cache_limit_ && cached_on_streams() > cache_limit_)) {
     // Too much held for one stream: fence it for everyone (one event).
     fence_stream(*stream, cache_limit_ != 0);
-  } else if (size > BlockManager::kSmallLimit &&
-             streams_.large_bytes(*stream, BlockManager::kSmallLimit) >= kHeldFenceBytes) {
+  } else if (size > BlockManager::kSmallLimit && streams_.bytes_of(*stream) >= kHeldFenceBytes) {
     // Large blocks past kHeldFenceBytes join the stream's held ranges now,
     // where the next fence covers them (Note [Held ranges reach everyone]).
     hold_cached_large(*stream);

@@ -6,6 +6,7 @@ namespace alloc {
 size_t StreamCache::put(cudaStream_t stream, uint64_t offset, uint64_t size) {
   PerStream& s = streams_[stream];
   s.by_size[size].push_back(offset);
+  s.bytes += size;
   bytes_ += size;
   ++blocks_;
   return ++s.blocks;
@@ -23,6 +24,7 @@ std::optional<uint64_t> StreamCache::take(cudaStream_t stream, uint64_t size) {
   uint64_t offset = bucket->second.back();
   bucket->second.pop_back();
   --s->second.blocks;
+  s->second.bytes -= size;
   bytes_ -= size;
   --blocks_;
   return offset;
@@ -37,17 +39,9 @@ void StreamCache::take_larger(cudaStream_t stream, uint64_t size, std::vector<ui
     bytes_ -= bucket * offsets.size();
     blocks_ -= offsets.size();
     s->second.blocks -= offsets.size();
+    s->second.bytes -= bucket * offsets.size();
     offsets.clear();
   }
-}
-
-uint64_t StreamCache::large_bytes(cudaStream_t stream, uint64_t above) const {
-  auto s = streams_.find(stream);
-  if (s == streams_.end()) return 0;
-  uint64_t n = 0;
-  for (const auto& [bucket, offsets] : s->second.by_size)
-    if (bucket > above) n += bucket * offsets.size();
-  return n;
 }
 
 void StreamCache::flush(cudaStream_t stream, std::vector<uint64_t>* out) {

@@ -49,13 +49,17 @@ class StreamCache {
   std::vector<cudaStream_t> streams() const;
 
   uint64_t bytes() const { return bytes_; }
-  uint64_t large_bytes(cudaStream_t stream, uint64_t above) const;  // of blocks larger than `above`
+  uint64_t bytes_of(cudaStream_t stream) const {  // what `stream` caches
+    auto s = streams_.find(stream);
+    return s == streams_.end() ? 0 : s->second.bytes;
+  }
   size_t blocks() const { return blocks_; }
 
  private:
   struct PerStream {
     std::unordered_map<uint64_t, std::vector<uint64_t>> by_size;  // size -> offsets, LIFO
     size_t blocks = 0;
+    uint64_t bytes = 0;
   };
   std::unordered_map<cudaStream_t, PerStream> streams_;
   uint64_t bytes_ = 0;

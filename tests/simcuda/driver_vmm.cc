@@ -3,12 +3,13 @@
 // The rest of the library is driver.cc; cuda.h's versioned names apply here
 // too (cuMemGetAddressRange -> cuMemGetAddressRange_v2).
 //
-// VMM is simulated with real host mappings: a physical allocation is a memfd,
-// a reservation a PROT_NONE anonymous range, a mapping a MAP_SHARED|MAP_FIXED
-// mapping of the memfd over part of a reservation, and access rights
-// (cuMemSetAccess) page protections. Two mappings of one handle therefore
-// really alias, and memory touched before access is granted faults (SIGSEGV),
-// as a GPU would fault.
+// VMM is simulated with real host mappings: a physical allocation is a range
+// of a memfd (a slice of one shared arena, or a memfd of its own once
+// exported or imported: driver_vmm_backing.h), a reservation a PROT_NONE
+// anonymous range, a mapping a MAP_SHARED|MAP_FIXED mapping of that file
+// range over part of a reservation, and access rights (cuMemSetAccess) page
+// protections. Two mappings of one handle therefore really alias, and memory
+// touched before access is granted faults (SIGSEGV), as a GPU would fault.
 // What is and is not simulated: README.md, "Driver API (libcuda.so.1)".
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -21,10 +22,13 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "driver_internal.h"
+#include "driver_vmm_backing.h"
 
 using namespace gpusim;
+using gpusim::drv::Backing;
 
 namespace {
 
@@ -42,7 +46,7 @@ struct Handle {
   uint64_t id = 0;
   size_t size = 0;
   CUmemAllocationProp prop{};
-  int fd = -1;           // the memfd backing it
+  Backing backing;       // where its bytes live
   int charged_dev = -1;  // device whose capacity it counts against, or -1
   int refs = 1;          // references not yet released (create/import/retain)
   int maps = 0;          // live mappings
@@ -52,6 +56,7 @@ struct Mapping {
   size_t size = 0;
   uint64_t handle = 0;
   size_t offset = 0;
+  int prot = PROT_NONE;  // the page protection cuMemSetAccess last gave it
   // Access last granted by cuMemSetAccess, by location: device id, or -1
   // for the host.
   std::map<int, unsigned long long> access;
@@ -85,7 +90,7 @@ Handle* find_handle(Vmm& v, CUmemGenericAllocationHandle id) {
 void maybe_destroy(Vmm& v, Handle* h) {
   if (h->refs > 0 || h->maps > 0) return;
   v.handles.erase(h->id);
-  close(h->fd);
+  drv::backing_destroy(h->backing, h->size);
   if (h->charged_dev >= 0) Memory::get().unreserve(h->charged_dev, h->size);
   delete h;
 }
@@ -173,12 +178,13 @@ bool prop_from_fd(int fd, CUmemAllocationProp* p) {
   return true;
 }
 
-uint64_t add_handle(Vmm& v, size_t size, const CUmemAllocationProp& prop, int fd, int charged_dev) {
+uint64_t add_handle(Vmm& v, size_t size, const CUmemAllocationProp& prop, const Backing& backing,
+                    int charged_dev) {
   auto* h = new Handle();
   h->id = v.next_id++;
   h->size = size;
   h->prop = prop;
-  h->fd = fd;
+  h->backing = backing;
   h->charged_dev = charged_dev;
   v.handles[h->id] = h;
   return h->id;
@@ -251,17 +257,16 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
   if (is_host(p.location.type)) p.location.id = 0;
   int dev = p.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? p.location.id : -1;
   if (dev >= 0 && !Memory::get().reserve(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
-  int fd = memfd_create(memfd_name(p).c_str(), MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    if (fd >= 0) close(fd);
-    if (dev >= 0) Memory::get().unreserve(dev, size);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   uint64_t id;
   {
     Vmm& v = vmm();
     std::lock_guard<std::mutex> l(v.mu);
-    id = add_handle(v, size, p, fd, dev);
+    Backing b;
+    if (!drv::backing_create(size, &b)) {
+      if (dev >= 0) Memory::get().unreserve(dev, size);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    id = add_handle(v, size, p, b, dev);
   }
   // Physical allocation: a base cost plus zeroing the memory.
   charge(config().mem_create_us + transfer_us(size, config().mem_create_gbps));
@@ -359,8 +364,8 @@ GPUSIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUm
     if (!r || overlaps_mapping(*r, ptr, size)) return CUDA_ERROR_INVALID_VALUE;
     if (should_fail("cuMemMap")) return CUDA_ERROR_OUT_OF_MEMORY;
     // No access until cuMemSetAccess.
-    void* p = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
-                   static_cast<off_t>(offset));
+    void* p = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->backing.fd,
+                   h->backing.offset + static_cast<off_t>(offset));
     if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
     Mapping& m = r->maps[ptr];
     m.size = size;
@@ -452,6 +457,7 @@ GPUSIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemA
     uintptr_t end = (ptr + size + page_size() - 1) & ~(page_size() - 1);
     if (mprotect(reinterpret_cast<void*>(start), end - start, prot) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
     for_each_covering(*r, ptr, size, [&](std::pair<const uintptr_t, Mapping>& m) {
+      m.second.prot = prot;
       for (size_t i = 0; i < count; ++i) {
         int key = desc[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE ? desc[i].location.id : -1;
         m.second.access[key] = desc[i].flags;
@@ -502,7 +508,17 @@ GPUSIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGeneri
   if (!h || h->refs <= 0) return CUDA_ERROR_INVALID_VALUE;
   // Only a handle created with this type requested can be exported to it.
   if (!(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return CUDA_ERROR_INVALID_VALUE;
-  int fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
+  // The first export moves the handle out of the arena onto a memfd of its
+  // own, whose name carries its properties (driver_vmm_backing.h).
+  if (!h->backing.own) {
+    std::vector<drv::LiveMapping> live;
+    for (auto& r : v.reservations)
+      for (auto& m : r.second.maps)
+        if (m.second.handle == h->id) live.push_back({m.first, m.second.size, m.second.offset, m.second.prot});
+    if (!drv::backing_make_own(&h->backing, h->size, memfd_name(h->prop).c_str(), live))
+      return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  int fd = fcntl(h->backing.fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
   *static_cast<int*>(shareable) = fd;
   return CUDA_SUCCESS;
@@ -527,11 +543,11 @@ GPUSIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHand
   if (size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
   if (prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE && !valid_device(prop.location.id))
     return CUDA_ERROR_NOT_SUPPORTED;
-  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (own < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  Backing b;
+  if (!drv::backing_adopt(fd, &b)) return CUDA_ERROR_OUT_OF_MEMORY;
   Vmm& v = vmm();
   std::lock_guard<std::mutex> l(v.mu);
-  *handle = add_handle(v, size, prop, own, -1);
+  *handle = add_handle(v, size, prop, b, -1);
   return CUDA_SUCCESS;
 }
 

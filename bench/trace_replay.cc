@@ -19,8 +19,11 @@
 // trace the allocator's out-of-memory path runs, stalls and, at worst,
 // fails allocations, which are counted (a failed allocation's block is
 // simply never freed; --stop-at-failure ends a trace's replay at its first
-// failed allocation, which is all bench/replay/peers.py --pressure asks). The simulated driver backs granules with memfds that
-// this program never touches, so no page is faulted in whatever the sizes.
+// failed allocation, which is all bench/replay/peers.py --pressure asks).
+// The simulated driver backs physical memory with slices of one sparse
+// memfd (tests/simcuda/driver_vmm_backing.h) that this program never
+// touches, so no page is faulted in and no descriptor is opened per
+// handle, whatever the sizes.
 //
 // Streams: each distinct stream of the trace gets a real one (0: the legacy
 // stream; any other: cudaStreamCreate, blocking); a block is allocated on
@@ -56,7 +59,6 @@
 // the simulated device counts them (driver_calls: "cuMemCreate=N,...").
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -333,13 +335,6 @@ int main(int argc, char** argv) {
     else files.push_back(arg);
   }
   if (files.empty()) die(kUsage);
-  // The simulated driver keeps a memfd open per mapped granule: a trace
-  // that maps thousands must not stop at the default soft limit of 1024.
-  struct rlimit files_limit;
-  if (getrlimit(RLIMIT_NOFILE, &files_limit) == 0 && files_limit.rlim_cur < files_limit.rlim_max) {
-    files_limit.rlim_cur = files_limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &files_limit);
-  }
   if (cudaSetDevice(0) != cudaSuccess) die("no CUDA device");
   size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) die("cudaMemGetInfo failed");

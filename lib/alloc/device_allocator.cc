@@ -131,6 +131,10 @@ void DeviceAllocator::hold_block(GraphHold* hold, uint64_t addr) {
 void DeviceAllocator::fence_all(bool with_held) {
   epochs_.close();
   std::vector<cudaStream_t> streams = streams_.streams();
+  // Large blocks cached by size join their stream's held ranges: the stream
+  // keeps reusing them, and settle_held() fences them for everyone else.
+  if (!with_held)
+    for (cudaStream_t s : streams) hold_cached_large(s);
   if (with_held)
     for (int i = 0; i < reservations_made_; ++i)
       for (Reservation::Owner o : reservations_[i].load(std::memory_order_relaxed)->owners())
@@ -140,10 +144,10 @@ void DeviceAllocator::fence_all(bool with_held) {
 
 // Note [Held ranges reach everyone].
 bool DeviceAllocator::held_fence_pending(size_t i) {
-  if (cuda::event_query(held_fences_[i].event.event) != cudaSuccess) {
-    cuda::get_last_error();  // leave no cudaErrorNotReady behind for the application
-    return true;
-  }
+  // As FreeEpochs polls: cudaErrorNotReady is not recorded as the last
+  // error, so there is nothing to clear (and clearing could take an
+  // application's own pending error).
+  if (cuda::event_query(held_fences_[i].event.event) != cudaSuccess) return true;
   for (int r = 0; r < reservations_made_; ++r)
     reservations_[r].load(std::memory_order_relaxed)->release_fenced(owner_of(held_fences_[i].stream));
   sync::give_event(held_fences_[i].event);
@@ -328,11 +332,13 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
                                                   : 0;
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
-    double start = clock::monotonic_seconds();
-    std::optional<uintptr_t> a =
-        reservations_[i].load(std::memory_order_relaxed)->allocate_mapping(bytes, budget, result, owner, growth);
+    Reservation* r = reservations_[i].load(std::memory_order_relaxed);
+    const double start = clock::monotonic_seconds();
+    const uint64_t granules = r->map().granules_mapped_total();  // what this maps, releases aside
+    std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result, owner, growth);
     if (a) {
-      note_map_cost(clock::monotonic_seconds() - start, mapped_bytes() - mapped);
+      note_map_cost(clock::monotonic_seconds() - start,
+                    (r->map().granules_mapped_total() - granules) * r->map().granularity());
       return served(*a);
     }
     if (*result != CUDA_ERROR_NOT_FOUND) placed = true;  // a free range held it: the memory ran out
@@ -370,7 +376,8 @@ void* DeviceAllocator::wait_then_allocate(uint64_t bytes) {
   uint64_t size = BlockManager::round_up(bytes);
   if (map_seconds_per_byte_ == 0 || !epochs_.any_closed() || freed_bytes_ < size) return nullptr;
   const double start = clock::monotonic_seconds();
-  const double deadline = start + std::min(kMaxFenceWait, map_seconds_per_byte_ * static_cast<double>(size));
+  const double deadline =
+      start + std::clamp(map_seconds_per_byte_ * static_cast<double>(size), kMinFenceWait, kMaxFenceWait);
   void* p = nullptr;
   std::vector<uint64_t> ready;
   while (true) {

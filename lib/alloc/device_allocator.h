@@ -245,11 +245,10 @@ class DeviceAllocator {
   void* wait_then_allocate(uint64_t bytes);
   void note_map_cost(double seconds, uint64_t mapped);
   // Seconds. The floor: an event on an idle GPU completes within
-  // microseconds on real hardware, but what completes it on the host may be
-  // descheduled for a millisecond or more on a loaded machine (the simulated
-  // device's stream thread: tests/interpose/alloc_loop_test.py); mapping a
-  // large block costs milliseconds on real hardware anyway.
-  static constexpr double kMinFenceWait = 0.002, kMaxFenceWait = 0.005;
+  // microseconds, but the thread recording it may be descheduled between
+  // the record and the first query on a loaded machine; mapping even one
+  // 2 MiB granule costs tens of microseconds on real hardware.
+  static constexpr double kMinFenceWait = 0.0005, kMaxFenceWait = 0.005;
   double map_seconds_per_byte_ = 0;  // 0: nothing mapped yet
   uint64_t mapped_high_water_ = 0;   // the most ever mapped (not reset with the peaks)
   // A stream is an owner of held ranges by its handle (legacy stream: 0).

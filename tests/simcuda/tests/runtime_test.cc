@@ -164,6 +164,26 @@ TEST(Streams, DestroyedStreamStillFinishesItsWork) {
 
 // ---- events ----
 
+// An idle GPU completes an event at once, not when a host thread gets a
+// core; behind queued work (here the legacy stream's, which a blocking
+// stream waits for) it does not.
+TEST(Events, AnEventOnAnIdleStreamIsCompleteAtOnce) {
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  cudaEvent_t e;
+  CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaEventRecord(e, s));
+  EXPECT_EQ(cudaSuccess, cudaEventQuery(e));
+  DevBuf d(4096);
+  CUDA_OK(gpusim_busy_kernel(nullptr, d.p, 4096, kBusyUs, 1, nullptr));
+  CUDA_OK(cudaEventRecord(e, s));  // idle itself, but after the legacy stream's kernel
+  EXPECT_EQ(cudaErrorNotReady, cudaEventQuery(e));
+  CUDA_OK(cudaEventSynchronize(e));
+  CUDA_OK(cudaEventDestroy(e));
+  CUDA_OK(cudaStreamDestroy(s));
+}
+
 TEST(Events, RecordQuerySynchronizeElapsed) {
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));

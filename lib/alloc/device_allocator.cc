@@ -192,7 +192,7 @@ void DeviceAllocator::settle_held() {
 
 void DeviceAllocator::hold_cached_large(cudaStream_t stream) {
   std::vector<uint64_t> blocks;
-  streams_.take_larger(stream, BlockManager::kSmallLimit, &blocks);
+  streams_.take_large(stream, &blocks);
   uint64_t bytes = 0;
   for (uint64_t addr : blocks) {
     auto it = freed_.find(addr);

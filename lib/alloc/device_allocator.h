@@ -305,7 +305,7 @@ class DeviceAllocator {
   std::atomic<int> reservations_made_{0};
   Reservation* first_;
   sync::FreeEpochs epochs_;
-  StreamCache streams_;
+  StreamCache streams_{BlockManager::kSmallLimit};
   // Blocks are named by address everywhere below. Freed blocks not yet
   // back in their reservation (epochs, stream caches, deferred): addr -> size.
   std::unordered_map<uint64_t, uint64_t> freed_;

@@ -34,15 +34,18 @@ namespace alloc {
 
 class StreamCache {
  public:
+  // Blocks larger than `large_above` are kept apart (take_larger() visits
+  // only them), and their size buckets go when they empty.
+  explicit StreamCache(uint64_t large_above) : large_above_(large_above) {}
+
   // Caches the block at `offset` of (rounded) `size`, freed on `stream`.
   // Returns how many blocks `stream` now holds.
   size_t put(cudaStream_t stream, uint64_t offset, uint64_t size);
   // A cached block of exactly `size` freed on `stream`, or nullopt.
   std::optional<uint64_t> take(cudaStream_t stream, uint64_t size);
 
-  // Removes every block of `stream` larger than `size`; appends their
-  // offsets to `out`.
-  void take_larger(cudaStream_t stream, uint64_t size, std::vector<uint64_t>* out);
+  // Removes every large block of `stream`; appends their offsets to `out`.
+  void take_large(cudaStream_t stream, std::vector<uint64_t>* out);
   // Removes every block of `stream`; appends their offsets to `out`.
   void flush(cudaStream_t stream, std::vector<uint64_t>* out);
   // The streams that hold blocks.
@@ -58,9 +61,11 @@ class StreamCache {
  private:
   struct PerStream {
     std::unordered_map<uint64_t, std::vector<uint64_t>> by_size;  // size -> offsets, LIFO
+    std::unordered_map<uint64_t, std::vector<uint64_t>> large;    // the same, above large_above_
     size_t blocks = 0;
     uint64_t bytes = 0;
   };
+  uint64_t large_above_;
   std::unordered_map<cudaStream_t, PerStream> streams_;
   uint64_t bytes_ = 0;
   size_t blocks_ = 0;

@@ -256,8 +256,7 @@ void record_event(CUevent_st* e, CUstream_st* s) {
         e->stream = s;
         e->seq = s->enqueued;
         e->stamp_ns = std::move(stamp);
-        c.cv.notify_all();
-        return;
+        return;  // nothing can be waiting for a sequence number just made
       }
     }
   }

@@ -1,5 +1,5 @@
 // StreamCache: exact-size reuse per stream, most recent first; flush takes a
-// stream's blocks; counts stay right.
+// stream's blocks; take_large its large ones only; counts stay right.
 #include "alloc/stream_cache.h"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@ namespace {
 cudaStream_t stream(uintptr_t v) { return reinterpret_cast<cudaStream_t>(v); }
 
 TEST(StreamCache, TakesOnlyTheSameSizeOnTheSameStream) {
-  StreamCache c;
+  StreamCache c(1024);
   EXPECT_EQ(1u, c.put(stream(1), 0, 512));
   EXPECT_EQ(2u, c.put(stream(1), 4096, 512));
   c.put(stream(2), 8192, 512);
@@ -28,7 +28,7 @@ TEST(StreamCache, TakesOnlyTheSameSizeOnTheSameStream) {
 }
 
 TEST(StreamCache, FlushHandsOverEveryBlockOfOneStream) {
-  StreamCache c;
+  StreamCache c(1024);
   c.put(stream(1), 0, 512);
   c.put(stream(1), 1024, 2048);
   c.put(stream(2), 8192, 512);
@@ -43,6 +43,25 @@ TEST(StreamCache, FlushHandsOverEveryBlockOfOneStream) {
   EXPECT_EQ(std::vector<cudaStream_t>{stream(2)}, c.streams());
   c.flush(stream(7), &out);  // nothing there
   EXPECT_EQ(2u, out.size());
+}
+
+TEST(StreamCache, TakeLargeLeavesTheSmallBlocks) {
+  StreamCache c(1024);
+  c.put(stream(1), 0, 512);
+  c.put(stream(1), 4096, 2048);
+  c.put(stream(1), 8192, 4096);
+  c.put(stream(2), 16384, 4096);
+  EXPECT_EQ(6656u, c.bytes_of(stream(1)));
+  std::vector<uint64_t> out;
+  c.take_large(stream(1), &out);
+  std::sort(out.begin(), out.end());
+  EXPECT_EQ((std::vector<uint64_t>{4096, 8192}), out);
+  EXPECT_EQ(512u, c.bytes_of(stream(1)));
+  EXPECT_EQ(2u, c.blocks());
+  EXPECT_EQ(0u, c.take(stream(1), 512));
+  EXPECT_EQ(std::nullopt, c.take(stream(1), 2048));
+  EXPECT_EQ(16384u, c.take(stream(2), 4096));  // another stream's: untouched
+  EXPECT_EQ(0u, c.bytes());
 }
 
 }  // namespace

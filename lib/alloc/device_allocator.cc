@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include <thread>
 
 #include "base/clock.h"
 #include "cuda/runtime_api.h"
@@ -128,140 +127,6 @@ void DeviceAllocator::hold_block(GraphHold* hold, uint64_t addr) {
   stats_.deferred_free();
 }
 
-void DeviceAllocator::fence_all(bool with_held) {
-  epochs_.close();
-  std::vector<cudaStream_t> streams = streams_.streams();
-  // Large blocks cached by size join their stream's held ranges: the stream
-  // keeps reusing them, and settle_held() fences them for everyone else.
-  if (!with_held)
-    for (cudaStream_t s : streams) hold_cached_large(s);
-  if (with_held)
-    for (int i = 0; i < reservations_made_; ++i)
-      for (Reservation::Owner o : reservations_[i].load(std::memory_order_relaxed)->owners())
-        if (std::find(streams.begin(), streams.end(), stream_of(o)) == streams.end()) streams.push_back(stream_of(o));
-  for (cudaStream_t s : streams) fence_stream(s, with_held);
-}
-
-// Note [Held ranges reach everyone].
-bool DeviceAllocator::held_fence_pending(size_t i) {
-  // As FreeEpochs polls: cudaErrorNotReady is not recorded as the last
-  // error, so there is nothing to clear (and clearing could take an
-  // application's own pending error).
-  if (cuda::event_query(held_fences_[i].event.event) != cudaSuccess) return true;
-  for (int r = 0; r < reservations_made_; ++r)
-    reservations_[r].load(std::memory_order_relaxed)->release_fenced(owner_of(held_fences_[i].stream));
-  sync::give_event(held_fences_[i].event);
-  held_fences_[i] = held_fences_.back();
-  held_fences_.pop_back();
-  return false;
-}
-
-void DeviceAllocator::fence_held_on(cudaStream_t s) {
-  // As FreeEpochs records: never on a capturing stream (the event would be
-  // a node of the graph), never when the query fails.
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cuda::stream_is_capturing(s, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) {
-    cuda::get_last_error();
-    return;
-  }
-  sync::PooledEvent ev = sync::take_event(device_, sync::EventKind::kNoTiming);
-  if (!ev.event || cuda::event_record(ev.event, s) != cudaSuccess) {
-    cuda::get_last_error();
-    sync::give_event(ev);
-    return;
-  }
-  for (int r = 0; r < reservations_made_; ++r)
-    reservations_[r].load(std::memory_order_relaxed)->fence_held(owner_of(s));
-  held_fences_.push_back({s, ev});
-  held_unfenced_.erase(s);
-}
-
-void DeviceAllocator::settle_held() {
-  for (size_t i = 0; i < held_fences_.size();)
-    if (held_fence_pending(i)) ++i;
-  std::vector<Reservation::Owner> owners;
-  for (int r = 0; r < reservations_made_; ++r)
-    for (Reservation::Owner o : reservations_[r].load(std::memory_order_relaxed)->owners())
-      if (std::find(owners.begin(), owners.end(), o) == owners.end()) owners.push_back(o);
-  for (Reservation::Owner o : owners) {
-    bool pending = false;
-    for (const HeldFence& f : held_fences_) pending |= f.stream == stream_of(o);
-    if (!pending) fence_held_on(stream_of(o));
-  }
-}
-
-void DeviceAllocator::hold_cached_large(cudaStream_t stream) {
-  std::vector<uint64_t> blocks;
-  streams_.take_large(stream, &blocks);
-  uint64_t bytes = 0;
-  for (uint64_t addr : blocks) {
-    auto it = freed_.find(addr);
-    bytes += it->second;
-    freed_bytes_ -= it->second;
-    freed_.erase(it);
-    reservation_of(addr)->release_to(addr, owner_of(stream));  // merged with its held neighbours
-  }
-  if (bytes) freed_to_held(stream, bytes);
-}
-
-void DeviceAllocator::freed_to_held(cudaStream_t s, uint64_t size) {
-  // A stream holding little needs no fence: a cached pair never records one.
-  uint64_t held = 0;
-  for (int i = 0; i < reservations_made_; ++i)
-    held += reservations_[i].load(std::memory_order_relaxed)->held_by(owner_of(s));
-  if (held < kHeldFenceBytes) return;
-  uint64_t& unfenced = held_unfenced_[s];
-  unfenced += size;
-  if (unfenced < kHeldFenceBytes) return;
-  // One fence per stream: a pending one is replaced by a fence over all the
-  // stream holds now (in stream order, it completes after the old one).
-  for (size_t i = 0; i < held_fences_.size(); ++i)
-    if (held_fences_[i].stream == s) {
-      if (held_fence_pending(i)) {
-        sync::give_event(held_fences_[i].event);
-        held_fences_[i] = held_fences_.back();
-        held_fences_.pop_back();
-      }
-      break;
-    }
-  fence_held_on(s);
-}
-
-void DeviceAllocator::drop_held_fence(cudaStream_t stream) {
-  for (size_t i = 0; i < held_fences_.size(); ++i)
-    if (held_fences_[i].stream == stream) {
-      held_unfenced_.erase(stream);
-      sync::give_event(held_fences_[i].event);
-      held_fences_[i] = held_fences_.back();
-      held_fences_.pop_back();
-      return;
-    }
-}
-
-void DeviceAllocator::fence_stream(cudaStream_t stream, bool with_held) {
-  std::vector<uint64_t> blocks;
-  streams_.flush(stream, &blocks);
-  if (with_held) {
-    drop_held_fence(stream);  // what it marked is fenced again below
-    // Held ranges become live blocks, freed: fenced and released like any.
-    size_t first = blocks.size();
-    for (int i = 0; i < reservations_made_; ++i)
-      reservations_[i].load(std::memory_order_relaxed)->unhold(owner_of(stream), &blocks);
-    for (size_t i = first; i < blocks.size(); ++i) {
-      uint64_t size = reservation_of(blocks[i])->size_of(blocks[i]);
-      freed_.emplace(blocks[i], size);
-      freed_bytes_ += size;
-    }
-  }
-  epochs_.close_on(std::move(blocks), {stream}, false);
-}
-
-uint64_t DeviceAllocator::cached_on_streams() const {
-  uint64_t n = streams_.bytes();
-  for_each_reservation([&](const Reservation& r) { n += r.held(); });
-  return n;
-}
-
 void DeviceAllocator::note_peaks() {
   uint64_t mapped = mapped_bytes();
   mapped_high_water_ = std::max(mapped_high_water_, mapped);
@@ -363,35 +228,6 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   log::info("device {}: the VMM allocator reserved more address space ({} reservations)", device_, n + 1);
   std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result);
   return a ? served(*a) : nullptr;
-}
-
-void DeviceAllocator::note_map_cost(double seconds, uint64_t mapped) {
-  if (mapped == 0 || seconds <= 0) return;
-  double per_byte = seconds / static_cast<double>(mapped);
-  map_seconds_per_byte_ = map_seconds_per_byte_ == 0 ? per_byte : 0.75 * map_seconds_per_byte_ + 0.25 * per_byte;
-}
-
-// Note [Waiting instead of mapping].
-void* DeviceAllocator::wait_then_allocate(uint64_t bytes) {
-  uint64_t size = BlockManager::round_up(bytes);
-  if (map_seconds_per_byte_ == 0 || !epochs_.any_closed() || freed_bytes_ < size) return nullptr;
-  const double start = clock::monotonic_seconds();
-  const double deadline =
-      start + std::clamp(map_seconds_per_byte_ * static_cast<double>(size), kMinFenceWait, kMaxFenceWait);
-  void* p = nullptr;
-  std::vector<uint64_t> ready;
-  while (true) {
-    epochs_.poll(&ready);
-    if (!ready.empty()) {
-      release(ready);
-      ready.clear();
-      if ((p = allocate_mapped(bytes))) break;
-    }
-    if (!epochs_.any_closed() || clock::monotonic_seconds() >= deadline) break;
-    std::this_thread::yield();
-  }
-  stats_.fence_waited(clock::monotonic_seconds() - start, p != nullptr);
-  return p;
 }
 
 void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t> stream) {

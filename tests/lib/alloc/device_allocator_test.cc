@@ -161,7 +161,11 @@ TEST(DeviceAllocator, WithoutItsStreamsTheFenceMissesThem) {
   // The control: the same run with the streams unknown to the registry
   // (only the legacy stream is fenced) does hand out busy memory, which
   // the busy kernel sees. This is why the stream hooks feed the registry.
-  EXPECT_GT(hammer(/*register_streams=*/false), 0);
+  // Whether a reuse lands inside a kernel's 15 ms depends on scheduling; on
+  // a loaded machine one run may see none, so up to three runs.
+  long violations = 0;
+  for (int run = 0; run < 3 && violations == 0; ++run) violations += hammer(/*register_streams=*/false);
+  EXPECT_GT(violations, 0);
 }
 
 TEST(DeviceAllocator, PressureReleasesCachedGranulesAndRetries) {

@@ -147,17 +147,6 @@ uint64_t BlockManager::release_to(uint64_t offset, Owner owner) {
   return size;
 }
 
-void BlockManager::unmark(base::RangeSet& fenced, uint64_t offset, uint64_t size) {
-  if (fenced.count() == 0) return;
-  std::vector<std::pair<uint64_t, uint64_t>> cut;
-  for (const auto& [start, n] : fenced.ranges()) {
-    if (start >= offset + size) break;
-    uint64_t from = std::max(start, offset), to = std::min(start + n, offset + size);
-    if (from < to) cut.emplace_back(from, to - from);
-  }
-  for (const auto& [from, n] : cut) fenced.take(from, n);
-}
-
 bool BlockManager::fence_held(Owner owner) {
   auto h = held_.find(owner);
   if (h == held_.end() || h->second.all.count() == 0) return false;
@@ -189,7 +178,7 @@ std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes)
   if (h == held_.end()) return std::nullopt;
   std::optional<uint64_t> at = h->second.all.take_best_fit(size);
   if (!at) return std::nullopt;
-  unmark(h->second.fenced, *at, size);
+  h->second.fenced.take_overlap(*at, size);
   held_bytes_ -= size;
   add_live(*at, Block{size, kNoPage, bytes});
   return at;
@@ -229,7 +218,7 @@ std::optional<uint64_t> BlockManager::allocate_growing(Owner owner, uint64_t byt
   }
   h->second.all = std::move(kept);
   if (at) {
-    unmark(h->second.fenced, *at, size);
+    h->second.fenced.take_overlap(*at, size);
     add_live(*at, Block{size, kNoPage, bytes});
   }
   return at;

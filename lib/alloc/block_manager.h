@@ -244,8 +244,6 @@ class BlockManager {
     base::RangeSet fenced;  // marked by fence_held(), within `all`
   };
   absl::flat_hash_map<Owner, Held> held_;
-  // Takes what `fenced` has of [offset, offset + size) out of it.
-  static void unmark(base::RangeSet& fenced, uint64_t offset, uint64_t size);
   uint64_t held_bytes_ = 0;
   std::vector<uint32_t> heaps_ = std::vector<uint32_t>(kBuckets, kNoPage);  // each bucket's root page
   uint64_t nonempty_[kBuckets / 64] = {};      // bit b: heaps_[b] holds a page

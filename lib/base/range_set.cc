@@ -1,5 +1,7 @@
 #include "base/range_set.h"
 
+#include <algorithm>
+
 namespace gpuslack {
 namespace base {
 
@@ -62,6 +64,20 @@ bool RangeSet::take(uint64_t offset, uint64_t size) {
   if (range == by_end_.end() || range->second > offset || offset + size > range->first) return false;
   carve(range, offset, size);
   return true;
+}
+
+uint64_t RangeSet::take_overlap(uint64_t offset, uint64_t size) {
+  const uint64_t end = offset + size;
+  uint64_t taken = 0;
+  // The first range ending past `offset` is the first that may overlap;
+  // after a carve, look it up again (the iterators may have moved).
+  for (auto range = by_end_.upper_bound(offset); range != by_end_.end() && range->second < end;
+       range = by_end_.upper_bound(offset)) {
+    uint64_t from = std::max(offset, range->second), to = std::min(end, range->first);
+    carve(range, from, to - from);
+    taken += to - from;
+  }
+  return taken;
 }
 
 void RangeSet::carve(ByEnd::iterator range, uint64_t offset, uint64_t size) {

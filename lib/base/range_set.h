@@ -132,6 +132,10 @@ class RangeSet {
   // Takes exactly [offset, offset + size), which must lie inside one free
   // range (what is left on either side stays free). False otherwise.
   bool take(uint64_t offset, uint64_t size);
+  // Takes whatever parts of [offset, offset + size) are in the set (none,
+  // one range's or several); returns the bytes taken. O(log n) per range
+  // touched.
+  uint64_t take_overlap(uint64_t offset, uint64_t size);
 
   // Calls f(start, size) for the free ranges that hold `size` bytes, in
   // best-fit order (smallest first, lowest address among equals), at most

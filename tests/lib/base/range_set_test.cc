@@ -196,6 +196,23 @@ TEST(RangeSet, RandomOperationsMatchAUnitByUnitModel) {
   }
 }
 
+TEST(RangeSet, TakeOverlapTakesEveryPieceInsideTheSpan) {
+  RangeSet r;
+  r.insert(0, 100);
+  r.insert(200, 100);
+  r.insert(400, 100);
+  EXPECT_EQ(0u, r.take_overlap(100, 100));   // a gap: nothing
+  EXPECT_EQ(200u, r.take_overlap(50, 400));  // the end of one, all of one, the start of one
+  EXPECT_EQ("", r.check());
+  EXPECT_EQ(2u, r.count());
+  EXPECT_EQ(100u, r.total());
+  EXPECT_EQ(std::make_optional(std::make_pair<uint64_t, uint64_t>(0, 50)), r.containing(10));
+  EXPECT_EQ(std::make_optional(std::make_pair<uint64_t, uint64_t>(450, 50)), r.containing(460));
+  EXPECT_EQ(10u, r.take_overlap(460, 10));  // inside one range: split in three
+  EXPECT_EQ(3u, r.count());
+  EXPECT_EQ("", r.check());
+}
+
 }  // namespace
 }  // namespace base
 }  // namespace gpuslack

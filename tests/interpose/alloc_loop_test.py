@@ -24,11 +24,8 @@ from preload_harness import OutDirTest, call, summary_file
 ENV = os.environ
 MIB = 1 << 20
 CONF = "allocator:vmm"
-# Under a sanitizer (GPUSLACK_TEST_SANITIZED) the loop is shorter and the
-# mapped bound is not asserted: whether a fence completes within the
-# allocator's bounded wait depends on how fast the instrumented simulator's
-# stream thread runs; the figures are still printed, and retries, failures
-# and the bytes each block holds still checked. Release asserts the bound.
+# Under a sanitizer (GPUSLACK_TEST_SANITIZED) the loop is shorter: the
+# instrumented simulator's memsets are slow. The bound is the same.
 SANITIZED = bool(os.environ.get("GPUSLACK_TEST_SANITIZED"))
 LOOP_MIB, LOOP_BUFFERS, LOOP_ITERATIONS = 160, 2, 20 if SANITIZED else 200
 P2P_MAX_MIB = 64
@@ -85,8 +82,6 @@ class AllocLoop(OutDirTest):
         return rows, text
 
     def assert_mapped_within_bound(self, rows, text):
-        if SANITIZED:
-            return
         for x in rows:
             self.assertLessEqual(x["mapped"], x["bound"], "mapped past 1.25 x live + one chunk: " + text)
 

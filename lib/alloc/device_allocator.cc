@@ -249,11 +249,12 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
         return served(*a);
   }
   // A miss. Before mapping anything: take back what the GPU is done with
-  // (a query per fenced epoch); then, if that is not enough, fence every
-  // block still held back (one event per stream for all of them; the
-  // allocating stream keeps what it holds, which serves it without one) and
-  // take back again; then, if fenced blocks could serve, wait for them
-  // while that costs less than mapping (Note [Waiting instead of mapping]).
+  // (a query per fenced epoch, and the held ranges whose fence completed);
+  // then, if that is not enough, fence every block still held back (one
+  // event per stream; held ranges stay their stream's, fenced by
+  // settle_held()) and take back again; then, if fenced blocks could serve,
+  // wait for them while that costs less than mapping (Note [Waiting instead
+  // of mapping]).
   for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams()); ++pass) {
     if (pass == 1) {
       fence_all(false);

@@ -108,6 +108,11 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
                                       escaped_input(o.allocator)));
     o.allocator = "native";
   }
+  if (o.gpu_timeline != "auto" && o.gpu_timeline != "on" && o.gpu_timeline != "off") {
+    errors->push_back(absl::StrFormat("GPUSLACK_CONF: gpu_timeline:%s is not one of auto, on, off; using \"auto\"",
+                                      escaped_input(o.gpu_timeline)));
+    o.gpu_timeline = "auto";
+  }
   if (o.text_summary != "stderr" && o.text_summary != "file" && o.text_summary != "off") {
     errors->push_back(absl::StrFormat(
         "GPUSLACK_CONF: text_summary:%s is not one of stderr, file, off; using \"stderr\"",
@@ -129,6 +134,7 @@ Options secure_options() {
   o.log_file.clear();
   o.text_summary = "stderr";
   o.nvtx = false;
+  o.gpu_timeline = "off";  // no library loaded from paths the environment names
   return o;
 }
 

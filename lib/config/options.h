@@ -98,7 +98,13 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(staging_threshold_kb, int, 0, between(0, 4194304),                                             \
     "pageable copies smaller than this many KiB go to the runtime's own call")                     \
   X(staging_copy_threads, int, 1, between(1, 8),                                                   \
-    "host threads copying each large chunk in and out of staging")
+    "host threads copying each large chunk in and out of staging")                                 \
+  X(gpu_timeline, std::string, "auto", kNoRange,                                                   \
+    "GPU busy and idle from CUPTI: auto (where it can coexist with other tools), on, off")         \
+  X(gpu_timeline_buffer_mb, int, 64, between(1, 4096),                                             \
+    "gpu_timeline: CUPTI activity buffers are drawn from a pool of this many MiB")                 \
+  X(launch_bound_gap_us, double, 20.0, between(0, 1e6),                                            \
+    "gpu_timeline: idle gaps no longer than this with no blocking call in flight are launch-bound")
 
 struct Options {
 #define GPUSLACK_OPTION_FIELD(key, type, def, range, doc) type key = def;

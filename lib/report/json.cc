@@ -354,6 +354,82 @@ void collectives(const CollectivesSection& c, Writer* w) {
   w->end_object();
 }
 
+// The GPU timeline: docs/summary.md, "The GPU timeline".
+void gpu_device(const GpuDeviceRow& d, Writer* w) {
+  w->begin_object();
+  w->key("device").integer(d.device);
+  w->key("wall_s").seconds(d.wall_s);
+  w->key("busy_s").seconds(d.busy_s);
+  w->key("idle_s").seconds(d.idle_s);
+  w->key("busy").begin_object();
+  for (int i = 0; i < timeline::kBusyCount; ++i) w->key(timeline::busy_key(static_cast<timeline::Busy>(i))).seconds(d.busy_by[i]);
+  w->end_object();
+  w->key("idle").begin_object();
+  for (int i = 0; i < timeline::kIdleCount; ++i) w->key(timeline::idle_key(static_cast<timeline::Idle>(i))).seconds(d.idle_by[i]);
+  w->end_object();
+  w->key("idle_sites").begin_array();
+  for (const IdleSiteRow& site : d.idle_sites) {
+    w->begin_object();
+    w->key("cause").string(site.cause);
+    w->key("api").string(site.api);
+    w->key("idle_s").seconds(site.idle_s);
+    w->key("frames").begin_array();
+    for (const std::string& f : site.frames) w->string(f);
+    w->end_array();
+    w->end_object();
+  }
+  w->end_array();
+  w->key("top_kernels").begin_array();
+  for (const timeline::KernelRow& k : d.top_kernels) {
+    w->begin_object(true);
+    w->key("name").string(k.name);
+    w->key("count").unsigned_integer(k.count);
+    w->key("total_s").seconds(k.total_s);
+    w->key("mean_s").seconds(k.mean_s);
+    w->end_object();
+  }
+  w->end_array();
+  w->key("short_kernel_busy_s").seconds(d.short_kernel_busy_s);
+  w->key("launches").unsigned_integer(d.launches);
+  const timeline::Steps& st = d.steps;
+  w->key("steps").begin_object();
+  w->key("from_marks").boolean(st.from_marks);
+  w->key("count").unsigned_integer(st.count);
+  w->key("busy_share_p50").share(st.busy_share_p50);
+  w->key("busy_share_p99").share(st.busy_share_p99);
+  w->key("wall_p50_s").seconds(st.wall_p50_s);
+  w->key("wall_p99_s").seconds(st.wall_p99_s);
+  w->key("worst").begin_array();
+  for (const timeline::StepRow& r : st.worst) {
+    w->begin_object(true);
+    w->key("index").unsigned_integer(r.index);
+    w->key("wall_s").seconds(r.wall_s);
+    w->key("busy_s").seconds(r.busy_s);
+    w->key("idle_s").seconds(r.idle_s);
+    w->end_object();
+  }
+  w->end_array();
+  w->end_object();
+  w->end_object();
+}
+
+void gpu_timeline(const GpuTimelineSection& g, Writer* w) {
+  w->begin_object();
+  w->key("status").string(timeline::status_key(g.status));
+  w->key("detail").string(g.detail);
+  w->key("how_to_enable").string(g.how_to_enable);
+  w->key("records").unsigned_integer(g.records);
+  w->key("dropped_by_pool").unsigned_integer(g.dropped_by_pool);
+  w->key("dropped_by_cupti").unsigned_integer(g.dropped_by_cupti);
+  w->key("host_intervals_dropped").unsigned_integer(g.host_intervals_dropped);
+  w->key("buffer_bytes_limit").unsigned_integer(g.buffer_bytes_limit);
+  w->key("buffer_bytes_peak").unsigned_integer(g.buffer_bytes_peak);
+  w->key("devices").begin_array();
+  for (const GpuDeviceRow& d : g.devices) gpu_device(d, w);
+  w->end_array();
+  w->end_object();
+}
+
 // The pinned host heap: docs/summary.md, "The pinned heap".
 void pinned(const pin::PinnedStats& p, Writer* w) {
   auto whole = [&](const char* key, uint64_t v) { w->key(key).integer(static_cast<int64_t>(v)); };
@@ -490,6 +566,8 @@ std::string format_json(const Summary& s) {
     w.key("pinned");
     pinned(s.pinned.stats, &w);
   }
+  w.key("gpu_timeline");
+  gpu_timeline(s.gpu_timeline, &w);
   w.end_object();
   return w.take();
 }

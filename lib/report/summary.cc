@@ -28,6 +28,7 @@
 #include "build_info.h"
 #include "config/environment.h"
 #include "report/collectives.h"
+#include "report/gpu_timeline.h"
 #include "report/staging.h"
 #include "report/symbolize.h"
 
@@ -273,6 +274,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   }
   s.staging = build_staging(threads, run);
   s.pinned = run.pinned;
+  s.gpu_timeline = build_gpu_timeline(run.gpu_timeline, run.top_call_sites);
   return s;
 }
 

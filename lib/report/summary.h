@@ -22,6 +22,7 @@
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
 #include "stage/staging_stats.h"
+#include "timeline/timeline.h"
 
 namespace gpuslack {
 namespace report {
@@ -155,6 +156,47 @@ struct PinnedSection {
   pin::PinnedStats stats;
 };
 
+// Idle time of one device charged to one hooked call at one call site
+// (timeline/timeline.h, Note [Why the GPU idled]).
+struct IdleSiteRow {
+  std::string cause;                // idle_key(): "allocation", "copies", ...
+  std::string api;                  // the hooked call
+  double idle_s = 0;
+  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
+};
+
+// One device's GPU busy and idle time, as timeline::DeviceTimeline with the
+// call sites symbolized.
+struct GpuDeviceRow {
+  int device = 0;
+  double wall_s = 0;
+  double busy_s = 0;
+  double busy_by[timeline::kBusyCount] = {};
+  double idle_s = 0;
+  double idle_by[timeline::kIdleCount] = {};
+  std::vector<IdleSiteRow> idle_sites;  // most idle first, top_call_sites of them
+  std::vector<timeline::KernelRow> top_kernels;
+  double short_kernel_busy_s = 0;
+  uint64_t launches = 0;
+  timeline::Steps steps;
+};
+
+// The GPU timeline (gpu_timeline): whether it measured, and per device what
+// the GPU was busy with and why it idled. In the text, the first line when
+// it measured.
+struct GpuTimelineSection {
+  timeline::Status status = timeline::Status::kNotStarted;
+  std::string detail;         // the tool holding CUPTI, or why it is unavailable
+  std::string how_to_enable;  // when gpu_timeline:auto did not measure
+  std::vector<GpuDeviceRow> devices;
+  uint64_t records = 0;
+  uint64_t dropped_by_pool = 0;
+  uint64_t dropped_by_cupti = 0;
+  uint64_t host_intervals_dropped = 0;
+  uint64_t buffer_bytes_limit = 0;
+  uint64_t buffer_bytes_peak = 0;
+};
+
 struct Summary {
   int schema_version = kSchemaVersion;
   std::string gpuslack_version;
@@ -184,6 +226,7 @@ struct Summary {
   std::vector<AllocatorRow> allocator;  // empty unless allocator:vmm served a device
   StagingSection staging;
   PinnedSection pinned;                 // "pinned" in the JSON only when present
+  GpuTimelineSection gpu_timeline;
 };
 
 // Facts about the process that the ledger does not hold.
@@ -206,6 +249,7 @@ struct RunInfo {
   bool staging_present = false;         // session.cc fills these from stage::existing_stager()
   stage::StagingStats staging;
   PinnedSection pinned;                 // session.cc fills it
+  timeline::Snapshot gpu_timeline;      // session.cc fills it (timeline::snapshot())
 };
 
 // Builds the summary from ledger figures. Symbolizes call-site frames.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "report/gpu_timeline.h"
 #include "report/json_fields.h"
 #include "report/json_reader.h"
 
@@ -334,6 +335,7 @@ Summary summary(const Fields& f) {
          [&](const JsonValue& item, const std::string& at) { s.allocator.push_back(allocator(Fields(item, at))); });
   if (f.object("staging", &v)) s.staging = staging(Fields(*v, "staging"));
   if (f.object("pinned", &v)) s.pinned = pinned(Fields(*v, "pinned"));
+  if (f.object("gpu_timeline", &v)) s.gpu_timeline = read_gpu_timeline(Fields(*v, "gpu_timeline"));
   return s;
 }
 

@@ -157,6 +157,141 @@ void headline(const Summary& s, std::string* out) {
   line(out, context);
 }
 
+// "cudaFree+0x1a (train.so)" -> "cudaFree": the function, or the module
+// when no symbol was found, for a headline.
+std::string short_frame(const std::string& frame) {
+  std::string f = frame.substr(0, frame.find(" ("));
+  size_t plus = f.find("+0x");
+  if (plus != std::string::npos && plus > 0) f.resize(plus);
+  return f;
+}
+
+const char* idle_cause_text(timeline::Idle i) {
+  switch (i) {
+    case timeline::Idle::kHostBound: return "host-bound";
+    case timeline::Idle::kLaunchBound: return "launch-bound";
+    case timeline::Idle::kAllocation: return "allocation";
+    case timeline::Idle::kCopies: return "copies";
+    case timeline::Idle::kCollectives: return "collectives";
+    case timeline::Idle::kSync: return "synchronization";
+    case timeline::Idle::kOther: return "other calls";
+  }
+  return "?";
+}
+
+const char* busy_text(timeline::Busy b) {
+  switch (b) {
+    case timeline::Busy::kCompute: return "compute";
+    case timeline::Busy::kCommunication: return "communication";
+    case timeline::Busy::kCopies: return "copies";
+    case timeline::Busy::kMemsets: return "memsets";
+  }
+  return "?";
+}
+
+// The causes (or kinds) of one device with a share of at least 0.05%, most
+// first; ties in enum order.
+template <int N>
+std::vector<int> by_share(const double (&seconds)[N]) {
+  std::vector<int> order;
+  for (int i = 0; i < N; ++i)
+    if (seconds[i] > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return seconds[a] > seconds[b]; });
+  return order;
+}
+
+// "device 0: GPU idle 31.0% of 412 s: host-bound 22.0% (no CUDA call in
+// flight), allocation 6.0% (cudaFree at train_step), copies 3.0%; busy
+// 69.0%: compute 55.0%, communication 11.0%, copies 3.0%"
+std::string gpu_device_headline(const GpuDeviceRow& d) {
+  auto share = [&](double v) { return d.wall_s > 0 ? v / d.wall_s : 0; };
+  std::string text = "device " + std::to_string(d.device) + ": GPU idle " + percent(share(d.idle_s)) + " of " +
+                     seconds_1(d.wall_s);
+  std::string parts;
+  for (int i : by_share(d.idle_by)) {
+    if (share(d.idle_by[i]) < 0.0005) continue;
+    const auto cause = static_cast<timeline::Idle>(i);
+    std::string part = std::string(idle_cause_text(cause)) + " " + percent(share(d.idle_by[i]));
+    if (cause == timeline::Idle::kHostBound) part += " (no CUDA call in flight)";
+    for (const IdleSiteRow& site : d.idle_sites) {
+      if (site.cause != timeline::idle_key(cause)) continue;
+      part += " (" + printable(site.api);
+      if (!site.frames.empty()) part += " at " + printable(short_frame(site.frames.front()));
+      part += ")";
+      break;
+    }
+    parts += (parts.empty() ? "" : ", ") + part;
+  }
+  if (!parts.empty()) text += ": " + parts;
+  text += "; busy " + percent(share(d.busy_s));
+  std::string kinds;
+  for (int i : by_share(d.busy_by)) {
+    if (share(d.busy_by[i]) < 0.0005) continue;
+    kinds += std::string(kinds.empty() ? "" : ", ") + busy_text(static_cast<timeline::Busy>(i)) + " " +
+             percent(share(d.busy_by[i]));
+  }
+  if (!kinds.empty()) text += ": " + kinds;
+  return text;
+}
+
+bool timeline_measured(const Summary& s) {
+  return s.gpu_timeline.status == timeline::Status::kMeasured && !s.gpu_timeline.devices.empty();
+}
+
+// The first lines when the timeline measured: one per device.
+void gpu_headline(const Summary& s, std::string* out) {
+  if (!timeline_measured(s)) return;
+  for (const GpuDeviceRow& d : s.gpu_timeline.devices) line(out, gpu_device_headline(d));
+}
+
+// What the GPU was busy with, the idle call sites, steps; or why the
+// timeline did not measure.
+void gpu_details(const Summary& s, std::string* out) {
+  const GpuTimelineSection& g = s.gpu_timeline;
+  if (!timeline_measured(s)) {
+    if (g.status == timeline::Status::kHeldByOther) {
+      line(out, "GPU timeline: not measured: " + printable(g.detail) + " holds CUPTI");
+    } else if (g.status == timeline::Status::kUnavailable) {
+      line(out, "GPU timeline: not measured: " + printable(g.detail));
+    } else if (!g.how_to_enable.empty()) {
+      line(out, "GPU timeline: not measured; " + printable(g.how_to_enable));
+    }
+    return;
+  }
+  for (const GpuDeviceRow& d : g.devices) {
+    std::string title = "GPU timeline, device " + std::to_string(d.device) + ": busy " + duration(d.busy_s) +
+                        ", idle " + duration(d.idle_s) + " of " + duration(d.wall_s) + "; " +
+                        count_text(d.launches) + " launches";
+    if (d.busy_s > 0)
+      title += ", " + percent(d.short_kernel_busy_s / d.busy_s) + " of busy time in kernels under 10 us";
+    line(out, title);
+    for (const IdleSiteRow& site : d.idle_sites) {
+      line(out, "  idle " + duration(site.idle_s) + " while blocked in " + printable(site.api) + " (" +
+                    printable(site.cause) + ")");
+      for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
+    }
+    if (!d.top_kernels.empty()) {
+      Table table(1);
+      table.add({"kernel", "count", "total", "mean"});
+      for (const timeline::KernelRow& k : d.top_kernels)
+        table.add({printable(k.name), count_text(k.count), duration(k.total_s), duration(k.mean_s)});
+      table.render("  ", out);
+    }
+    const timeline::Steps& st = d.steps;
+    if (st.count > 0) {
+      line(out, std::string("  ") + (st.from_marks ? "steps" : "intervals") + ": " + count_text(st.count) +
+                    ", busy p50 " + percent(st.busy_share_p50) + ", p99 " + percent(st.busy_share_p99) +
+                    ", wall p50 " + duration(st.wall_p50_s) + ", p99 " + duration(st.wall_p99_s));
+      for (const timeline::StepRow& w : st.worst)
+        line(out, "    step " + count_text(w.index) + ": idle " + duration(w.idle_s) + " of " + duration(w.wall_s));
+    }
+  }
+  if (g.dropped_by_pool + g.dropped_by_cupti + g.host_intervals_dropped > 0)
+    line(out, "  dropped: " + count_text(g.dropped_by_pool) + " activity buffers refused (pool " +
+                  bytes_text(g.buffer_bytes_limit) + "), " + count_text(g.dropped_by_cupti) + " records by CUPTI, " +
+                  count_text(g.host_intervals_dropped) + " host intervals");
+}
+
 void call_tables(const Summary& s, std::string* out) {
   for (int c = 0; c < kCategoryCount; ++c) {
     Category category = static_cast<Category>(c);
@@ -364,7 +499,9 @@ void call_sites(const Summary& s, std::string* out) {
 
 std::string format_text(const Summary& summary) {
   std::string out;
+  gpu_headline(summary, &out);
   headline(summary, &out);
+  gpu_details(summary, &out);
   call_tables(summary, &out);
   copy_table(summary, &out);
   collective_table(summary, &out);

@@ -125,6 +125,52 @@ inline Summary sample_summary() {
   return s;
 }
 
+// The sample with a measured GPU timeline on two devices: device 0 idle
+// 31% of 412 s, mostly host-bound, with a cudaFree call site.
+inline Summary sample_summary_with_gpu_timeline() {
+  Summary s = sample_summary();
+  GpuTimelineSection& g = s.gpu_timeline;
+  g.status = timeline::Status::kMeasured;
+  g.records = 123456;
+  g.dropped_by_pool = 2;
+  g.dropped_by_cupti = 10;
+  g.host_intervals_dropped = 1;
+  g.buffer_bytes_limit = 64ull << 20;
+  g.buffer_bytes_peak = 8ull << 20;
+  GpuDeviceRow d;
+  d.device = 0;
+  d.wall_s = 412;
+  d.busy_s = 284.28;
+  d.idle_s = 127.72;
+  d.busy_by[0] = 226.6;   // compute 55%
+  d.busy_by[1] = 45.32;   // communication 11%
+  d.busy_by[2] = 12.36;   // copies 3%
+  d.idle_by[0] = 90.64;   // host-bound 22%
+  d.idle_by[2] = 24.72;   // allocation 6%
+  d.idle_by[3] = 12.36;   // copies 3%
+  d.idle_sites = {IdleSiteRow{"allocation", "cudaFree", 24.0, {"train_step+0x1a (train.so)", "main+0x10 (app)"}},
+                  IdleSiteRow{"copies", "cudaMemcpy", 12.0, {}}};
+  d.top_kernels = {timeline::KernelRow{"gemm_kernel<float, 128>(float const*, float*)", 1000, 200.0, 0.2},
+                   timeline::KernelRow{"\"quoted\" kernel", 3, 0.003, 0.001}};
+  d.short_kernel_busy_s = 2.5;
+  d.launches = 200000;
+  d.steps.from_marks = true;
+  d.steps.count = 400;
+  d.steps.busy_share_p50 = 0.7;
+  d.steps.busy_share_p99 = 0.4;
+  d.steps.wall_p50_s = 1.0;
+  d.steps.wall_p99_s = 1.5;
+  d.steps.worst = {timeline::StepRow{17, 1.6, 0.64, 0.96}};
+  g.devices.push_back(d);
+  GpuDeviceRow d1;
+  d1.device = 1;
+  d1.wall_s = 412;
+  d1.idle_s = 412;
+  d1.idle_by[0] = 412;
+  g.devices.push_back(d1);
+  return s;
+}
+
 }  // namespace testing_sample
 }  // namespace report
 }  // namespace gpuslack

@@ -1,7 +1,7 @@
 // Writes JSON summaries for the ctests that validate them against
 // docs/summary.schema.json:
 //   argv[1]: the sample summary (sample_summary.h: every optional part
-//            filled, strings that need escaping);
+//            filled, the GPU timeline included, strings that need escaping);
 //   argv[2]: optional, the summary build_summary() makes when no thread made
 //            a hooked call (worst_thread null, empty arrays).
 #include <cstdio>
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s SAMPLE.json [EMPTY.json]\n", argv[0]);
     return 2;
   }
-  if (!write(argv[1], format_json(testing_sample::sample_summary()))) return 1;
+  if (!write(argv[1], format_json(testing_sample::sample_summary_with_gpu_timeline()))) return 1;
   if (argc == 3) {
     RunInfo run;
     run.reason = "exit";

@@ -562,12 +562,16 @@ std::string format_json(const Summary& s) {
   } else {
     w.null();
   }
+  // Written once the session decided (measured, off, held by another
+  // tool, unavailable); absent in a summary made before, as in older files.
+  if (s.gpu_timeline.status != timeline::Status::kNotStarted) {
+    w.key("gpu_timeline");
+    gpu_timeline(s.gpu_timeline, &w);
+  }
   if (s.pinned.present) {
     w.key("pinned");
     pinned(s.pinned.stats, &w);
   }
-  w.key("gpu_timeline");
-  gpu_timeline(s.gpu_timeline, &w);
   w.end_object();
   return w.take();
 }

@@ -9,12 +9,19 @@
 //     step, behind the step's work on the same stream (cudaMemcpyAsync from
 //     ordinary std::vector memory, as a naive data loader does: the driver
 //     drains the stream first, so the host waits for the whole step there);
-//   - "computes": device-to-device copies and memsets over the activations;
+//   - "computes": device-to-device copies and memsets over the activations,
+//     and, with --kernel-us, one kernel per layer that keeps the GPU busy
+//     that long (spin_kernel.cu; on the simulated device the cost model's
+//     kernel time, GPUSIM_COST_KERNEL_US, applies instead);
 //   - frees the activations (cudaFree);
 //   - all-reduces the gradients over every visible device (NCCL);
-//   - synchronizes, and reports the step's time.
+//   - synchronizes, and reports the step's time;
+//   - with --decode-ms, "decodes" the next batch on the host before the
+//     step (CPU work with no CUDA call in flight, as a data loader's image
+//     decoding in the training process): the GPU idles, host-bound.
 //
 // Usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G]
+//                   [--kernel-us K] [--decode-ms D]
 // (the first W steps, 1 by default, are the warm-up: the steady-state
 // figures printed at the end count the steps after them)
 // Prints one line per step, a line with the host time blocked in the input
@@ -32,6 +39,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "spin_kernel.h"
 
 namespace {
 
@@ -59,6 +68,8 @@ struct Args {
   size_t batch = 8;
   unsigned seed = 1;
   size_t grad_mib = 64;  // float32 gradients all-reduced each step
+  long kernel_us = 0;    // a kernel per layer of this many us; 0: none
+  long decode_ms = 0;    // host "decoding" before each step; 0: none
 };
 
 Args parse(int argc, char** argv) {
@@ -76,9 +87,12 @@ Args parse(int argc, char** argv) {
     else if (k == "--batch") a.batch = static_cast<size_t>(v);
     else if (k == "--seed") a.seed = static_cast<unsigned>(v);
     else if (k == "--grad-mib") a.grad_mib = static_cast<size_t>(v);
+    else if (k == "--kernel-us") a.kernel_us = v;
+    else if (k == "--decode-ms") a.decode_ms = v;
     else {
       std::fprintf(stderr,
-                   "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G]\n");
+                   "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G] "
+                   "[--kernel-us K] [--decode-ms D]\n");
       std::exit(2);
     }
   }
@@ -93,6 +107,18 @@ struct Rank {
   float* grads;
   int32_t* input;  // the batch of the coming step, prefetched
 };
+
+// The CPU-bound input stage: `ms` of host work with no CUDA call, as
+// decoding images in the training process is. Returns a checksum so the
+// work is not optimized away.
+unsigned decode(long ms, std::mt19937& rng) {
+  unsigned sum = 0;
+  if (ms <= 0) return sum;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end)
+    for (int i = 0; i < 256; ++i) sum += rng();
+  return sum;
+}
 
 // A naive loader's batch: pageable host memory.
 std::vector<int32_t> make_batch(std::mt19937& rng, size_t tokens) {
@@ -163,8 +189,10 @@ int main(int argc, char** argv) {
     return v;
   };
   double allocation_after_warmup = -1;
+  unsigned decoded = 0;
   for (int step = 0; step < args.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
+    decoded += decode(args.decode_ms, rng);
     size_t tokens = args.batch * len;
     for (Rank& r : ranks) {
       CHECK_CUDA(cudaSetDevice(r.device));
@@ -178,6 +206,7 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaMemsetAsync(act_a, layer, act_bytes, r.stream));
         CHECK_CUDA(cudaMemcpyAsync(act_b, act_a, act_bytes, cudaMemcpyDeviceToDevice, r.stream));
         CHECK_CUDA(cudaMemsetAsync(scratch, 0, act_bytes / 4, r.stream));
+        if (args.kernel_us > 0) CHECK_CUDA(launch_spin(r.stream, static_cast<unsigned long long>(args.kernel_us) * 1000));
       }
       CHECK_CUDA(cudaFree(scratch));
       CHECK_CUDA(cudaFree(act_b));
@@ -223,5 +252,8 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   std::printf("train_loop: median step %.2f ms over %d steps (min %.2f, max %.2f)\n", sorted[sorted.size() / 2],
               args.steps, sorted.front(), sorted.back());
+  if (args.decode_ms > 0)
+    std::printf("train_loop: host decoding %ld ms per step, %.0f ms in total (checksum %u)\n", args.decode_ms,
+                static_cast<double>(args.decode_ms) * args.steps, decoded);
   return 0;
 }

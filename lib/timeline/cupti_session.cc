@@ -378,6 +378,12 @@ void CuptiSession::yield_to(const std::string& tool) {
   log::info("gpu_timeline: {} took CUPTI; the GPU timeline stops here, measured until now", tool);
 }
 
+bool CuptiSession::yield_if_needed(const std::string& tool, bool exclusive) {
+  if (!subscribed() || (shares_cupti() && !exclusive)) return false;  // not held, or both run
+  yield_to(tool);
+  return true;
+}
+
 void CuptiSession::stop_locked() {
   if (!subscribed()) return;
   sample_clock();

@@ -108,6 +108,10 @@ class CuptiSession {
   // Note [One CUPTI, several tools]: stop(), and the snapshot says that
   // `tool` took CUPTI at this point.
   void yield_to(const std::string& tool);
+  // Before another tool's subscription (timeline/coexistence.h): yields
+  // when subscribed and the tool asks CUPTI to itself (`exclusive`) or
+  // gpuslack holds the single subscription. True when it yielded.
+  bool yield_if_needed(const std::string& tool, bool exclusive);
 
   // Subscribed now (started, not stopped).
   bool subscribed() const { return subscribed_.load(std::memory_order_acquire); }

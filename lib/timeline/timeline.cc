@@ -146,10 +146,8 @@ void after_fork_child() {
 
 void before_foreign_subscribe(const char* tool, bool exclusive) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_state || !g_state->session || !g_state->session->subscribed()) return;
-  CuptiSession& session = *g_state->session;
-  if (session.shares_cupti() && !exclusive) return;  // both run
-  session.yield_to(tool && *tool ? tool : "another tool");
+  if (!g_state || !g_state->session) return;
+  g_state->session->yield_if_needed(tool && *tool ? tool : "another tool", exclusive);
 }
 
 }  // namespace timeline

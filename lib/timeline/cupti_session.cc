@@ -207,7 +207,9 @@ StartOutcome CuptiSession::start() {
     return out;
   }
   if (out.status != Status::kMeasured) {
-    if (out.how_to_enable.empty()) log::warn("gpu_timeline: not measured: {}", out.detail);
+    // gpu_timeline:auto measures where it can: its misses are the summary's
+    // to say, not a line in every process.
+    if (config_.mode == Mode::kOn) log::warn("gpu_timeline:on, but not measured: {}", out.detail);
     else log::debug("gpu_timeline: not measured: {}", out.detail);
     return out;
   }
@@ -225,7 +227,8 @@ StartOutcome CuptiSession::start() {
     api_->unsubscribe(subscriber_);
     subscriber_ = nullptr;
     shared_.store(false, std::memory_order_release);
-    log::warn("gpu_timeline: not measured: {}", why);
+    if (config_.mode == Mode::kOn) log::warn("gpu_timeline:on, but not measured: {}", why);
+    else log::debug("gpu_timeline: not measured: {}", why);
     out.status = Status::kUnavailable;
     out.detail = why;
     return out;

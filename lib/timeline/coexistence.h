@@ -29,6 +29,12 @@
 //     profiler usually runs to the end.
 //   - a later tool asking allowMultipleSubscribers = 1 while gpuslack is one
 //     of several: nothing to do, both run.
+// What gpuslack cannot avoid touching while it shares CUPTI: its snapshots
+// call cuptiActivityFlushAll(FORCED), which has no per-subscriber form and
+// hands every subscriber its partly filled buffers early (tools flush so
+// themselves at their end; a snapshot is rare: exit, the periodic summary,
+// the C API), and it reads cuptiActivityGetNumDroppedRecords, which resets
+// the process-wide count another tool may also read.
 // <tool> is the subscriberName a v2 call gives, else the file name of the
 // object that called (libkineto, libtorch_cuda.so, ...).
 // Tests: tests/lib/timeline/cupti_session_test.cc (yield) and the simulated

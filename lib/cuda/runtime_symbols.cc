@@ -47,6 +47,8 @@ struct Loaded {
 };
 Loaded g_loaded[kLibraryCount];
 
+}  // namespace
+
 void* loaded_library(Library lib, const char** path) {
   std::atomic<void*>& handle = g_loaded[static_cast<int>(lib)].handle;
   char* found_path = g_loaded[static_cast<int>(lib)].path;
@@ -72,10 +74,13 @@ void* loaded_library(Library lib, const char** path) {
   return h;
 }
 
-}  // namespace
-
 const char* library_prefix(Library lib) {
-  return lib == Library::kNccl ? "libnccl.so" : "libcudart.so";
+  switch (lib) {
+    case Library::kNccl: return "libnccl.so";
+    case Library::kCupti: return "libcupti.so";
+    case Library::kCudaRuntime: break;
+  }
+  return "libcudart.so";
 }
 
 RuntimeSymbol find_symbol(Library lib, const char* name) {
@@ -102,7 +107,12 @@ const char* found_by_name(FoundBy how, Library lib) {
   switch (how) {
     case FoundBy::kRtldNext: return "RTLD_NEXT";
     case FoundBy::kLoadedLibrary:
-      return lib == Library::kNccl ? "the loaded libnccl (RTLD_LOCAL)" : "the loaded libcudart (RTLD_LOCAL)";
+      switch (lib) {
+        case Library::kNccl: return "the loaded libnccl (RTLD_LOCAL)";
+        case Library::kCupti: return "the loaded libcupti (RTLD_LOCAL)";
+        case Library::kCudaRuntime: break;
+      }
+      return "the loaded libcudart (RTLD_LOCAL)";
     case FoundBy::kNotFound: break;
   }
   return "nowhere";

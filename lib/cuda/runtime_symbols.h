@@ -10,7 +10,8 @@
 //   2. Otherwise libcudart was loaded RTLD_LOCAL (ctypes, a plain dlopen by a
 //      framework's extension module), so it is not in the global scope. Walk
 //      the loaded objects (dl_iterate_phdr), take the first whose file name
-//      starts with the library's prefix ("libcudart.so", "libnccl.so"), re-open it with RTLD_NOLOAD (a new
+//      starts with the library's prefix ("libcudart.so", "libnccl.so",
+//      "libcupti.so"), re-open it with RTLD_NOLOAD (a new
 //      reference to the loaded copy, never a new load) and dlsym on that.
 //
 // Thread safety: any thread, any time; no locks, no allocation except
@@ -38,11 +39,17 @@ struct RuntimeSymbol {
 enum class Library : unsigned char {
   kCudaRuntime,  // libcudart.so*
   kNccl,         // libnccl.so*
+  kCupti,        // libcupti.so* (the interposed cuptiSubscribe*: interpose/cupti_hooks.cc)
 };
-inline constexpr int kLibraryCount = 2;
+inline constexpr int kLibraryCount = 3;
 
 // The file-name prefix the loaded-object scan looks for.
 const char* library_prefix(Library lib);
+
+// The loaded copy of `lib` (step 2 above: the first loaded object whose
+// file name starts with its prefix), re-opened RTLD_NOLOAD, or nullptr when
+// none is loaded; `*path` is its file name. Never loads a new copy.
+void* loaded_library(Library lib, const char** path);
 
 // Looks up the real definition of `name` in `lib`, never one in
 // libgpuslack.so itself.

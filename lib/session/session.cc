@@ -27,6 +27,7 @@
 #include "report/summary.h"
 #include "session/signals.h"
 #include "sync/event_pool.h"
+#include "timeline/timeline.h"
 
 namespace gpuslack {
 namespace session {
@@ -70,6 +71,7 @@ bool started() { return detail::g_active.load(std::memory_order_acquire); }
 
 void at_exit() {
   if (started()) write_summary("exit");
+  timeline::stop();
 }
 
 // Note [Fork]: the child of a fork (a data-loader worker, a subprocess
@@ -106,6 +108,7 @@ void on_fork_child() {
   nccl::collectives_after_fork_child();
   sync::events_after_fork_child();
   reporter_after_fork_child();
+  timeline::after_fork_child();
 }
 
 }  // namespace
@@ -160,6 +163,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   // reporter runs yet to write it concurrently.
   g_periodic_failures = report::PeriodicFailures();
   start_reporter(o.summary_interval_s, o.signals);
+  timeline::start();  // per gpu_timeline; once (a forked child's is off)
   detail::g_active.store(true, std::memory_order_release);
   log::debug("session started (pid {})", static_cast<int>(getpid()));
 }

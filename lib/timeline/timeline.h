@@ -22,8 +22,11 @@
 // subscribers (CUDA 13.2+, driver r610+: cuptiSubscribe_v2 with
 // allowMultipleSubscribers) or one. gpuslack subscribes as one of several
 // where allowed; where only one is, and another tool holds it, gpuslack
-// steps aside (Status::kHeldByOther, `detail` names the tool); a tool that
-// subscribes after gpuslack ... (the implementation's Note says).
+// steps aside (Status::kHeldByOther, `detail` names the tool). A tool that
+// subscribes after gpuslack and needs CUPTI to itself gets it: gpuslack
+// yields (flushes, unsubscribes) before the tool's call goes through, and
+// the snapshot says so (stopped_by, stopped_after_s); a tool that asks to be
+// one of several runs beside it (timeline/coexistence.h).
 //
 // Activity buffers come from a bounded pool (gpu_timeline_buffer_mb); when
 // it is empty, CUPTI's request gets no buffer and drops records, counted,
@@ -126,6 +129,10 @@ struct Snapshot {
   uint64_t host_intervals_dropped = 0;
   uint64_t buffer_bytes_limit = 0;
   uint64_t buffer_bytes_peak = 0;
+  // kMeasured, when a tool that subscribed later took CUPTI: its name, and
+  // when (seconds after the timeline started); the figures end there.
+  std::string stopped_by;
+  double stopped_after_s = 0;
 };
 
 // Starts the timeline per the gpu_timeline knob (session start, once).

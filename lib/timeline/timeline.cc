@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "base/clock.h"
 #include "config/environment.h"
@@ -29,6 +30,8 @@ struct State {
   std::string how_to_enable;
   std::unique_ptr<Sink> sink;
   std::unique_ptr<CuptiSession> session;
+  bool starting = false;  // start_now() was handed to its thread
+  bool stopped = false;   // stop() ran: a late start_now() does nothing
 };
 
 std::mutex g_mu;             // start/snapshot/stop/before_foreign_subscribe
@@ -42,55 +45,20 @@ State& state() {
 
 }  // namespace
 
-const char* status_key(Status s) {
-  switch (s) {
-    case Status::kOff: return "off";
-    case Status::kNotStarted: return "not_started";
-    case Status::kMeasured: return "measured";
-    case Status::kHeldByOther: return "held_by_other";
-    case Status::kUnavailable: return "unavailable";
-  }
-  return "unavailable";
-}
+namespace {
 
-const char* busy_key(Busy b) {
-  switch (b) {
-    case Busy::kCompute: return "compute";
-    case Busy::kCommunication: return "communication";
-    case Busy::kCopies: return "copies";
-    case Busy::kMemsets: return "memsets";
-  }
-  return "compute";
-}
-
-const char* idle_key(Idle i) {
-  switch (i) {
-    case Idle::kHostBound: return "host_bound";
-    case Idle::kLaunchBound: return "launch_bound";
-    case Idle::kAllocation: return "allocation";
-    case Idle::kCopies: return "copies";
-    case Idle::kCollectives: return "collectives";
-    case Idle::kSync: return "sync";
-    case Idle::kOther: return "other";
-  }
-  return "other";
-}
-
-void start() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  State& st = state();
-  if (st.status != Status::kNotStarted) return;
-  if (g_forked_child) {
-    st.status = Status::kUnavailable;
-    st.detail = "a forked child (its parent measures the GPU)";
-    return;
-  }
+// The start's own work, on a thread of its own (Note [Starting off the
+// caller's thread]): loading libcupti and calibrating the clock (up to 10 ms)
+// happen outside the lock, so that a tool subscribing meanwhile
+// (before_foreign_subscribe) never waits for the loader.
+void start_now() {
   const Options& o = options();
-  if (o.gpu_timeline == "off") {
-    st.status = Status::kOff;
-    return;
-  }
   const cuda::CuptiApi* api = cuda::cupti(environment_variable("CUDA_HOME"));
+  const double tick_s = api ? clock::tick_seconds() : 0;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_state || g_forked_child) return;
+  State& st = *g_state;
+  if (st.status != Status::kNotStarted || st.stopped) return;
   if (!api) {
     st.status = Status::kUnavailable;
     st.detail = cuda::why_no_cupti();
@@ -98,7 +66,6 @@ void start() {
     else log::debug("gpu_timeline: {}", st.detail);
     return;
   }
-  double tick_s = clock::tick_seconds();
   SinkOptions sink_options;
   sink_options.tick_seconds = tick_s;
   sink_options.launch_bound_gap_ticks = static_cast<uint64_t>(o.launch_bound_gap_us * 1e-6 / tick_s);
@@ -118,6 +85,40 @@ void start() {
   if (out.status == Status::kMeasured) log::debug("gpu_timeline: CUPTI from {}", cuda::cupti_path());
 }
 
+}  // namespace
+
+// Note [Starting off the caller's thread]: start() runs inside the
+// process's first hooked CUDA call. Loading libcupti, subscribing and the
+// clock's calibration (which waits until 10 ms after the session's start)
+// would all land on that call; instead a short-lived thread does them and
+// the call goes on at once. GPU work before the subscription is not seen:
+// the window measured starts when the activities are enabled.
+void start() {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    State& st = state();
+    if (st.status != Status::kNotStarted || st.starting) return;
+    if (g_forked_child) {
+      st.status = Status::kUnavailable;
+      st.detail = "a forked child (its parent measures the GPU)";
+      return;
+    }
+    if (options().gpu_timeline == "off") {
+      st.status = Status::kOff;
+      return;
+    }
+    st.starting = true;
+  }
+  try {
+    std::thread(start_now).detach();
+  } catch (...) {
+    log::warn("gpu_timeline: cannot start a thread; the GPU timeline is off");
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_state->status = Status::kUnavailable;
+    g_state->detail = "no thread could be started";
+  }
+}
+
 Snapshot snapshot() {
   std::lock_guard<std::mutex> lock(g_mu);
   Snapshot snap;
@@ -132,7 +133,9 @@ Snapshot snapshot() {
 
 void stop() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_state && g_state->session) g_state->session->stop();
+  if (!g_state) return;
+  g_state->stopped = true;
+  if (g_state->session) g_state->session->stop();
 }
 
 void after_fork_child() {

@@ -30,6 +30,34 @@ set_target_properties(gpuslack_jemalloc PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${_je_prefix}/include"
   INTERFACE_LINK_LIBRARIES "Threads::Threads")
 
+# CUPTI headers (13.2: cuptiSubscribe_v2 with allowMultipleSubscribers, the
+# per-subscriber _v2 activity calls), from the nvidia-cuda-cupti wheel that
+# scripts/deps.sh unpacks; the toolkit's own cupti*.h are 13.0's. Headers
+# only: CUPTI is loaded at run time, never linked. Use the target
+# gpuslack_cupti_headers: its -I comes before the toolkit's -isystem, so
+# these headers win over the toolkit's. Include the parts (<cupti_activity.h>,
+# <cupti_callbacks.h>, <cupti_result.h>, <cupti_version.h>), not the umbrella
+# <cupti.h>: its generated_cuda*_meta.h need CUDA 13.2's cuda.h.
+set(GPUSLACK_CUPTI_HEADERS_VERSION 13.2.86)  # keep equal to CUPTI_HEADERS_VERSION in scripts/deps.sh
+set(GPUSLACK_CUPTI_INCLUDE_DIR "" CACHE PATH
+    "CUPTI 13.2+ headers (empty: the deps cache's cupti-headers-${GPUSLACK_CUPTI_HEADERS_VERSION}/include)")
+set(_cupti_include "${GPUSLACK_CUPTI_INCLUDE_DIR}")
+if(NOT _cupti_include)
+  set(_cupti_include "${GPUSLACK_DEPS_DIR}/cupti-headers-${GPUSLACK_CUPTI_HEADERS_VERSION}/include")
+endif()
+if(NOT EXISTS "${_cupti_include}/cupti_callbacks.h")
+  message(FATAL_ERROR "gpuslack: CUPTI headers not found under ${_cupti_include}; "
+                      "run scripts/deps.sh first (README, Quick start)")
+endif()
+file(STRINGS "${_cupti_include}/cupti_callbacks.h" _cupti_multi REGEX "allowMultipleSubscribers")
+if(NOT _cupti_multi)
+  message(FATAL_ERROR "gpuslack: ${_cupti_include} holds CUPTI headers older than 13.2 "
+                      "(no allowMultipleSubscribers); scripts/deps.sh fetches 13.2's")
+endif()
+add_library(gpuslack_cupti_headers INTERFACE)
+target_include_directories(gpuslack_cupti_headers INTERFACE "${_cupti_include}")
+target_link_libraries(gpuslack_cupti_headers INTERFACE CUDA::toolkit)
+
 # spdlog + fmt header-only. Debian's spdlog forces external fmt and its
 # header-only target links the shared libfmt (with FMT_SHARED, which makes
 # fmt's API visible): point it at fmt's header-only target instead.

@@ -13,12 +13,19 @@
 #     static abseil is not position-independent, and its jemalloc is
 #     unprefixed with initial-exec TLS. Both are rebuilt here to be sealed
 #     inside libgpuslack.so (see docs/dependencies.md).
+#   - the CUPTI 13.2 headers, from PyPI's nvidia-cuda-cupti wheel (pip
+#     download): the toolkit here is 13.0, whose CUPTI lacks
+#     cuptiSubscribe_v2 with allowMultipleSubscribers and the per-subscriber
+#     (_v2) activity calls. Headers only; nothing of the wheel is linked.
 #
 # Prints the cache prefix on its last line. Idempotent; safe to re-run.
 set -euo pipefail
 
 ABSEIL_VERSION=20220623.1
 JEMALLOC_VERSION=5.3.0
+# The CUPTI that torch's pinned wheel pins (keep equal to
+# GPUSLACK_CUPTI_HEADERS_VERSION in cmake/dependencies.cmake).
+CUPTI_HEADERS_VERSION=13.2.86
 # Bump when the way a dependency is built changes, so its cache is rebuilt
 # (keep equal to GPUSLACK_*_RECIPE in cmake/dependencies.cmake).
 ABSEIL_RECIPE=1
@@ -144,6 +151,34 @@ if [ ! -f "$JE_DIR/.done" ]; then
   cp "$JE_DIR/src/include/jemalloc/jemalloc.h" "$JE_DIR/include/jemalloc/"
   rm -rf "$JE_DIR/src"
   touch "$JE_DIR/.done"
+fi
+
+# --- CUPTI headers: the include folder of the nvidia-cuda-cupti wheel ------
+CUPTI_DIR=$CACHE/cupti-headers-$CUPTI_HEADERS_VERSION
+if [ ! -f "$CUPTI_DIR/.done" ]; then
+  log "fetching the CUPTI $CUPTI_HEADERS_VERSION headers (nvidia-cuda-cupti wheel) into $CUPTI_DIR"
+  work=$(mktemp -d "$CACHE/cupti.XXXXXX")
+  # pip where Python has it; otherwise the one a fresh venv brings (python3-venv).
+  pip=(python3 -m pip)
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    python3 -m venv "$work/venv" >&2 && pip=("$work/venv/bin/python" -m pip)
+  fi
+  if ! "${pip[@]}" download -q --no-deps --only-binary=:all: --dest "$work" \
+         "nvidia-cuda-cupti==$CUPTI_HEADERS_VERSION" >"$work/pip.log" 2>&1; then
+    why=$(grep -v '^\s*$' "$work/pip.log" | tail -n 1)
+    rm -rf "$work"
+    log "could not download nvidia-cuda-cupti==$CUPTI_HEADERS_VERSION (pip download, needs the network once): ${why:-pip failed}"
+    exit 1
+  fi
+  wheel=$(find "$work" -maxdepth 1 -name 'nvidia_cuda_cupti-*.whl' | head -n 1)
+  python3 -m zipfile -e "$wheel" "$work/wheel"
+  [ -f "$work/wheel/nvidia/cu13/include/cupti_callbacks.h" ] \
+    || { rm -rf "$work"; log "the nvidia-cuda-cupti wheel has no nvidia/cu13/include/cupti_callbacks.h"; exit 1; }
+  rm -rf "$CUPTI_DIR"; mkdir -p "$CUPTI_DIR"
+  mv "$work/wheel/nvidia/cu13/include" "$CUPTI_DIR/include"
+  find "$work/wheel" -path '*dist-info*' -name 'License.txt' -exec cp {} "$CUPTI_DIR/" \;
+  rm -rf "$work"
+  touch "$CUPTI_DIR/.done"
 fi
 
 echo "$CACHE"

@@ -331,11 +331,6 @@ size_t record_size(CUpti_ActivityKind kind) {
   }
 }
 
-Channel* subscriber_channel(CUpti_SubscriberHandle h) {
-  Subscriber* s = find_subscriber(h);
-  return s ? s->channel : nullptr;
-}
-
 }  // namespace
 
 uint64_t cupti_now() {
@@ -573,14 +568,14 @@ CUPTISIM_EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute at
 }
 CUPTISIM_EXPORT CUptiResult cuptiActivitySetAttribute_v2(CUpti_SubscriberHandle subscriber,
                                                          CUpti_ActivityAttribute attr, size_t* size, void* value) {
-  if (!find_subscriber(subscriber)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!is_subscriber(subscriber)) return CUPTI_ERROR_INVALID_PARAMETER;
   // "CUPTI_ERROR_NOT_SUPPORTED if multiple subscribers are not allowed."
   if (multiple_subscriber_state() != 1) return CUPTI_ERROR_NOT_SUPPORTED;
   return cuptiActivitySetAttribute(attr, size, value);
 }
 CUPTISIM_EXPORT CUptiResult cuptiActivityGetAttribute_v2(CUpti_SubscriberHandle subscriber,
                                                          CUpti_ActivityAttribute attr, size_t* size, void* value) {
-  if (!find_subscriber(subscriber)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!is_subscriber(subscriber)) return CUPTI_ERROR_INVALID_PARAMETER;
   return get_attribute(attr, size, value);
 }
 

@@ -113,8 +113,10 @@ struct Subscriber {
   Channel* channel = nullptr;  // the _v2 activity calls' buffers
 };
 
-// Resolves a handle to a live subscriber (nullptr if not one).
-Subscriber* find_subscriber(CUpti_SubscriberHandle h);
+// Whether `h` is a live subscriber, and its channel (nullptr if not one;
+// channels are never freed, so the pointer stays usable).
+bool is_subscriber(CUpti_SubscriberHandle h);
+Channel* subscriber_channel(CUpti_SubscriberHandle h);
 // How the subscribers are: 2 none yet, 1 several allowed, 0 single.
 uint8_t multiple_subscriber_state();
 // Removes every subscriber (cuptiFinalize in single-subscriber mode).

@@ -121,13 +121,15 @@ void retire(Channel* c) {
 
 }  // namespace
 
-Subscriber* find_subscriber(CUpti_SubscriberHandle h) {
+Channel* subscriber_channel(CUpti_SubscriberHandle h) {
   Registry& r = registry();
   std::lock_guard<std::mutex> l(r.mu);
   for (auto& s : r.live)
-    if (reinterpret_cast<CUpti_SubscriberHandle>(s.get()) == h) return s.get();
+    if (reinterpret_cast<CUpti_SubscriberHandle>(s.get()) == h) return s->channel;
   return nullptr;
 }
+
+bool is_subscriber(CUpti_SubscriberHandle h) { return subscriber_channel(h) != nullptr; }
 
 uint8_t multiple_subscriber_state() {
   Registry& r = registry();
@@ -196,7 +198,7 @@ CUPTISIM_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) 
 CUPTISIM_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                                 CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   (void)enable, (void)cbid;
-  if (!find_subscriber(subscriber)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!is_subscriber(subscriber)) return CUPTI_ERROR_INVALID_PARAMETER;
   if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
   return CUPTI_SUCCESS;
 }
@@ -208,7 +210,7 @@ CUPTISIM_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberH
 
 CUPTISIM_EXPORT CUptiResult cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber) {
   (void)enable;
-  return find_subscriber(subscriber) ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+  return is_subscriber(subscriber) ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 CUPTISIM_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {

@@ -1,12 +1,8 @@
-// libcupti.so.13 of the simulated device: the Activity API (README.md,
-// "CUPTI"), after docs.nvidia.com/cupti "CUPTI Activity API" and the
-// comments of cupti_activity.h 13.2.
+// libcupti.so.13 of the simulated device: the Activity API's channels,
+// buffers and flushing (README.md, "CUPTI"), after docs.nvidia.com/cupti
+// "CUPTI Activity API" and the comments of cupti_activity.h 13.2. The
+// records themselves and the timebase: cupti_records.cc.
 //
-//   - Records: CUpti_ActivityKernel11 (kind CONCURRENT_KERNEL when enabled,
-//     else KERNEL), CUpti_ActivityMemcpy6, CUpti_ActivityMemset4, made from
-//     the simulated device's own start and end of each op (libgpusim's
-//     activity sink, sim.h), packed one after another in the client's
-//     buffers, which cuptiActivityGetNextRecord walks.
 //   - Buffers come from the client's buffer-requested callback when a record
 //     needs one; "the callback function can decline the request by setting
 //     *buffer to NULL. In this case CUPTI may drop activity records": the
@@ -15,35 +11,15 @@
 //     worker thread, as real CUPTI completes buffers from its worker;
 //     cuptiActivityFlushAll completes every buffer that holds records on the
 //     calling thread, after any delivery the worker has in progress.
-//   - Timestamps: CUPTI's Linux timebase is CLOCK_REALTIME ("By default CUPTI
-//     uses ... clock_gettime(CLOCK_REALTIME)", cuptiActivityRegisterTimestampCallback),
-//     so records and cuptiGetTimestamp are the device's CLOCK_MONOTONIC stamps
-//     moved by a fixed offset sampled once; a registered timestamp callback
-//     replaces the timebase, GPU times being converted at post-processing.
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <ctime>
 
 #include "cupti_internal.h"
 
 namespace cuptisim {
 namespace {
-
-// ------------------------------------------------------------- timebase --
-
-std::atomic<CUpti_TimestampCallbackFunc> g_timestamp_cb{nullptr};
-
-int64_t realtime_minus_monotonic() {
-  static const int64_t offset = [] {
-    timespec rt{};
-    clock_gettime(CLOCK_REALTIME, &rt);
-    int64_t mono = gpusim::now_ns();
-    return static_cast<int64_t>(rt.tv_sec) * 1000000000 + rt.tv_nsec - mono;
-  }();
-  return offset;
-}
 
 // -------------------------------------------------------------- channels --
 
@@ -65,7 +41,6 @@ Worker& worker() {
 }
 
 thread_local bool t_in_completion = false;
-std::atomic<int64_t> g_grid_id{0};
 
 uint64_t thread_id() { return static_cast<uint64_t>(syscall(SYS_gettid)); }
 
@@ -117,6 +92,8 @@ void worker_loop() {
   }
 }
 
+}  // namespace
+
 void wake_worker() {
   Worker& w = worker();
   std::lock_guard<std::mutex> l(w.mu);
@@ -127,6 +104,8 @@ void wake_worker() {
   w.pending = true;
   w.cv.notify_one();
 }
+
+namespace {
 
 // Asks the client for a buffer. Channel lock held. False: none given.
 bool request_buffer(Channel& c) {
@@ -144,6 +123,8 @@ bool request_buffer(Channel& c) {
   c.current = Buffer{buf, size, 0, max_records, 0};
   return true;
 }
+
+}  // namespace
 
 // Appends one record to `c`, or drops and counts it. Returns true when a
 // buffer became full (the worker is to be woken).
@@ -180,114 +161,7 @@ bool append(Channel& c, const void* record, size_t size) {
   return woke;
 }
 
-uint8_t memory_kind(gpusim::Where w) {
-  switch (w) {
-    case gpusim::Where::kDevice: return CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    case gpusim::Where::kPinned: return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-    case gpusim::Where::kPageable: return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-  }
-  return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
-}
-
-uint8_t copy_kind(const gpusim::OpInfo& i) {
-  using gpusim::Where;
-  if (i.src == Where::kDevice && i.dst == Where::kDevice)
-    return i.peer ? CUPTI_ACTIVITY_MEMCPY_KIND_PTOP : CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
-  if (i.src == Where::kDevice) return CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-  if (i.dst == Where::kDevice) return CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-  return CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
-}
-
-// libgpusim's sink: one finished op, on its stream's worker thread.
-void on_op(const gpusim::OpRecord& op) {
-  const uint64_t start = to_cupti_time(op.start_ns);
-  const uint64_t end = start + static_cast<uint64_t>(op.end_ns - op.start_ns);
-  const uint32_t device = static_cast<uint32_t>(op.device);
-  const uint32_t context = device + 1;  // the primary context's id
-  CUpti_ActivityKernel11 k;
-  CUpti_ActivityMemcpy6 cp;
-  CUpti_ActivityMemset4 ms;
-  bool made = false;
-  bool woke = false;
-  int n = g_channel_count.load(std::memory_order_acquire);
-  for (int i = 0; i < n; ++i) {
-    Channel& c = *g_channels[i].load(std::memory_order_acquire);
-    Kinds kinds;
-    {
-      std::lock_guard<std::mutex> l(c.mu);
-      kinds = c.kinds;
-    }
-    switch (op.info.kind) {
-      case gpusim::OpKind::kKernel: {
-        if (!kinds.kernel && !kinds.concurrent_kernel) continue;
-        if (!made) {
-          std::memset(&k, 0, sizeof(k));
-          k.start = start;
-          k.end = end;
-          k.completed = end;
-          k.deviceId = device;
-          k.contextId = context;
-          k.streamId = op.stream_id;
-          k.gridX = static_cast<int32_t>(op.info.blocks);
-          k.gridY = k.gridZ = 1;
-          k.blockX = k.blockY = k.blockZ = 1;
-          k.correlationId = op.info.correlation;
-          k.gridId = g_grid_id.fetch_add(1, std::memory_order_relaxed) + 1;
-          k.name = op.info.name ? op.info.name : "gpusim_kernel";
-          k.queued = k.submitted = CUPTI_TIMESTAMP_UNKNOWN;
-          k.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
-          made = true;
-        }
-        k.kind = kinds.concurrent_kernel ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
-        woke |= append(c, &k, sizeof(k));
-        break;
-      }
-      case gpusim::OpKind::kMemcpy: {
-        if (!kinds.memcpy) continue;
-        if (!made) {
-          std::memset(&cp, 0, sizeof(cp));
-          cp.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-          cp.copyKind = copy_kind(op.info);
-          cp.srcKind = memory_kind(op.info.src);
-          cp.dstKind = memory_kind(op.info.dst);
-          cp.bytes = op.info.bytes;
-          cp.start = start;
-          cp.end = end;
-          cp.deviceId = device;
-          cp.contextId = context;
-          cp.streamId = op.stream_id;
-          cp.correlationId = op.info.correlation;
-          cp.copyCount = 1;
-          made = true;
-        }
-        woke |= append(c, &cp, sizeof(cp));
-        break;
-      }
-      case gpusim::OpKind::kMemset: {
-        if (!kinds.memset) continue;
-        if (!made) {
-          std::memset(&ms, 0, sizeof(ms));
-          ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-          ms.value = op.info.memset_value;
-          ms.bytes = op.info.bytes;
-          ms.start = start;
-          ms.end = end;
-          ms.deviceId = device;
-          ms.contextId = context;
-          ms.streamId = op.stream_id;
-          ms.correlationId = op.info.correlation;
-          ms.memoryKind = memory_kind(op.info.dst);
-          made = true;
-        }
-        woke |= append(c, &ms, sizeof(ms));
-        break;
-      }
-      case gpusim::OpKind::kOther:
-        return;
-    }
-  }
-  if (woke) wake_worker();
-}
+namespace {
 
 // The sink is registered while any channel has a kind enabled, so that a
 // process that never enables one pays nothing (sim.h, "activity").
@@ -321,28 +195,11 @@ CUptiResult set_kind(Channel& c, CUpti_ActivityKind kind, bool on) {
   return CUPTI_SUCCESS;
 }
 
-size_t record_size(CUpti_ActivityKind kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel11);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    default: return 0;
-  }
-}
-
 }  // namespace
 
-uint64_t cupti_now() {
-  if (CUpti_TimestampCallbackFunc cb = g_timestamp_cb.load(std::memory_order_acquire)) return cb();
-  return static_cast<uint64_t>(gpusim::now_ns() + realtime_minus_monotonic());
-}
+int channel_count() { return g_channel_count.load(std::memory_order_acquire); }
 
-uint64_t to_cupti_time(int64_t steady_ns) {
-  if (CUpti_TimestampCallbackFunc cb = g_timestamp_cb.load(std::memory_order_acquire))
-    return cb() - static_cast<uint64_t>(gpusim::now_ns() - steady_ns);
-  return static_cast<uint64_t>(steady_ns + realtime_minus_monotonic());
-}
+Channel& channel_at(int i) { return *g_channels[i].load(std::memory_order_acquire); }
 
 Channel& legacy_channel() {
   static Channel* c = [] {
@@ -473,25 +330,6 @@ CUPTISIM_EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t time_ms) {
   return CUPTI_SUCCESS;
 }
 
-CUPTISIM_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid_bytes, CUpti_Activity** record) {
-  if (!buffer || !record) return CUPTI_ERROR_INVALID_PARAMETER;
-  size_t offset = 0;
-  if (*record) {
-    auto* at = reinterpret_cast<uint8_t*>(*record);
-    if (at < buffer || at >= buffer + valid_bytes) return CUPTI_ERROR_INVALID_PARAMETER;
-    size_t size = record_size((*record)->kind);
-    if (size == 0) return CUPTI_ERROR_INVALID_KIND;
-    offset = static_cast<size_t>(at - buffer) + size;
-  }
-  if (offset >= valid_bytes) return CUPTI_ERROR_MAX_LIMIT_REACHED;
-  if (valid_bytes - offset < sizeof(CUpti_ActivityKind)) return CUPTI_ERROR_INVALID_KIND;
-  auto* next = reinterpret_cast<CUpti_Activity*>(buffer + offset);
-  size_t size = record_size(next->kind);
-  if (size == 0 || offset + size > valid_bytes) return CUPTI_ERROR_INVALID_KIND;
-  *record = next;
-  return CUPTI_SUCCESS;
-}
-
 // Process-wide: CUPTI has no per-subscriber call, so the count is every
 // channel's, and reading it resets it for every subscriber.
 CUPTISIM_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id,
@@ -505,20 +343,6 @@ CUPTISIM_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context,
     c->dropped = 0;
   }
   *dropped = total;
-  return CUPTI_SUCCESS;
-}
-
-// ---- timestamps ----
-
-CUPTISIM_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
-  if (!timestamp) return CUPTI_ERROR_INVALID_PARAMETER;
-  *timestamp = cupti_now();
-  return CUPTI_SUCCESS;
-}
-
-CUPTISIM_EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) {
-  if (!fn) return CUPTI_ERROR_INVALID_PARAMETER;
-  g_timestamp_cb.store(fn, std::memory_order_release);
   return CUPTI_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
 // The simulated CUPTI (libcupti.so.13): state shared by cupti_subscribe.cc
 // (subscribers, the Callback API, versions, results), cupti_activity.cc
-// (activity channels, buffers, records, flushing, timestamps) and
+// (activity channels, buffers, flushing), cupti_records.cc (records from the
+// device's ops, the timebase) and
 // cupti_unmodeled.cc (what torch binds and the model does not express).
 // README.md, "CUPTI", says what is modeled and its limits. Test-only.
 //
@@ -102,6 +103,17 @@ void add_channel(Channel* c);
 void flush_channel(Channel& c, bool all_buffers);
 // Disables every kind of `c` (records stop) without touching its buffers.
 void disable_all(Channel& c);
+// The channels by index, for the sink (no allocation): [0, channel_count()).
+int channel_count();
+Channel& channel_at(int i);
+// Appends one record to `c`, or drops and counts it; true when a buffer
+// became full, and then the caller wakes the worker (wake_worker) once it
+// holds no channel lock.
+bool append(Channel& c, const void* record, size_t size);
+void wake_worker();
+// libgpusim's activity sink (cupti_records.cc): one finished op, on its
+// stream's worker thread; registered while any channel has a kind enabled.
+void on_op(const gpusim::OpRecord& op);
 
 // ----------------------------------------------------------- subscribers --
 

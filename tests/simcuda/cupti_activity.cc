@@ -275,15 +275,40 @@ CUPTISIM_EXPORT CUptiResult cuptiActivityDisable_v2(CUpti_SubscriberHandle subsc
 
 // ---- buffers ----
 
+namespace {
+
+// Installs new callbacks in `c`. The buffers it holds came from the old
+// buffer-requested callback: they go back to the old completed callback
+// first (the one still being filled too), so a tool whose registration is
+// replaced by another's (two tools using the process-wide calls) gets its
+// own buffers back rather than the other tool getting buffers it never gave.
+void replace_callbacks(Channel& c, CUpti_BuffersCallbackRequestFunc rq, CUpti_BuffersCallbackCompleteFunc cp,
+                       CUpti_BuffersCallbackRequestFunc_v2 rq2, CUpti_BuffersCallbackCompleteFunc_v2 cp2) {
+  std::unique_lock<std::mutex> l(c.mu);
+  std::deque<Buffer> theirs;
+  theirs.swap(c.full);
+  if (c.current.base) theirs.push_back(c.current);
+  c.current = Buffer{};
+  auto old_cp = c.complete;
+  auto old_cp2 = c.complete_v2;
+  c.request = rq;
+  c.complete = cp;
+  c.request_v2 = rq2;
+  c.complete_v2 = cp2;
+  c.delivering += static_cast<int>(theirs.size());
+  l.unlock();
+  for (const Buffer& b : theirs) complete(c, old_cp, old_cp2, b);
+  l.lock();
+  c.delivering -= static_cast<int>(theirs.size());
+  if (c.delivering == 0) c.delivered.notify_all();
+}
+
+}  // namespace
+
 CUPTISIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
                                                            CUpti_BuffersCallbackCompleteFunc completed) {
   if (!requested || !completed) return CUPTI_ERROR_INVALID_PARAMETER;
-  Channel& c = legacy_channel();
-  std::lock_guard<std::mutex> l(c.mu);
-  c.request = requested;
-  c.complete = completed;
-  c.request_v2 = nullptr;
-  c.complete_v2 = nullptr;
+  replace_callbacks(legacy_channel(), requested, completed, nullptr, nullptr);
   return CUPTI_SUCCESS;
 }
 
@@ -293,11 +318,7 @@ CUPTISIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks_v2(CUpti_SubscriberHa
   if (!requested || !completed) return CUPTI_ERROR_INVALID_PARAMETER;
   Channel* c = subscriber_channel(subscriber);
   if (!c) return CUPTI_ERROR_INVALID_PARAMETER;
-  std::lock_guard<std::mutex> l(c->mu);
-  c->request_v2 = requested;
-  c->complete_v2 = completed;
-  c->request = nullptr;
-  c->complete = nullptr;
+  replace_callbacks(*c, nullptr, nullptr, requested, completed);
   return CUPTI_SUCCESS;
 }
 

@@ -272,6 +272,55 @@ TEST(CuptiActivity, DeclinedBuffersDropRecordsAndCountThem) {
   EXPECT_EQ(1u, C::kernel_count());
 }
 
+TEST(CuptiActivity, ConcurrentLaunchesAndFlushesLoseNothing) {
+  C::max_records = 3;  // buffers complete on the worker while others flush
+  start_legacy();
+  constexpr int kThreads = 4, kLaunches = 30;
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      cudaStream_t s;
+      EXPECT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      for (int i = 0; i < kLaunches; ++i) EXPECT_EQ(cudaSuccess, launch(s, 1));
+      EXPECT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+      cudaStreamDestroy(s);
+      done.fetch_add(1);
+    });
+  while (done.load() < kThreads) EXPECT_EQ(CUPTI_SUCCESS, cuptiActivityFlushAll(0));
+  for (auto& t : threads) t.join();
+  CUPTI_OK(cuptiActivityFlushAll(0));
+  size_t dropped = 1;
+  CUPTI_OK(cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped));
+  EXPECT_EQ(0u, dropped);
+  std::lock_guard<std::mutex> l(C::mu);
+  EXPECT_EQ(static_cast<size_t>(kThreads * kLaunches), C::kernels.size());
+  std::set<uint32_t> ids;
+  for (const auto& k : C::kernels) ids.insert(k.correlationId);
+  EXPECT_EQ(C::kernels.size(), ids.size());
+  EXPECT_EQ(0, C::bad_records);
+}
+
+TEST(CuptiActivity, ReplacedCallbacksGetTheirOwnBuffersBack) {
+  using Later = Collector<3>;
+  start_legacy();
+  CUDA_OK(launch(nullptr, 1));
+  CUDA_OK(cudaDeviceSynchronize());
+  // A second tool takes over the process-wide registration.
+  CUPTI_OK(Later::register_legacy());
+  {
+    std::lock_guard<std::mutex> l(C::mu);
+    EXPECT_EQ(1, C::buffers);
+    EXPECT_EQ(1u, C::kernels.size());
+    EXPECT_EQ(tid(), C::completing_threads[0]);
+  }
+  for (int i = 0; i < 2; ++i) CUDA_OK(launch(nullptr, 1));
+  CUDA_OK(cudaDeviceSynchronize());
+  CUPTI_OK(cuptiActivityFlushAll(0));
+  EXPECT_EQ(1u, C::kernel_count());
+  EXPECT_EQ(2u, Later::kernel_count());
+}
+
 TEST(CuptiActivity, GetNextRecordEndsAndRefusesGarbage) {
   alignas(8) uint8_t buf[256] = {};
   CUpti_Activity* r = nullptr;

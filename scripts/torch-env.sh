@@ -9,18 +9,19 @@
 # are the smallest set it loads with on the simulated device (3.3 GB in all
 # with torch, instead of about 5 GB with all of them), installed without their
 # dependencies at the versions torch pins:
-#   - not nvidia-cuda-runtime, nvidia-nccl-cu13 nor nvidia-cublas: the
-#     simulated libcudart.so.13, libnccl.so.2 and libcublas.so.13 /
-#     libcublasLt.so.13 stand in their place (libtorch_cuda.so
-#     has an RPATH into site-packages/nvidia/*/lib, which LD_LIBRARY_PATH
-#     cannot override: a real libcudart or libcublas there would win over the
-#     simulated one; the real cuBLAS cannot start on the simulated device);
+#   - not nvidia-cuda-runtime, nvidia-nccl-cu13, nvidia-cublas nor
+#     nvidia-cuda-cupti: the simulated libcudart.so.13, libnccl.so.2,
+#     libcublas.so.13 / libcublasLt.so.13 and libcupti.so.13 stand in their
+#     place (libtorch_cuda.so and libtorch_cpu.so have an RPATH into
+#     site-packages/nvidia/*/lib, which LD_LIBRARY_PATH cannot override: a
+#     real libcudart, libcublas or libcupti there would win over the
+#     simulated one; the real cuBLAS cannot start on the simulated device,
+#     and the real CUPTI would trace nothing of it);
 #   - not nvidia-cusolver (libtorch_cuda_linalg.so is loaded on first use of
 #     torch.linalg), nvidia-nvtx, triton, cuda-bindings, cuda-toolkit: `import
 #     torch` and the allocator never load them.
-# What stays is what libtorch_cpu/cuda/python.so name in DT_NEEDED (cupti,
-# cudnn, nvrtc, cufft, cusparse with its nvjitlink, cusparseLt,
-# cufile, nvshmem).
+# What stays is what libtorch_cpu/cuda/python.so name in DT_NEEDED (cudnn,
+# nvrtc, cufft, cusparse with its nvjitlink, cusparseLt, cufile, nvshmem).
 #
 # `--path` prints where the Python is (or will be) without installing.
 # Idempotent: prints only the path when the environment is there. On failure,
@@ -29,14 +30,14 @@ set -euo pipefail
 
 TORCH_VERSION=2.15.0
 # Bump when the set of packages changes, so the cache is rebuilt.
-RECIPE=2
+RECIPE=3
 PACKAGES=(
   torch==$TORCH_VERSION
   # what torch's metadata requires, pure Python
   filelock==4.3.1 typing_extensions==4.16.0 sympy==1.14.0 mpmath==1.3.0 networkx==3.6.1
   jinja2==3.1.6 MarkupSafe==3.0.4 fsspec==2026.9.0 setuptools==84.2.1
   # the CUDA libraries torch's own libraries are linked against (see above)
-  nvidia-cuda-cupti==13.2.86 nvidia-cudnn-cu13==9.26.0.51
+  nvidia-cudnn-cu13==9.26.0.51
   nvidia-cuda-nvrtc==13.2.86 nvidia-cufft==12.2.0.57 nvidia-cusparse==12.7.10.12
   nvidia-nvjitlink==13.5.37 nvidia-cusparselt-cu13==0.8.1 nvidia-cufile==1.17.1.22
   nvidia-nvshmem-cu13==3.7.2

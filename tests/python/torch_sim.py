@@ -86,7 +86,7 @@ def symbols():
 
     exported = {}
     for name in ("libcudart.so.13", "libcuda.so.1", "libnccl.so.2", "libnvidia-ml.so.1", "libcublas.so.13",
-                 "libcublasLt.so.13"):
+                 "libcublasLt.so.13", "libcupti.so.13"):
         path = os.path.join(simcuda, name)
         exported[name] = nm(path, "--defined-only") if os.path.exists(path) else set()
 
@@ -95,7 +95,8 @@ def symbols():
                 "libcuda.so.1": re.compile(r"^cu[A-Z]"),
                 "libnccl.so.2": re.compile(r"^p?nccl[A-Z]"),
                 "libcublas.so.13": re.compile(r"^cublas(?!Lt)[A-Z]"),
-                "libcublasLt.so.13": re.compile(r"^cublasLt[A-Z]")}
+                "libcublasLt.so.13": re.compile(r"^cublasLt[A-Z]"),
+                "libcupti.so.13": re.compile(r"^cupti[A-Z]")}
     missing = []
     bound, looked_up = set(), set()
     for path in libs:

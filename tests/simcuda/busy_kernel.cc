@@ -74,16 +74,24 @@ GPUSIM_EXPORT long gpusim_calls(const char* name) {
 
 // Kernels launched through the CUDA APIs (cudaLaunchKernel, cuLaunchKernel,
 // ...): timed, never computed.
-void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks) {
+void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks, const void* func) {
   charge(config().launch_us);
   double us = config().kernel_us + config().kernel_per_block_us * static_cast<double>(blocks);
-  enqueue(s, [us] { wait_until(after(Clock::now(), us)); });
+  OpInfo info;
+  info.kind = OpKind::kKernel;
+  info.blocks = blocks;
+  if (activity_observed()) info.name = kernel_name(func);
+  enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
 }
-void gpusim::launch_flops(CUstream_st* s, double flops) {
+void gpusim::launch_flops(CUstream_st* s, double flops, const char* name) {
   charge(config().launch_us);
   double rate = config().gemm_tflops > 0 ? config().gemm_tflops : 50;
   double us = config().kernel_us + flops / (rate * 1e6);
-  enqueue(s, [us] { wait_until(after(Clock::now(), us)); });
+  OpInfo info;
+  info.kind = OpKind::kKernel;
+  info.blocks = 1;
+  info.name = name;
+  enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
 }
 
 namespace {

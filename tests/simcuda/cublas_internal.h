@@ -13,10 +13,13 @@ namespace cublassim {
 
 // Enqueues a math kernel of `flops` on `stream` (resolved as the runtime
 // does); CUBLAS_STATUS_INVALID_VALUE for a stream that is not live.
-inline cublasStatus_t run(cudaStream_t stream, double flops) {
+// The kernel is named like one of cuBLAS's own (its CUPTI records).
+inline constexpr const char* kGemmKernel =
+    "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+inline cublasStatus_t run(cudaStream_t stream, double flops, const char* kernel = kGemmKernel) {
   CUstream_st* s = gpusim::resolve(stream, false);
   if (!s) return CUBLAS_STATUS_INVALID_VALUE;
-  gpusim::launch_flops(s, flops);
+  gpusim::launch_flops(s, flops, kernel);
   return CUBLAS_STATUS_SUCCESS;
 }
 

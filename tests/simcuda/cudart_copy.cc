@@ -67,6 +67,17 @@ std::function<void()> timed(Rows rows, double us) {
   };
 }
 
+// What CUPTI's memcpy record says of a copy.
+OpInfo copy_info(const Rows& c, Where src, Where dst, int sdev, int ddev) {
+  OpInfo info;
+  info.kind = OpKind::kMemcpy;
+  info.src = src;
+  info.dst = dst;
+  info.peer = src == Where::kDevice && dst == Where::kDevice && sdev != ddev;
+  info.bytes = c.bytes();
+  return info;
+}
+
 cudaError_t copy(Rows c, CUstream_st* s, Api api) {
   if (c.bytes() == 0) return cudaSuccess;
   if (!c.dst || !c.src) return cudaErrorInvalidValue;
@@ -111,7 +122,7 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
       auto t = Clock::now();
       dma.run();
       wait_until(after(t, us));
-    });
+    }, copy_info(c, src, dst, sdev, ddev));
     return cudaSuccess;
   }
   if (host_dst) {
@@ -120,7 +131,7 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
     // synchronous for cudaMemcpy.
     double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_d2h_gbps);
     if (dst == Where::kPageable) us += transfer_us(c.bytes(), cfg.pageable_gbps);
-    uint64_t seq = enqueue(s, timed(c, us));
+    uint64_t seq = enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev));
     if (dst == Where::kPageable || api == Api::kSync) wait_op(s, seq);
     return cudaSuccess;
   }
@@ -128,13 +139,13 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
     // Pinned to device: asynchronous for the Async API; cudaMemcpy is
     // synchronous with respect to the host.
     double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_h2d_gbps);
-    uint64_t seq = enqueue(s, timed(c, us));
+    uint64_t seq = enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev));
     if (api == Api::kSync) wait_op(s, seq);
     return cudaSuccess;
   }
   // Device to device (same or peer): no host-side synchronization.
   double us = cfg.copy_latency_us + transfer_us(2 * c.bytes(), cfg.d2d_gbps);
-  enqueue(s, timed(c, us));
+  enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev));
   return cudaSuccess;
 }
 
@@ -145,11 +156,16 @@ cudaError_t memset_rows(char* dst, size_t pitch, int value, size_t width, size_t
   if (w == Where::kPageable) return cudaErrorInvalidValue;
   if (cudaError_t e = check_legacy(s)) return e;
   double us = config().copy_latency_us + transfer_us(width * height, config().memset_gbps);
+  OpInfo info;
+  info.kind = OpKind::kMemset;
+  info.dst = w;
+  info.bytes = width * height;
+  info.memset_value = static_cast<uint8_t>(value);
   uint64_t seq = enqueue(s, [=] {
     auto t0 = Clock::now();
     for (size_t r = 0; r < height; ++r) std::memset(dst + r * pitch, value, width);
     wait_until(after(t0, us));
-  });
+  }, info);
   // Memsets are asynchronous, except to pinned host memory.
   if (w == Where::kPinned && seq) wait_op(s, seq);
   return cudaSuccess;

@@ -42,7 +42,7 @@ cudaError_t launch(const void* func, dim3 grid, cudaStream_t h, bool ptds) {
   STREAM(s, h, ptds);
   if (cudaError_t e = check_legacy(s)) return ret(e);
   if (blocks_of(grid) == 0) return ret(cudaErrorInvalidConfiguration);
-  launch_kernel(s, blocks_of(grid));
+  launch_kernel(s, blocks_of(grid), func);
   return cudaSuccess;
 }
 
@@ -118,8 +118,10 @@ GPUSIM_EXPORT void __cudaUnregisterFatBinary(void** handle) { delete handle; }
 GPUSIM_EXPORT void __cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun,
                                           const char* device_name, int thread_limit, uint3* tid, uint3* bid,
                                           dim3* block, dim3* grid, int* wsize) {
-  (void)handle, (void)host_fun, (void)device_fun, (void)device_name, (void)thread_limit;
+  (void)handle, (void)device_fun, (void)thread_limit;
   (void)tid, (void)bid, (void)block, (void)grid, (void)wsize;
+  // The host stub's device name (mangled): what CUPTI's kernel records show.
+  register_static_kernel_name(host_fun, device_name);
 }
 GPUSIM_EXPORT void __cudaRegisterVar(void** handle, char* host_var, char* device_address, const char* device_name,
                                      int ext, size_t size, int constant, int global) {
@@ -262,7 +264,10 @@ GPUSIM_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t* k, cudaLibrary_t li
   auto* l = reinterpret_cast<Library*>(lib);
   std::lock_guard<std::mutex> g(l->mu);
   auto& slot = l->kernels[name];
-  if (!slot) slot.reset(new char(0));
+  if (!slot) {
+    slot.reset(new char(0));
+    register_kernel_name(slot.get(), name);
+  }
   *k = reinterpret_cast<cudaKernel_t>(slot.get());
   return cudaSuccess;
 }

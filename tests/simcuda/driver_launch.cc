@@ -42,7 +42,7 @@ CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUstream h)
   if (blocks == 0) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = resolve(h, false);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  launch_kernel(s, blocks);
+  launch_kernel(s, blocks, f);
   return CUDA_SUCCESS;
 }
 
@@ -87,7 +87,10 @@ GPUSIM_EXPORT CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char
   if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> l(m->mu);
   auto& slot = m->functions[name];
-  if (!slot) slot.reset(new char(0));
+  if (!slot) {
+    slot.reset(new char(0));
+    register_kernel_name(slot.get(), name);
+  }
   *f = reinterpret_cast<CUfunction>(slot.get());
   return CUDA_SUCCESS;
 }
@@ -182,11 +185,15 @@ GPUSIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, siz
   if (n && !device_range(dst, n * 4)) return CUDA_ERROR_INVALID_VALUE;
   double us = config().copy_latency_us + transfer_us(n * 4, config().memset_gbps);
   auto* words = reinterpret_cast<uint32_t*>(dst);
+  OpInfo info;
+  info.kind = OpKind::kMemset;
+  info.bytes = n * 4;
+  info.memset_value = static_cast<uint8_t>(value);
   enqueue(s, [words, value, n, us] {
     auto end = after(Clock::now(), us);
     for (size_t i = 0; i < n; ++i) words[i] = value;
     wait_until(end);
-  });
+  }, info);
   return CUDA_SUCCESS;
 }
 GPUSIM_EXPORT CUresult cuStreamWriteValue32(CUstream h, CUdeviceptr addr, cuuint32_t value, unsigned flags) {

@@ -152,6 +152,42 @@ CUstream_st* comm_stream(const ncclComm* comm, cudaStream_t h) {
   return gpusim::resolve(h, false);
 }
 
+const char* kind_name(Kind k);
+
+// The kernel a batch runs as, named like NCCL's own device kernels
+// (mangled, as CUPTI reports them): ncclDevKernel_AllReduce_Sum_f32_RING_LL;
+// collectives without a reduction drop the op and type
+// (ncclDevKernel_AllGather_RING_LL); point-to-point is
+// ncclDevKernel_SendRecv. A batch is named by its first collective.
+const char* kernel_name(const std::vector<Work>& works) {
+  static const char* const kTypes[] = {"i8", "u8", "i32", "u32", "i64", "u64", "f16", "f32", "f64", "bf16",
+                                       "f8e4m3", "f8e5m2"};
+  static const char* const kOps[] = {"Sum", "Prod", "MinMax", "MinMax", "SumPostDiv"};
+  const Work* first = nullptr;
+  for (const Work& w : works)
+    if (w.kind != Kind::kSend && w.kind != Kind::kRecv) {
+      first = &w;
+      break;
+    }
+  std::string base = "ncclDevKernel_";
+  if (!first) {
+    base += "SendRecv";
+  } else {
+    base += kind_name(first->kind);
+    bool reduces = first->kind == Kind::kAllReduce || first->kind == Kind::kReduce ||
+                   first->kind == Kind::kReduceScatter;
+    if (reduces) {
+      base += "_";
+      base += first->op >= 0 && first->op < 5 ? kOps[first->op] : "Sum";
+      base += "_";
+      base += first->type >= 0 && first->type < 12 ? kTypes[first->type] : "u8";
+    }
+    base += "_RING_LL";
+  }
+  std::string mangled = "_Z" + std::to_string(base.size()) + base + "24ncclDevKernelArgsStorageILm4096EE";
+  return gpusim::intern_name(mangled.c_str());
+}
+
 void submit(ncclComm* comm, CUstream_st* stream, std::vector<Work> works) {
   auto b = std::make_shared<Batch>();
   b->clique = comm->clique;
@@ -163,7 +199,11 @@ void submit(ncclComm* comm, CUstream_st* stream, std::vector<Work> works) {
     number(*b->clique, b->rank, kDirect, &b->works);
     ++b->clique->pending[b->rank];
   }
-  gpusim::enqueue(stream, [b] { run_batch(*b); });
+  gpusim::OpInfo info;
+  info.kind = gpusim::OpKind::kKernel;
+  info.blocks = 1;
+  if (gpusim::activity_observed()) info.name = kernel_name(b->works);
+  gpusim::enqueue(stream, [b] { run_batch(*b); }, info);
 }
 
 struct Deferred {

@@ -175,12 +175,81 @@ struct Dep {
   uint64_t seq;
 };
 
+// ------------------------------------------------------------- activity ---
+//
+// What an observer of the device (the simulated CUPTI, cupti_*.cc) learns of
+// each op: its kind and metadata, given when it is enqueued, and its start
+// and end, stamped by the stream's worker around `run` (steady clock, ns).
+// The hot path pays one relaxed atomic load per op while no sink is
+// registered: nothing is stamped and no record is made.
+
+enum class OpKind : uint8_t { kOther, kKernel, kMemcpy, kMemset };
+
+struct OpInfo {
+  OpKind kind = OpKind::kOther;
+  Where src = Where::kDevice;  // copies: where each side lives
+  Where dst = Where::kDevice;
+  bool peer = false;           // copies between two devices
+  uint8_t memset_value = 0;
+  uint32_t correlation = 0;    // given by enqueue when 0 (kinds other than kOther)
+  uint64_t bytes = 0;          // copies and memsets
+  uint64_t blocks = 0;         // kernels: blocks of the grid
+  // Kernels: the name as CUPTI would give it (mangled), interned for the
+  // process (intern_name); nullptr when no sink was registered at launch.
+  const char* name = nullptr;
+};
+
+// One completed op, as the worker saw it.
+struct OpRecord {
+  OpInfo info;
+  int device = 0;
+  uint32_t stream_id = 0;
+  int64_t start_ns = 0;  // Clock (steady_clock, CLOCK_MONOTONIC) nanoseconds
+  int64_t end_ns = 0;
+};
+
+// Called on the stream's worker thread after each op of a kind other than
+// kOther finished and before its completion is visible to waiters (so a
+// thread that synchronized with the op finds its record already given).
+// Must be thread-safe and must not block on the device.
+using ActivitySink = void (*)(const OpRecord& record);
+// Registers `sink` (nullptr: none). One sink for the process.
+void set_activity_sink(ActivitySink sink);
+// True while a sink is registered: launches resolve kernel names only then.
+bool activity_observed();
+// Process-wide correlation ids, as CUPTI numbers API calls: from 1.
+uint32_t next_correlation_id();
+// A copy of `name` that lives as long as the process (same text, same pointer).
+const char* intern_name(const char* name);
+// Kernel names: a handle (host stub of __cudaRegisterFunction, a library's
+// kernel, a module's CUfunction) is registered with its device name.
+void register_kernel_name(const void* handle, const char* name);
+// The same for a name that lives as long as the handle's module (the
+// strings of a fat binary's registration): kept as a pointer, copied only
+// when first launched while observed. Cheap enough for every kernel torch
+// registers at load.
+void register_static_kernel_name(const void* handle, const char* name);
+// The registered name of `handle`, else its dynamic symbol (dladdr: the
+// mangled name, as CUPTI reports), else "gpusim_kernel". Interned.
+const char* kernel_name(const void* handle);
+// For the stream workers (stream.cc): the steady clock in ns, and the
+// handing of one finished op to the sink.
+int64_t now_ns();
+void emit_activity(const OpInfo& info, int device, uint32_t stream_id, int64_t start_ns, int64_t end_ns);
+
 // One unit of GPU work. `run` executes on the stream's worker thread and
 // blocks it for the modeled GPU time (see wait_until).
 struct Op {
   std::function<void()> run;
   std::vector<Dep> deps;
   uint64_t seq = 0;
+  OpInfo info;
+};
+
+// A captured op: replayed with its metadata by launch_graph.
+struct GraphNode {
+  std::function<void()> run;
+  OpInfo info;
 };
 
 }  // namespace gpusim
@@ -192,6 +261,7 @@ struct CUstream_st {
   bool legacy = false;      // the device's legacy default stream
   bool per_thread = false;  // a thread's per-thread default stream
   bool destroyed = false;
+  uint32_t id = 0;          // CUPTI's streamId: unique in the process, from 1
 
   // Guarded by Core::mu.
   std::deque<gpusim::Op> queue;
@@ -230,11 +300,11 @@ using UserObjectRefs = std::vector<std::pair<CUuserObject_st*, unsigned>>;
 
 // A graph captured from one stream: its ops, replayed in order on launch.
 struct CUgraph_st {
-  std::vector<std::function<void()>> nodes;
+  std::vector<gpusim::GraphNode> nodes;
   UserObjectRefs user_objects;
 };
 struct CUgraphExec_st {
-  std::vector<std::function<void()>> nodes;
+  std::vector<gpusim::GraphNode> nodes;
   UserObjectRefs user_objects;
 };
 
@@ -269,6 +339,9 @@ CUstream_st* resolve(cudaStream_t s, bool per_thread_default);
 // captures, the op is appended to the graph instead. Returns the op's seq (0
 // when captured).
 uint64_t enqueue(CUstream_st* s, std::function<void()> run,
+                 std::vector<Dep> extra_deps = {});
+// The same for an op an observer sees (a kernel, copy or memset: `info`).
+uint64_t enqueue(CUstream_st* s, std::function<void()> run, OpInfo info,
                  std::vector<Dep> extra_deps = {});
 bool is_capturing(CUstream_st* s);
 // True when a blocking stream of `device` captures: using the legacy default
@@ -317,9 +390,11 @@ void release_user_object(CUuserObject_st* o, unsigned count);
 // A kernel launch: `blocks` blocks of nothing, on `s`, for the modeled time
 // (Config::kernel_us, kernel_per_block_us). Charges the host's launch cost.
 // While `s` captures, it becomes a kernel node of the graph.
-void launch_kernel(CUstream_st* s, uint64_t blocks);
+// `func` names it (kernel_name), looked up only while observed.
+void launch_kernel(CUstream_st* s, uint64_t blocks, const void* func);
 // A math-library kernel (the simulated cuBLAS) of `flops` floating-point
-// operations on `s`: kernel_us + flops at gemm_tflops. Like launch_kernel.
-void launch_flops(CUstream_st* s, double flops);
+// operations on `s`: kernel_us + flops at gemm_tflops. Like launch_kernel;
+// `name` is a literal (a cuBLAS-like kernel name).
+void launch_flops(CUstream_st* s, double flops, const char* name);
 
 }  // namespace gpusim

@@ -41,8 +41,14 @@ void worker_loop(CUstream_st* s) {
     s->running = true;
     std::function<void()> run = std::move(s->queue.front().run);
     uint64_t seq = s->queue.front().seq;
+    const OpInfo info = s->queue.front().info;
     l.unlock();
+    // Observed ops are stamped around their run (activity.cc); the record
+    // is given before the op's completion is published below.
+    const bool observed = info.kind != OpKind::kOther && activity_observed();
+    const int64_t start = observed ? now_ns() : 0;
     if (run) run();
+    if (observed) emit_activity(info, s->device, s->id, start, now_ns());
     l.lock();
     s->queue.pop_front();
     s->running = false;
@@ -52,7 +58,9 @@ void worker_loop(CUstream_st* s) {
 }
 
 CUstream_st* make_stream(int device, unsigned flags, int priority, bool legacy, bool per_thread) {
+  static std::atomic<uint32_t> next_id{1};
   auto* s = new CUstream_st();
+  s->id = next_id.fetch_add(1, std::memory_order_relaxed);
   s->device = device;
   s->flags = flags;
   s->priority = priority;
@@ -147,13 +155,20 @@ CUstream_st* resolve(cudaStream_t h, bool per_thread_default) {
 }
 
 uint64_t enqueue(CUstream_st* s, std::function<void()> run, std::vector<Dep> extra_deps) {
+  return enqueue(s, std::move(run), OpInfo{}, std::move(extra_deps));
+}
+
+uint64_t enqueue(CUstream_st* s, std::function<void()> run, OpInfo info, std::vector<Dep> extra_deps) {
   Core& c = core();
   std::lock_guard<std::mutex> l(c.mu);
   if (s->capture_graph) {
-    s->capture_graph->nodes.push_back(std::move(run));
+    // A graph's ops take the correlation id of each launch (launch_graph).
+    s->capture_graph->nodes.push_back({std::move(run), info});
     return 0;
   }
+  if (info.kind != OpKind::kOther && info.correlation == 0) info.correlation = next_correlation_id();
   Op op;
+  op.info = info;
   op.run = std::move(run);
   op.deps = std::move(extra_deps);
   implicit_deps(s, &op.deps);
@@ -324,7 +339,14 @@ cudaError_t end_capture(CUstream_st* s, CUgraph_st** graph) {
 }
 
 void launch_graph(CUgraphExec_st* exec, CUstream_st* s) {
-  for (const auto& node : exec->nodes) enqueue(s, node);
+  // As CUPTI reports graph launches: every op of one launch carries the
+  // correlation id of the cudaGraphLaunch call.
+  const uint32_t correlation = next_correlation_id();
+  for (const GraphNode& node : exec->nodes) {
+    OpInfo info = node.info;
+    if (info.kind != OpKind::kOther) info.correlation = correlation;
+    enqueue(s, node.run, info);
+  }
 }
 
 }  // namespace gpusim

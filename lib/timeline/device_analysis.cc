@@ -30,12 +30,46 @@ bool DeviceAnalysis::clip_late(Span* s) {
 }
 
 void DeviceAnalysis::sort_pending() {
+  // Records come in runs already sorted (a buffer holds one stream's
+  // records in order), so a natural merge sort: find the runs, merge them
+  // pairwise, a few linear passes. Many short runs (no order to use):
+  // std::sort.
   const auto by_start = [](const Span& a, const Span& b) { return a.start < b.start; };
   if (sorted_ == pending_.size()) return;
-  const auto mid = pending_.begin() + static_cast<std::ptrdiff_t>(sorted_);
-  if (!std::is_sorted(mid, pending_.end(), by_start)) std::sort(mid, pending_.end(), by_start);
-  if (sorted_ > 0 && by_start(*mid, *(mid - 1))) std::inplace_merge(pending_.begin(), mid, pending_.end(), by_start);
+  runs_.clear();
+  runs_.push_back(0);
+  for (size_t i = std::max<size_t>(sorted_, 1); i < pending_.size(); ++i) {
+    if (pending_[i].start < pending_[i - 1].start) runs_.push_back(i);
+  }
+  runs_.push_back(pending_.size());
   sorted_ = pending_.size();
+  if (runs_.size() <= 2) return;
+  const size_t runs = runs_.size() - 1;
+  if (runs > 16 && runs > pending_.size() / 64) {
+    std::sort(pending_.begin(), pending_.end(), by_start);
+    return;
+  }
+  // Merge pairs of runs back and forth between pending_ and the scratch
+  // (which only grows: no value-initialization once it is big enough).
+  if (scratch_.spans.size() < pending_.size()) scratch_.spans.resize(pending_.size());
+  Span* from = pending_.data();
+  Span* to = scratch_.spans.data();
+  while (runs_.size() > 2) {
+    size_t out = 1;
+    for (size_t r = 0; r + 1 < runs_.size(); r += 2) {
+      const size_t lo = runs_[r], mid = runs_[r + 1], hi = r + 2 < runs_.size() ? runs_[r + 2] : mid;
+      std::merge(from + lo, from + mid, from + mid, from + hi, to + lo, by_start);
+      runs_[out++] = hi;
+    }
+    runs_.resize(out);
+    std::swap(from, to);
+  }
+  if (from != pending_.data()) {  // the result is in the scratch: trade places
+    const size_t n = pending_.size();
+    pending_.swap(scratch_.spans);
+    scratch_.spans.resize(std::max(scratch_.spans.size(), n));
+    pending_.resize(n);
+  }
 }
 
 void DeviceAnalysis::commit(uint64_t watermark, bool final, const std::vector<ledger::HostInterval>& hosts) {
@@ -63,6 +97,7 @@ void DeviceAnalysis::commit(uint64_t watermark, bool final, const std::vector<le
   }
   marks_.walk_to(pos_);
   intervals_.walk_to(pos_);
+  next_boundary_ = std::min(marks_.next_boundary(), intervals_.next_boundary());
 }
 
 void DeviceAnalysis::advance(uint64_t to, IdleAttributor& gaps) {
@@ -88,8 +123,14 @@ void DeviceAnalysis::charge_gap(uint64_t from, uint64_t to, IdleAttributor& gaps
     const uint64_t d = e - b;
     idle_[static_cast<int>(c.cause)] += d;
     if (c.call != nullptr) idle_by_site_[{c.call, c.site_key}] += d;
+    if (e <= next_boundary_) {  // the common case: inside one step of each kind
+      marks_.add_idle_within_step(b, e);
+      intervals_.add_idle_within_step(b, e);
+      return;
+    }
     marks_.charge_idle(b, e);
     intervals_.charge_idle(b, e);
+    next_boundary_ = std::min(marks_.next_boundary(), intervals_.next_boundary());
   });
 }
 

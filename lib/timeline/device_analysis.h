@@ -44,6 +44,7 @@
 // copy.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -90,8 +91,12 @@ class DeviceAnalysis {
   }
   // A step mark (index: its step's number) and a summary-interval boundary
   // (index: the interval it opens); the host's, for every device.
-  void add_step(uint64_t ticks, uint64_t index) { marks_.add_boundary(ticks, index); }
-  void add_interval_boundary(uint64_t ticks, uint64_t index) { intervals_.add_boundary(ticks, index); }
+  void add_step(uint64_t ticks, uint64_t index) {
+    if (marks_.add_boundary(ticks, index)) next_boundary_ = std::min(next_boundary_, ticks);
+  }
+  void add_interval_boundary(uint64_t ticks, uint64_t index) {
+    if (intervals_.add_boundary(ticks, index)) next_boundary_ = std::min(next_boundary_, ticks);
+  }
 
   // Makes the window before `watermark` final (Note [Commit and late
   // records]); `final`: up to the watermark exactly, open gap included.
@@ -132,7 +137,17 @@ class DeviceAnalysis {
   uint64_t short_kernel_ticks_;
 
   std::vector<Span> pending_;
-  size_t sorted_ = 0;  // pending_[0, sorted_) is sorted by start
+  size_t sorted_ = 0;           // pending_[0, sorted_) is sorted by start
+  // sort_pending's merges: keeps its memory, and a copy (fill's) starts
+  // without it.
+  struct Scratch {
+    Scratch() = default;
+    Scratch(const Scratch&) {}
+    Scratch& operator=(const Scratch&) { return *this; }
+    std::vector<Span> spans;
+  };
+  Scratch scratch_;
+  std::vector<size_t> runs_;    // sort_pending's runs
 
   uint64_t pos_;                      // swept up to here
   uint64_t reach_[kBusyCount];        // how far each kind's records seen reach
@@ -144,6 +159,7 @@ class DeviceAnalysis {
   absl::flat_hash_map<std::pair<const ApiCall*, uint64_t>, uint64_t> idle_by_site_;
   StepTracker marks_;      // program step marks
   StepTracker intervals_;  // summary intervals
+  uint64_t next_boundary_ = UINT64_MAX;  // the earlier of theirs
   uint64_t late_records_ = 0;
   uint64_t late_ticks_ = 0;
 };

@@ -70,6 +70,13 @@ class StepTracker {
   void charge_idle(uint64_t begin, uint64_t end);
   // Closes the steps whose end boundary is at or before `ticks`.
   void walk_to(uint64_t ticks);
+  // The next boundary not yet passed (UINT64_MAX: none). Idle that ends by
+  // it splits no step: add_idle_within_step, the fast path.
+  uint64_t next_boundary() const { return pending_.empty() ? UINT64_MAX : pending_.front().ticks; }
+  void add_idle_within_step(uint64_t begin, uint64_t end) {
+    if (open_) open_idle_ += end - begin;
+    walked_ = end;
+  }
 
   const StepTable& table() const { return table_; }
   uint64_t boundaries_dropped() const { return dropped_; }

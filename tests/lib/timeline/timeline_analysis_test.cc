@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include "analysis_fixture.h"
@@ -180,6 +182,35 @@ TEST(TimelineAnalysis, ALateRecordIsClippedToThePositionAndCounted) {
   const DeviceTimeline c = fill(a, 700)[0];
   EXPECT_DOUBLE_EQ(d.busy_s, c.busy_s);
   EXPECT_DOUBLE_EQ(d.idle_s, c.idle_s);
+}
+
+TEST(TimelineAnalysis, OrderOfArrivalDoesNotMatter) {
+  // Sorted, in a few sorted runs (merged), shuffled (many runs: sorted
+  // outright): the same figures.
+  std::vector<GpuActivity> records;
+  for (uint64_t i = 0; i < 3000; ++i) records.push_back(gpu(i * 10 + (i * 7919) % 13, i * 10 + 5 + (i * 104729) % 31,
+                                                           static_cast<Busy>(i % kBusyCount)));
+  std::vector<std::vector<GpuActivity>> orders(3, records);
+  std::stable_partition(orders[1].begin(), orders[1].end(), [](const GpuActivity& g) { return g.end_ticks % 4 == 0; });
+  std::mt19937 rng(7);
+  std::shuffle(orders[2].begin(), orders[2].end(), rng);
+  std::vector<DeviceTimeline> got;
+  for (const auto& order : orders) {
+    TimelineAnalysis a(small_options());
+    for (const GpuActivity& g : order) a.add(g);
+    a.commit(15000);
+    a.commit(40000, true);
+    got.push_back(fill(a, 40000)[0]);
+  }
+  for (int k = 0; k < kBusyCount; ++k) {
+    EXPECT_EQ(got[0].busy_by[k], got[1].busy_by[k]);
+    EXPECT_EQ(got[0].busy_by[k], got[2].busy_by[k]);
+  }
+  for (int k = 0; k < kIdleCount; ++k) {
+    EXPECT_EQ(got[0].idle_by[k], got[1].idle_by[k]);
+    EXPECT_EQ(got[0].idle_by[k], got[2].idle_by[k]);
+  }
+  EXPECT_GT(got[0].busy_s, 0);
 }
 
 TEST(TimelineAnalysis, FillIsProvisionalAndLeavesTheStateAlone) {

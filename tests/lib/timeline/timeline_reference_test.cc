@@ -79,7 +79,7 @@ Expected reference(const std::vector<GpuActivity>& gpus, const std::vector<ledge
   return x;
 }
 
-void run_one(uint32_t seed) {
+void run_one(uint32_t seed, bool as_streams) {
   SCOPED_TRACE(seed);
   std::mt19937 rng(seed);
   auto uniform = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
@@ -126,7 +126,16 @@ void run_one(uint32_t seed) {
   for (uint64_t w : watermarks) {
     size_t last = next;
     while (last < order.size() && order[last].start_ticks < w) ++last;
-    std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(next), order.begin() + static_cast<std::ptrdiff_t>(last), rng);
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(next);
+    const auto end_of_block = order.begin() + static_cast<std::ptrdiff_t>(last);
+    if (as_streams) {
+      // Like CUPTI's buffers: a few "streams", each delivered in order, one
+      // after another (sorted runs that overlap in time).
+      std::stable_partition(first, end_of_block, [&](const GpuActivity& g) { return g.end_ticks % 3 == 0; });
+      std::stable_partition(first, end_of_block, [&](const GpuActivity& g) { return g.end_ticks % 3 != 2; });
+    } else {
+      std::shuffle(first, end_of_block, rng);
+    }
     for (; next < last; ++next) a.add(order[next]);
     a.commit(w);
     if (uniform(0, 2) == 0) fill(a, end);  // provisional: must not disturb
@@ -166,7 +175,11 @@ void run_one(uint32_t seed) {
 }
 
 TEST(TimelineAnalysisReference, RandomTimelinesInAnyOrderAndCommits) {
-  for (uint32_t seed = 1; seed <= 200; ++seed) run_one(seed);
+  for (uint32_t seed = 1; seed <= 200; ++seed) run_one(seed, /*as_streams=*/false);
+}
+
+TEST(TimelineAnalysisReference, RandomTimelinesDeliveredAsSortedRuns) {
+  for (uint32_t seed = 1; seed <= 200; ++seed) run_one(seed, /*as_streams=*/true);
 }
 
 }  // namespace

@@ -30,6 +30,16 @@
 // (add_interval_boundary: the first from the window's start). Marks and
 // boundaries are the host's, the same for every device.
 //
+// Memory: the records not yet committed (bounded by how often the caller
+// commits: the worker commits at every flush), the host intervals not yet
+// passed, the boundaries not yet reached; per device one entry per kernel
+// name and per (call, site key), and per step kind a sample of at most
+// StepTable::kSampleSize steps (1.5 MiB once a run has that many) and the
+// few worst. fill() copies a device's sweep state to sweep the tail.
+//
+// fill(now) with `now` before a device's position (a commit past now)
+// gives the committed figures, up to the position.
+//
 // Thread safety: none, and no lock inside: one thread owns the analysis
 // (the timeline's worker) and serializes every call, fill included.
 #pragma once

@@ -215,6 +215,7 @@ report::RunInfo run_info(const char* reason) {
     run.pinned.present = true;
     run.pinned.stats = heap->stats();
   }
+  run.gpu_timeline = timeline::snapshot();
   return run;
 }
 

@@ -256,6 +256,8 @@ void CuptiSession::worker_main() {
   const double tick_s = 1.0 / (config_.nominal_ticks_per_ns * 1e9);
   const auto resample_ticks = static_cast<uint64_t>(1.0 / tick_s);  // about a second
   uint64_t last_drain = clock::ticks();
+  uint64_t last_flush = last_drain;
+  const auto commit_every_ticks = resample_ticks;  // about a second
   const auto drain_ticks =
       static_cast<uint64_t>(static_cast<double>(config_.worker_period.count()) * 1e-3 / tick_s);
   for (;;) {
@@ -280,7 +282,33 @@ void CuptiSession::worker_main() {
       drain_host_locked();
       last_drain = now;
     }
+    if (now - last_flush > commit_every_ticks && !stopping_.load(std::memory_order_acquire)) {
+      flush_and_commit(last_flush);
+      last_flush = now;
+    }
   }
+}
+
+// Note [Committing as the run goes]: the analysis holds every record it has
+// not committed, so a run that writes no summary until its exit would grow
+// without bound. About once a second the worker asks CUPTI for its buffers
+// (cuptiActivityFlushAll(0): buffers whose records are all complete; like
+// Kineto's periodic flush, it hands other subscribers theirs early too),
+// processes what that delivered, and commits up to the *previous* such
+// flush: work that ended before it was delivered by now, in that flush's
+// buffers or this one's, so committing there leaves nothing late but
+// kernels that ran across a whole second.
+void CuptiSession::flush_and_commit(uint64_t previous_flush_ticks) {
+  api_->activity_flush_all(0);
+  CompletedBuffer b;
+  while (queue_.pop(&b, std::chrono::milliseconds(0))) {
+    process(b);
+    pool_.release(b.buffer);
+    queue_.mark_processed();
+  }
+  std::lock_guard<std::mutex> lock(sink_mu_);
+  drain_host_locked();
+  sink_->commit(previous_flush_ticks);
 }
 
 void CuptiSession::process(const CompletedBuffer& b) {
@@ -411,7 +439,7 @@ void CuptiSession::stop_locked() {
   {
     std::lock_guard<std::mutex> sink_lock(sink_mu_);
     drain_host_locked();
-    sink_->commit(end);
+    sink_->commit_final(end);
   }
   host_.set_interval_threshold(~0ull);
   end_ticks_ = end;

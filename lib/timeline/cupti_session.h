@@ -142,6 +142,8 @@ class CuptiSession {
   void process(const CompletedBuffer& b);
   void sample_clock();
   void drain_host_locked();  // sink_mu_ held
+  // About once a second (Note [Committing as the run goes]).
+  void flush_and_commit(uint64_t previous_flush_ticks);
   bool flush_and_wait(std::chrono::milliseconds wait);
 
   const cuda::CuptiApi* api_;

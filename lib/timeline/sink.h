@@ -8,8 +8,9 @@
 // time order):
 //   add(GpuActivity) / add(HostInterval) / add_step(ticks), any mix;
 //   commit(watermark): every GPU record of work that ended before
-//     `watermark` has now been added (a forced flush happened after it);
-//     what is older may be folded and forgotten;
+//     `watermark` has now been added (a flush happened at it and its
+//     buffers were processed); what is older may be folded and forgotten;
+//     commit_final(watermark) at stop;
 //   fill(start, end, out): the figures of [start, end), one DeviceTimeline
 //     per device seen, with busy, idle and its causes, kernels and steps
 //     (launches: timeline.cc sets them).
@@ -37,6 +38,9 @@ class Sink {
   virtual void add(const ledger::HostInterval& interval) = 0;
   virtual void add_step(uint64_t ticks) = 0;
   virtual void commit(uint64_t watermark_ticks) = 0;
+  // At stop: everything up to `watermark_ticks` is final, nothing more
+  // will come (by default a commit).
+  virtual void commit_final(uint64_t watermark_ticks) { commit(watermark_ticks); }
   virtual void fill(uint64_t start_ticks, uint64_t end_ticks, std::vector<DeviceTimeline>* out) = 0;
 };
 

@@ -44,7 +44,10 @@ namespace cuptisim {
 // The knobs (README.md, "CUPTI"), read once.
 struct Knobs {
   uint32_t cupti_version = CUPTI_API_VERSION;  // GPUSIM_CUPTI_VERSION: what cuptiGetVersion reports
-  int driver_branch = 610;                     // GPUSIM_DRIVER_VERSION: the driver's release branch (r610)
+  // GPUSIM_DRIVER_VERSION: the driver's release branch. r580, the branch
+  // CUDA 13.0 (this repository's toolkit) ships with: by default CUPTI
+  // allows one subscriber, as on such a machine; 610 allows several.
+  int driver_branch = 580;
   std::string held_by;                         // GPUSIM_CUPTI_HELD_BY: a tool outside the process holds CUPTI
   // Several subscribers are possible: CUPTI 13.2 or newer on an r610 or
   // newer driver.

@@ -15,13 +15,16 @@
 //
 // One consumer (the timeline's worker) drains the rings: it gets every
 // interval written since its previous drain, in per-thread order. A ring
-// that filled up before the drain drops its oldest intervals, counted.
+// (4096 intervals) that filled up before the drain drops its oldest
+// intervals, counted; so does a slot the writer was overwriting while the
+// consumer read it (Note [Interval rings] in host_activity.cc).
 //
 // Hot path (record_blocked below the threshold: one relaxed load and a
 // compare; count_launch: one thread-local increment): no lock, no
 // allocation. A thread's first interval makes its ring (once, like its
-// ledger shard). Rings of exited threads are drained once more, then
-// recycled.
+// ledger shard). Rings of exited threads are drained once more (into a
+// buffer of 8192 intervals that the next drain empties; beyond it, dropped
+// and counted), then recycled.
 //
 // Note [Steps without NVTX]: gpuslack does not read the program's NVTX
 // ranges (PyTorch's "ProfilerStep#N"). NVTX v3 is header-only: each library
@@ -34,9 +37,10 @@
 // sequence 2, consulted only when the variable is unset), reaches only the
 // copies whose symbol is visible and interposable, was broken in load
 // sequence 1 (NVTX's own comment), and would make gpuslack every NVTX
-// client's tool. And it would rarely find a step: PyTorch emits
-// "ProfilerStep#N" to NVTX only under emit_nvtx(), that is under Nsight,
-// when the variable is set. So a program marks steps itself:
+// client's tool. And it would rarely find a step: PyTorch's
+// "ProfilerStep#N" ranges exist only while torch.profiler runs (which holds
+// CUPTI itself) and reach NVTX only in its NVTX mode (emit_nvtx()), that is
+// under Nsight, with the variable set. So a program marks steps itself:
 // gpuslack_step(), gpuslack.step(), or, for torch, gpuslack.torch.
 // mark_steps(), an optimizer step hook (python_shim/gpuslack/torch.py).
 //

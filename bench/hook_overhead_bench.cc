@@ -11,6 +11,12 @@
 //   cudaStreamSynchronize on an idle stream - a sync-category call.
 // BM_Clock_* time the two clocks a hook could read (it reads rdtsc).
 //
+// BM_LaunchKernel_*: cudaLaunchKernel, a counted hook (interpose/
+// launch_hook_table.h: no clock, no ledger row; one thread-local count and
+// a tail call), with a null kernel, which the runtime refuses at once
+// (cudaErrorInvalidDeviceFunction, the same answer both ways), so that the
+// difference is the hook's own cost. Budget: 15 ns.
+//
 // BM_AllReduce_*: an NCCL collective (1-rank communicator, one float,
 // simulated NCCL at its default costs) directly and through the hook. The
 // hook times one call in collective_timing_every (default 8) of each
@@ -41,7 +47,10 @@ namespace {
 
 void* gpuslack() {
   static void* h = [] {
-    void* handle = dlopen(GPUSLACK_SO, RTLD_NOW | RTLD_LOCAL);
+    // GPUSLACK_SO in the environment: another build's library (before/after
+    // comparisons with the same benchmark binary).
+    const char* so = std::getenv("GPUSLACK_SO");
+    void* handle = dlopen(so && *so ? so : GPUSLACK_SO, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       std::fprintf(stderr, "hook_overhead_bench: %s\n", dlerror());
       std::exit(1);
@@ -103,6 +112,24 @@ void BM_StreamSyncIdle_ThroughHook(benchmark::State& state) {
   StreamSync f = hook<StreamSync>("cudaStreamSynchronize");
   cudaStream_t s = idle_stream();
   for (auto _ : state) benchmark::DoNotOptimize(f(s));
+}
+
+using LaunchKernel = cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
+
+void launch_kernel(benchmark::State& state, LaunchKernel f) {
+  const void* no_kernel = nullptr;
+  if (f(no_kernel, dim3(1), dim3(1), nullptr, 0, nullptr) != cudaErrorInvalidDeviceFunction)
+    state.SkipWithError("the launch did not reach the runtime");
+  for (auto _ : state) benchmark::DoNotOptimize(f(no_kernel, dim3(1), dim3(1), nullptr, 0, nullptr));
+  cudaGetLastError();
+}
+void BM_LaunchKernel_Direct(benchmark::State& state) {
+  launch_kernel(state, direct<LaunchKernel>(&cudaLaunchKernel));
+}
+void BM_LaunchKernel_ThroughHook(benchmark::State& state) {
+  LaunchKernel f = hook<LaunchKernel>("cudaLaunchKernel");
+  if (!f) return state.SkipWithError("no cudaLaunchKernel hook");
+  launch_kernel(state, f);
 }
 
 // The two clocks a hook could read.
@@ -203,6 +230,10 @@ BENCHMARK(BM_FreeNull_Direct);
 BENCHMARK(BM_FreeNull_ThroughHook);
 BENCHMARK(BM_StreamSyncIdle_Direct);
 BENCHMARK(BM_StreamSyncIdle_ThroughHook);
+BENCHMARK(BM_LaunchKernel_Direct);
+BENCHMARK(BM_LaunchKernel_ThroughHook);
+BENCHMARK(BM_LaunchKernel_Direct);
+BENCHMARK(BM_LaunchKernel_ThroughHook);
 BENCHMARK(BM_MemGetInfo_Direct)->Threads(8);
 BENCHMARK(BM_MemGetInfo_ThroughHook)->Threads(8);
 BENCHMARK(BM_AllReduce_Direct)->UseManualTime();

@@ -12,6 +12,7 @@
 #include "alloc/process_allocators.h"
 #include "pin/process_heap.h"
 #include "cuda/runtime_api.h"
+#include "ledger/host_activity.h"
 #include "session_start.h"
 #include "log/log.h"
 #include "build_info.h"
@@ -127,6 +128,10 @@ GPUSLACK_API int gpuslack_write_summary(void) {
   gpuslack::session::write_summary("api");
   return 0;
 }
+
+GPUSLACK_API void gpuslack_step(void) { gpuslack::ledger::mark_step(); }
+
+GPUSLACK_API unsigned long long gpuslack_launch_count(void) { return gpuslack::ledger::launches(); }
 
 GPUSLACK_API int gpuslack_device_stats_get(int device, gpuslack_device_stats* out) {
   gpuslack::alloc::DeviceAllocator* a = gpuslack::alloc::existing_allocator(device);

@@ -1,14 +1,18 @@
 // Every hook, generated from the tables in hook_table.h (the CUDA runtime)
 // and nccl_hook_table.h (NCCL) by one generator: each table is expanded
 // through an adapter that adds its library and, for the runtime, an empty
-// `track` column, into the GPUSLACK_HOOK_* rows below.
+// `track` column, into the GPUSLACK_HOOK_* rows below. The counted hooks
+// (launch_hook_table.h: kernel launches) are a second kind of row, expanded
+// at the end with a lighter body.
 //
 // A hook: finds the real function (once, lazily, lock-free: resolve_slow),
 // starts the session on the process's first hooked call, times the call
 // (clock::ticks, two reads), brackets it with an NVTX range when it can
 // block, forwards, records the call in the ledger, and returns the real
 // result unchanged. A call that blocked past the call-site threshold also
-// records where it came from (slow_call, out of line).
+// records where it came from (slow_call, out of line). Every timed call is
+// offered to the host activity (ledger::record_blocked: one relaxed load
+// and a compare while the GPU timeline does not run).
 //
 // Note [What a hook may never do]: a hook runs inside someone else's
 // process, on their thread, possibly during their static initialization or
@@ -27,8 +31,10 @@
 #include "cuda/pointer_kind.h"
 #include "cuda/runtime_symbols.h"
 #include "hook_table.h"
+#include "launch_hook_table.h"
 #include "nccl_hook_table.h"
 #include "ledger/backtrace.h"
+#include "ledger/host_activity.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
 #include "log/log.h"
@@ -115,13 +121,13 @@ inline bool succeeded(ncclResult_t r) { return r == ncclSuccess; }
 __attribute__((noinline, cold)) void start_session() { session::start(kCalls, kCallCount); }
 
 // Out of line: a call that blocked past the current threshold (first
-// refined once the clock is calibrated).
-__attribute__((noinline, cold)) void slow_call(const ApiCall& call, uint64_t ticks) {
+// refined once the clock is calibrated). Returns its call site's key, or 0.
+__attribute__((noinline, cold)) uint64_t slow_call(const ApiCall& call, uint64_t ticks) {
   session::refine_threshold();
-  if (ticks <= session::call_site_threshold_ticks()) return;
+  if (ticks <= session::call_site_threshold_ticks()) return 0;
   void* frames[ledger::kMaxFrames + 4];
   int n = ledger::capture_backtrace(frames, ledger::kMaxFrames + 4);
-  ledger::record_call_site(call, ticks, frames, n);
+  return ledger::record_call_site(call, ticks, frames, n);
 }
 
 // Brackets one forwarded call. Construct right before the call, stop() right
@@ -139,12 +145,16 @@ class HookScope {
 
   uint64_t stop() const { return clock::ticks() - start_; }
 
-  void record(uint64_t ticks, const CallInfo& info) const {
+  // Inlined into each hook, as it was before the host activity made it
+  // longer: an out-of-line call costs a few ns per hooked call.
+  __attribute__((always_inline)) void record(uint64_t ticks, const CallInfo& info) const {
     int saved_errno = errno;  // the caller may read errno after the call
     if (call_.category != Category::kOther) nvtx::pop();
     if (info.changes_memory) cuda::invalidate_pointer_kinds();
     ledger::record(call_, ticks, info);
-    if (__builtin_expect(ticks > session::call_site_threshold_ticks(), 0)) slow_call(call_, ticks);
+    uint64_t site = 0;
+    if (__builtin_expect(ticks > session::call_site_threshold_ticks(), 0)) site = slow_call(call_, ticks);
+    ledger::record_blocked(call_, start_, start_ + ticks, site);
     errno = saved_errno;
   }
 
@@ -182,3 +192,28 @@ void ensure_session() {
   }
 GPUSLACK_ALL_HOOKS(GPUSLACK_DEFINE_HOOK)
 #undef GPUSLACK_DEFINE_HOOK
+
+// The counted hooks (launch_hook_table.h): no timing, no ledger row, no
+// NVTX range, no route; count and tail-call.
+namespace gpuslack {
+namespace interpose {
+namespace {
+#define GPUSLACK_DEFINE_COUNTED_SLOT(sym, ...) Slot counted_slot_##sym{#sym, cuda::Library::kCudaRuntime, {nullptr}};
+GPUSLACK_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_SLOT)
+#undef GPUSLACK_DEFINE_COUNTED_SLOT
+}  // namespace
+}  // namespace interpose
+}  // namespace gpuslack
+
+#define GPUSLACK_DEFINE_COUNTED_HOOK(sym, ret, params, args)                     \
+  extern "C" __attribute__((visibility("default"))) ret sym params {             \
+    using namespace ::gpuslack::interpose;                                       \
+    using Real = ret(*) params;                                                  \
+    void* real = real_address(counted_slot_##sym);                               \
+    if (__builtin_expect(real == nullptr, 0)) return unresolved<ret>();          \
+    if (__builtin_expect(!::gpuslack::session::active(), 0)) start_session();    \
+    ::gpuslack::ledger::count_launch();                                          \
+    return reinterpret_cast<Real>(real) args;                                    \
+  }
+GPUSLACK_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_HOOK)
+#undef GPUSLACK_DEFINE_COUNTED_HOOK

@@ -58,6 +58,30 @@ GPUSLACK_API int gpuslack_write_summary(void);
  * with gpuslack_free. Any thread. */
 GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out, char** error_out);
 
+/* Marks a step boundary now: the end of one training or serving step and
+ * the start of the next. With the GPU timeline, the summary then gives busy
+ * and idle per step (p50, p99, the worst steps) instead of per summary
+ * interval. Call it once per step, from any thread, at the same point of
+ * each step (e.g. right after the optimizer step). Costs a clock read and a
+ * short lock; a handful of steps per second is the expected rate, and the
+ * last 4096 marks not yet read are kept (older ones are dropped, counted).
+ *
+ * It starts nothing: a mark made before the process's first CUDA call is
+ * kept like any other and is harmless (the timeline uses marks inside the
+ * time it measured). Python: gpuslack.step(), or gpuslack.torch.mark_steps()
+ * for a torch training loop.
+ *
+ * gpuslack does not read NVTX ranges ("ProfilerStep#N"): that would take
+ * NVTX from Nsight Systems (lib/ledger/host_activity.h, Note [Steps without
+ * NVTX]). */
+GPUSLACK_API void gpuslack_step(void);
+
+/* Kernel launches counted so far, every thread of the process (cudaLaunchKernel,
+ * cudaLaunchKernelExC, cudaLaunchCooperativeKernel and the <<<>>> stubs'
+ * __cudaLaunchKernel, with their per-thread-stream variants), through
+ * LD_PRELOAD. 0 before the first. */
+GPUSLACK_API unsigned long long gpuslack_launch_count(void);
+
 /* The VMM allocator's figures for one device (GPUSLACK_CONF allocator:vmm). */
 typedef struct gpuslack_device_stats {
   unsigned long long allocated;       /* bytes in live blocks */

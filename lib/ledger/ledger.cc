@@ -21,6 +21,7 @@
 
 #include "ledger/counter.h"
 #include "ledger/exited_threads.h"
+#include "ledger/host_activity.h"
 #include "ledger/shard_pool.h"
 
 namespace gpuslack {
@@ -134,15 +135,72 @@ SiteKey site_key(const ApiCall& call, void* const* frames, int n_frames) {
 
 }  // namespace
 
-void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames) {
+namespace {
+
+// Note [Call site keys]: host intervals (host_activity.h) carry a call site
+// as a 64-bit key, which the timeline turns back into frames at report
+// time. The keys are the process's, not a thread's: one map, bounded, under
+// its own lock (taken only on the call-site slow path and by readers, never
+// together with another lock of the ledger). Made on first use; in a forked
+// child left behind, like the exited threads' figures.
+struct KnownSite {
+  uint8_t n = 0;
+  void* frames[kMaxFrames] = {};
+};
+std::mutex g_site_keys_mu;
+std::unordered_map<uint64_t, KnownSite>* g_site_keys = nullptr;  // guarded by g_site_keys_mu
+
+uint64_t key_of(const SiteKey& k) {
+  uint64_t h = (k.call + 1) * 0x9E3779B97F4A7C15ull ^ k.n;
+  for (int i = 0; i < k.n; ++i) {
+    h ^= reinterpret_cast<uintptr_t>(k.frames[i]);
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  }
+  return h ? h : 1;
+}
+
+uint64_t remember_site(const SiteKey& k) {
+  const uint64_t key = key_of(k);
+  std::lock_guard<std::mutex> lock(g_site_keys_mu);
+  if (!g_site_keys) {
+    g_site_keys = new (std::nothrow) std::unordered_map<uint64_t, KnownSite>();  // reachable from g_site_keys
+    if (!g_site_keys) return 0;
+  }
+  auto it = g_site_keys->find(key);
+  if (it != g_site_keys->end())
+    return it->second.n == k.n && std::equal(k.frames, k.frames + k.n, it->second.frames) ? key : 0;
+  if (g_site_keys->size() >= kMaxSiteKeys) return 0;
+  KnownSite site;
+  site.n = k.n;
+  std::copy(k.frames, k.frames + k.n, site.frames);
+  g_site_keys->emplace(key, site);
+  return key;
+}
+
+}  // namespace
+
+uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames) {
   Shard* s = my_shard();
-  if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return;
+  if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return 0;
   SiteKey key = site_key(call, frames, n_frames);
-  std::lock_guard<std::mutex> lock(s->sites_mu);
-  SiteFigures& f = s->sites[key];
-  ++f.count;
-  f.ticks += ticks;
-  f.max_ticks = std::max(f.max_ticks, ticks);
+  {
+    std::lock_guard<std::mutex> lock(s->sites_mu);
+    SiteFigures& f = s->sites[key];
+    ++f.count;
+    f.ticks += ticks;
+    f.max_ticks = std::max(f.max_ticks, ticks);
+  }
+  return remember_site(key);
+}
+
+bool call_site_frames(uint64_t key, std::vector<void*>* frames) {
+  std::lock_guard<std::mutex> lock(g_site_keys_mu);
+  if (!g_site_keys || key == 0) return false;
+  auto it = g_site_keys->find(key);
+  if (it == g_site_keys->end()) return false;
+  frames->assign(it->second.frames, it->second.frames + it->second.n);
+  return true;
 }
 
 void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames) {
@@ -241,6 +299,9 @@ void reset() {
   g_pool.for_each_live([](Shard& s) { zero(s); });
   delete g_exited;
   g_exited = nullptr;
+  std::lock_guard<std::mutex> keys(g_site_keys_mu);
+  delete g_site_keys;
+  g_site_keys = nullptr;
 }
 
 void after_fork_child() {
@@ -255,6 +316,13 @@ void after_fork_child() {
     if (n_left_behind < 16) left_behind[n_left_behind++] = g_exited;
   }
   g_exited = nullptr;
+  new (&g_site_keys_mu) std::mutex();
+  if (g_site_keys) {
+    [[maybe_unused]] static std::unordered_map<uint64_t, KnownSite>* volatile keys_left_behind[16];
+    static int n_keys_left_behind = 0;
+    if (n_keys_left_behind < 16) keys_left_behind[n_keys_left_behind++] = g_site_keys;
+  }
+  g_site_keys = nullptr;
 }
 
 size_t shard_count() { return g_pool.count(); }
@@ -276,6 +344,7 @@ void while_holding_locks(void (*during)(void*), void* arg) {
   Shard* s = my_shard();
   std::lock_guard<std::mutex> fold(g_pool.fold_mutex());
   std::lock_guard<std::mutex> free_list(g_pool.free_mutex());
+  std::lock_guard<std::mutex> keys(g_site_keys_mu);
   if (s) s->sites_mu.lock();
   during(arg);
   if (s) s->sites_mu.unlock();

@@ -45,8 +45,17 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 
 // Records that a call blocked `ticks` at the call site `frames` (return
 // addresses, innermost first, gpuslack's own frames included: the report
-// drops them).
-void record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames);
+// drops them). Returns the call site's key, which host intervals carry
+// (host_activity.h) and call_site_frames() turns back into frames: a
+// non-zero hash of the call and its first kMaxFrames frames, the same for
+// every thread and call; 0 when nothing was recorded, or when the process
+// already knows kMaxSiteKeys call sites (or, rarely, another site has that
+// hash): an interval then has no call site rather than a wrong one.
+uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames);
+
+// The most call sites record_call_site keeps keys of (the map of keys to
+// frames is the process's, bounded).
+inline constexpr size_t kMaxSiteKeys = 4096;
 
 // Records a sample of pageable copies (Note [Pageable call sites] in
 // stage/staged_copy.cc): `bytes` and `copies` made by the calling thread since
@@ -69,8 +78,8 @@ size_t shard_count();
 
 namespace testing {
 // Tests of Note [Fork] only: runs `during(arg)` while the calling thread
-// holds every lock of the ledger (the free list's, the exited threads' and
-// its own shard's), as a thread caught in a report or at its exit would hold
+// holds every lock of the ledger (the free list's, the exited threads', the
+// call-site keys' and its own shard's), as a thread caught in a report or at its exit would hold
 // them at a fork.
 void while_holding_locks(void (*during)(void*), void* arg);
 }  // namespace testing

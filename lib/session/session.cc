@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
+#include "ledger/host_activity.h"
 #include "ledger/ledger.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
@@ -105,6 +106,7 @@ void on_fork_child() {
   g_forked_child = true;
   log::after_fork_child();
   ledger::after_fork_child();
+  ledger::after_fork_child_host_activity();
   nccl::collectives_after_fork_child();
   sync::events_after_fork_child();
   reporter_after_fork_child();

@@ -10,6 +10,8 @@ the project's README). This package reads its figures and drives it:
   process's first CUDA call.
 - `device_stats(device)`: the VMM allocator's figures for one device.
 - `trim(device)`: gives the allocator's cached physical memory back.
+- `step()`: marks a step boundary (the GPU timeline then reports busy and
+  idle per step); does nothing in a process not running under gpuslack.
 - `gpuslack.torch`: gpuslack as PyTorch's CUDA allocator (`use()`), and
   memory statistics in torch.cuda's terms.
 - ``python -m gpuslack run -- COMMAND``: runs a command under gpuslack;
@@ -23,12 +25,13 @@ be called from any thread.
 """
 import ctypes
 import json
+import time
 
 from ._lib import DeviceStats, LibraryNotFound, MissingFunction, library_path
 from ._lib import load as _load
 
 __all__ = [
-    "LibraryNotFound", "MissingFunction", "build_info", "device_stats", "library_path", "stats", "trim",
+    "LibraryNotFound", "MissingFunction", "build_info", "device_stats", "library_path", "stats", "step", "trim",
     "version", "write_summary",
 ]
 
@@ -84,3 +87,52 @@ def write_summary():
     """Writes the summary files now, as at exit. Returns False when the
     process has made no CUDA call yet (nothing to write)."""
     return _load().write_summary() == 0
+
+
+# step(): the library's gpuslack_step once found, and when it was last
+# looked for (a process not under gpuslack looks again at most once a
+# second: finding it reads /proc/self/maps).
+_step_fn = None
+_step_looked_at = None
+_STEP_LOOK_AGAIN_S = 1.0
+
+
+def _find_step():
+    """gpuslack_step of the libgpuslack.so mapped into this process, or None.
+
+    Only a library already mapped (LD_PRELOAD, gpuslack.torch.use()) counts:
+    step() never loads one, since a copy loaded for it would see none of the
+    process's CUDA calls."""
+    global _step_fn, _step_looked_at
+    now = time.monotonic()
+    if _step_looked_at is not None and now - _step_looked_at < _STEP_LOOK_AGAIN_S:
+        return None
+    _step_looked_at = now
+    from . import _lib
+
+    if _lib._loaded is None and _lib._mapped_library() is None:
+        return None
+    try:
+        lib = _load()
+    except LibraryNotFound:
+        return None
+    if not lib.has("step"):
+        return None
+    _step_fn = lib.step
+    return _step_fn
+
+
+def step():
+    """Marks a step boundary now: the end of one step (a training iteration,
+    a batch served) and the start of the next, as gpuslack_step() in the C
+    API. With the GPU timeline, the summary then shows busy and idle per step
+    (p50, p99, the worst steps). Call it at the same point of every step, on
+    any thread.
+
+    Does nothing, and loads nothing, when no libgpuslack.so is loaded in
+    this process (not run under gpuslack), or when it is too old to mark
+    steps. For a torch training loop, gpuslack.torch.mark_steps() calls it
+    after each optimizer step."""
+    fn = _step_fn or _find_step()
+    if fn is not None:
+        fn()

@@ -97,6 +97,8 @@ PROTOTYPES = {
     "gpuslack_write_summary": (ctypes.c_int, []),
     "gpuslack_render_summary": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
                                                ctypes.POINTER(ctypes.c_void_p)]),
+    "gpuslack_step": (None, []),
+    "gpuslack_launch_count": (ctypes.c_ulonglong, []),
     "gpuslack_device_stats_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(DeviceStats)]),
     "gpuslack_reset_peak_stats": (None, [ctypes.c_int]),
     "gpuslack_trim": (ctypes.c_ulonglong, [ctypes.c_int]),

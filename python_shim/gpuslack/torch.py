@@ -27,16 +27,26 @@ alloc and free functions; the other hooks are C++ setters):
 - torch.cuda.set_per_process_memory_fraction() does nothing: call
   `set_per_process_memory_fraction()` here.
 
+Steps: `mark_steps()` marks a gpuslack step (gpuslack.step()) after each
+optimizer step, so that the GPU timeline reports busy and idle per training
+step. It is an optimizer step post-hook (torch 2.0's public hooks), which
+runs on the training thread, right after optimizer.step() returns, in any
+loop, with or without torch.profiler. gpuslack does not read PyTorch's
+"ProfilerStep#N" NVTX ranges: torch emits them only under emit_nvtx(), and
+reading NVTX would take it from Nsight Systems (lib/ledger/host_activity.h,
+Note [Steps without NVTX]).
+
 torch is imported inside these functions only: importing this module costs
 nothing and needs no torch.
 """
 import ctypes
+import weakref
 
 import gpuslack
 from . import _lib
 
 __all__ = [
-    "empty_cache", "is_used", "max_memory_allocated", "max_memory_reserved", "memory_allocated",
+    "empty_cache", "is_used", "mark_steps", "max_memory_allocated", "max_memory_reserved", "memory_allocated",
     "memory_reserved", "memory_stats", "record_stream", "set_per_process_memory_fraction", "use",
 ]
 
@@ -198,3 +208,32 @@ def record_stream(tensor, stream):
     handed out again until the work queued on `stream` until then is done."""
     base = tensor.untyped_storage().data_ptr()
     _lib.load().record_stream(ctypes.c_void_p(base), ctypes.c_void_p(stream.cuda_stream))
+
+
+def mark_steps(optimizer=None):
+    """Marks a gpuslack step after every step of `optimizer` (a
+    torch.optim.Optimizer), or, with none given, after every step of the
+    first optimizer that steps in this process (a loop with several
+    optimizers, a GAN's two, counts the first one's steps only: one mark per
+    iteration). With gradient accumulation a step is an optimizer step.
+
+    Returns the hook's handle: `handle.remove()` stops the marks. Harmless
+    without gpuslack (gpuslack.step() then does nothing). Needs torch 2.0 or
+    later (optimizer step hooks)."""
+    if optimizer is not None:
+        return optimizer.register_step_post_hook(_after_step)
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    first = []
+
+    def after_any_step(opt, args, kwargs):
+        if not first:
+            first.append(weakref.ref(opt))
+        if first[0]() is opt:
+            gpuslack.step()
+
+    return register_optimizer_step_post_hook(after_any_step)
+
+
+def _after_step(optimizer, args, kwargs):
+    gpuslack.step()

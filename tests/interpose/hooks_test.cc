@@ -29,6 +29,7 @@
 #include "gpusim.h"
 #include "hook_table.h"
 #include "in_process.h"
+#include "launch_hook_table.h"
 
 namespace {
 
@@ -447,6 +448,90 @@ TEST(Hooks, EightThreadsAtOnceLoseNoCount) {
   for (auto& t : threads) t.join();
   std::string json = summary_json();
   EXPECT_EQ(before + kThreads * kCalls, count_in_summary(json, "cudaMemGetInfo")) << json;
+}
+
+// The counted hooks (launch_hook_table.h): each forwards every launch,
+// valid or not, with the runtime's result and last error, counts each call
+// (gpuslack_launch_count), and is not a row of the ledger's call table.
+struct Launches {
+#define GPUSLACK_LAUNCH_MEMBER(sym, ret, params, args) ret(*sym) params = nullptr;
+  GPUSLACK_COUNTED_HOOKS(GPUSLACK_LAUNCH_MEMBER)
+#undef GPUSLACK_LAUNCH_MEMBER
+};
+Launches launches_of(void* handle) {
+  Launches l;
+#define GPUSLACK_LAUNCH_LOAD(sym, ret, params, args) l.sym = reinterpret_cast<decltype(l.sym)>(dlsym(handle, #sym));
+  GPUSLACK_COUNTED_HOOKS(GPUSLACK_LAUNCH_LOAD)
+#undef GPUSLACK_LAUNCH_LOAD
+  return l;
+}
+
+void a_kernel() {}  // the simulated runtime launches any host function's address
+
+// Every launch entry point through `l`, valid and invalid; results and last
+// errors in order. Returns how many calls it made in *calls.
+std::vector<long> launch_scenario(const Launches& l, int* calls) {
+  std::vector<long> r;
+  *calls = 0;
+  auto rc = [&](cudaError_t e) {
+    r.push_back(static_cast<long>(e));
+    r.push_back(static_cast<long>(cudaGetLastError()));
+    ++*calls;
+  };
+  const void* k = reinterpret_cast<const void*>(&a_kernel);
+  cudaKernel_t kt = reinterpret_cast<cudaKernel_t>(const_cast<void*>(k));
+  for (const void* f : {k, static_cast<const void*>(nullptr)}) {
+    rc(l.cudaLaunchKernel(f, dim3(2), dim3(32), nullptr, 0, nullptr));
+    rc(l.cudaLaunchKernel_ptsz(f, dim3(2), dim3(32), nullptr, 0, nullptr));
+    rc(l.cudaLaunchCooperativeKernel(f, dim3(1), dim3(32), nullptr, 0, nullptr));
+    rc(l.cudaLaunchCooperativeKernel_ptsz(f, dim3(1), dim3(32), nullptr, 0, nullptr));
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(3);
+    config.blockDim = dim3(64);
+    rc(l.cudaLaunchKernelExC(&config, f, nullptr));
+    rc(l.cudaLaunchKernelExC_ptsz(&config, f, nullptr));
+    rc(l.cudaLaunchKernelExC(nullptr, f, nullptr));
+  }
+  rc(l.cudaLaunchKernel(k, dim3(0), dim3(32), nullptr, 0, nullptr));  // empty grid
+  rc(l.__cudaLaunchKernel(kt, dim3(4), dim3(32), nullptr, 0, nullptr));
+  rc(l.__cudaLaunchKernel_ptsz(kt, dim3(4), dim3(32), nullptr, 0, nullptr));
+  rc(l.__cudaLaunchKernel(nullptr, dim3(4), dim3(32), nullptr, 0, nullptr));
+  r.push_back(static_cast<long>(cudaDeviceSynchronize()));
+  return r;
+}
+
+TEST(Hooks, LaunchesAreForwardedUnchangedAndCounted) {
+  ASSERT_NE(nullptr, gpuslack_handle());
+  const Launches runtime_launches = launches_of(dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD));
+  const Launches hooked = launches_of(gpuslack_handle());
+#define GPUSLACK_CHECK_LAUNCH(sym, ...)                                                                      \
+  ASSERT_NE(nullptr, reinterpret_cast<void*>(runtime_launches.sym)) << #sym;                                \
+  ASSERT_NE(nullptr, reinterpret_cast<void*>(hooked.sym)) << #sym;                                          \
+  EXPECT_NE(reinterpret_cast<void*>(runtime_launches.sym), reinterpret_cast<void*>(hooked.sym)) << #sym;
+  GPUSLACK_COUNTED_HOOKS(GPUSLACK_CHECK_LAUNCH)
+#undef GPUSLACK_CHECK_LAUNCH
+  auto count = reinterpret_cast<unsigned long long (*)()>(dlsym(gpuslack_handle(), "gpuslack_launch_count"));
+  ASSERT_NE(nullptr, count);
+  const unsigned long long before = count();
+  int direct_calls = 0, hooked_calls = 0;
+  std::vector<long> direct = launch_scenario(runtime_launches, &direct_calls);
+  EXPECT_EQ(before, count()) << "the runtime's own functions count nothing";
+  std::vector<long> through = launch_scenario(hooked, &hooked_calls);
+  EXPECT_EQ(direct, through);
+  EXPECT_EQ(before + static_cast<unsigned long long>(hooked_calls), count());
+  // From eight threads at once, none lost.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 500; ++i)
+        EXPECT_EQ(cudaSuccess, hooked.cudaLaunchKernel(reinterpret_cast<const void*>(&a_kernel), dim3(1), dim3(1),
+                                                       nullptr, 0, cudaStreamPerThread));
+      EXPECT_EQ(cudaSuccess, cudaStreamSynchronize(cudaStreamPerThread));
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(before + static_cast<unsigned long long>(hooked_calls) + 8 * 500, count());
+  // Not rows of the ledger's call table.
+  EXPECT_EQ(std::string::npos, summary_json().find("cudaLaunchKernel")) << summary_json();
 }
 
 // Pageable copies through the hooks, staged (stage_copies is on by

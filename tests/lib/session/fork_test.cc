@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "nccl/collectives.h"
+#include "ledger/host_activity.h"
 #include "ledger/ledger.h"
 #include "session/session.h"
 
@@ -80,15 +81,43 @@ int child_uses_everything() {
   return 0;
 }
 
+// The same for the host activity (ledger/host_activity.h): the parent's
+// intervals, launches and steps are gone, the threshold is "never" again,
+// and the child's own are kept.
+int child_uses_host_activity() {
+  std::vector<ledger::HostInterval> intervals;
+  std::vector<uint64_t> steps;
+  if (ledger::launches() != 0) return 5;
+  ledger::record_blocked(kCall, 1, 1000000, 0);  // the threshold is "never" again
+  if (ledger::drain_intervals(&intervals) != 0 || !intervals.empty()) return 6;
+  if (ledger::drain_steps(&steps) != 0 || !steps.empty()) return 7;
+  ledger::set_interval_threshold(0);
+  ledger::record_blocked(kCall, 2, 3, 0);
+  ledger::count_launch();
+  ledger::mark_step();
+  if (ledger::drain_intervals(&intervals) != 0 || intervals.size() != 1 || intervals[0].start_ticks != 2) return 8;
+  if (ledger::drain_steps(&steps) != 0 || steps.size() != 1) return 9;
+  if (ledger::launches() != 1) return 12;
+  return child_uses_everything();
+}
+
 // Starts a session, has a second thread hold every lock `hold` takes while
 // this thread forks, and gives the child kChildSeconds to run
 // child_uses_everything(). 0 when the child finished in time and passed.
-int fork_while_another_thread_holds(const std::function<void(const std::function<void()>&)>& hold) {
+int fork_while_another_thread_holds(const std::function<void(const std::function<void()>&)>& hold,
+                                    int (*in_child)() = child_uses_everything) {
   session::start(kCalls, 1);  // registers the atfork handler
   ledger::record(kCall, 5, CallInfo{});
+  // Host activity the child must forget: intervals, launches, steps.
+  ledger::set_interval_threshold(0);
+  ledger::record_blocked(kCall, 5, 6, 0);
+  ledger::count_launch();
+  ledger::mark_step();
   std::atomic<int> stage{0};
   std::thread holder([&] {
     ledger::record(kCall, 7, CallInfo{});  // its own shard, whose lock it takes too
+    ledger::record_blocked(kCall, 7, 8, 0);  // its own ring and launch counter
+    ledger::count_launch();
     hold([&] {
       stage = 1;
       while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -96,7 +125,7 @@ int fork_while_another_thread_holds(const std::function<void(const std::function
   });
   while (stage.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   pid_t child = fork();
-  if (child == 0) _exit(child_uses_everything());
+  if (child == 0) _exit(in_child());
   int status = wait_for(child, kChildSeconds);
   stage = 2;
   holder.join();
@@ -122,6 +151,19 @@ TEST(Fork, TheChildNeverWaitsForTheCollectivesLocks) {
                        std::function<void()> f = during;
                        nccl::testing::while_holding_collective_locks(call, &f);
                      });
+                   },
+                   2 * kChildSeconds + 30));
+}
+
+TEST(Fork, TheChildNeverWaitsForTheHostActivitysLocksAndForgetsItsParents) {
+  EXPECT_EQ(0, in_own_process(
+                   [] {
+                     return fork_while_another_thread_holds(
+                         [](const std::function<void()>& during) {
+                           std::function<void()> f = during;
+                           ledger::testing::while_holding_host_activity_locks(call, &f);
+                         },
+                         child_uses_host_activity);
                    },
                    2 * kChildSeconds + 30));
 }

@@ -15,7 +15,6 @@
 #include <mutex>
 #include <set>
 #include <type_traits>
-#include <vector>
 
 #include "cudart_internal.h"
 
@@ -77,15 +76,20 @@ const DriverContexts& driver_contexts() {
   return d;
 }
 
-// The primary context of `device`, retained on first use.
+// The primary context of `device`, retained on first use. Plain storage
+// with no destructor: runtime calls may come while the process exits.
+constexpr int kMaxDevices = 64;
+std::atomic<CUcontext> g_retained[kMaxDevices];
+
 CUcontext primary_context(int device) {
-  static std::mutex mu;
-  static std::vector<CUcontext> retained;
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  if (CUcontext c = g_retained[device].load(std::memory_order_acquire)) return c;
+  static std::mutex mu;  // trivially destructible
   std::lock_guard<std::mutex> l(mu);
-  if (retained.size() <= static_cast<size_t>(device)) retained.resize(device + 1, nullptr);
-  if (!retained[device] && driver_contexts().retain(&retained[device], device) != CUDA_SUCCESS)
-    retained[device] = nullptr;
-  return retained[device];
+  CUcontext c = g_retained[device].load(std::memory_order_acquire);
+  if (!c && driver_contexts().retain(&c, device) != CUDA_SUCCESS) c = nullptr;
+  g_retained[device].store(c, std::memory_order_release);
+  return c;
 }
 
 // Makes the primary context of `device` current on this thread (replacing

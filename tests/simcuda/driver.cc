@@ -58,9 +58,27 @@ bool valid_ctx(CUcontext c) {
 }
 
 // The calling thread's context stack; its top is the current context.
-thread_local std::vector<CUctx_st*> t_ctx_stack;
+// Plain storage, no destructor: the runtime asks for the current context in
+// every call, including calls made while the process exits, after a
+// thread's thread_local objects were destroyed. Deeper than kMaxDepth, a
+// push fails with CUDA_ERROR_OUT_OF_MEMORY (the real driver states no
+// limit).
+constexpr int kMaxDepth = 64;
+struct ContextStack {
+  CUctx_st* at[kMaxDepth];
+  int depth;
+  bool empty() const { return depth == 0; }
+  CUctx_st*& top() { return at[depth - 1]; }
+  bool push(CUctx_st* c) {
+    if (depth == kMaxDepth) return false;
+    at[depth++] = c;
+    return true;
+  }
+  void pop() { --depth; }
+};
+thread_local ContextStack t_ctx_stack{};
 
-CUctx_st* current_ctx() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.back(); }
+CUctx_st* current_ctx() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.top(); }
 
 // After the stack changed: the runtime's device follows the new current
 // context (with none, the thread keeps the device it had).
@@ -331,13 +349,13 @@ GPUSIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice d) {
 GPUSIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   READY();
   if (!ctx) {
-    if (!t_ctx_stack.empty()) t_ctx_stack.pop_back();
+    if (!t_ctx_stack.empty()) t_ctx_stack.pop();
     follow_current();
     return CUDA_SUCCESS;
   }
   if (!valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  if (t_ctx_stack.empty()) t_ctx_stack.push_back(ctx);
-  else t_ctx_stack.back() = ctx;
+  if (t_ctx_stack.empty()) t_ctx_stack.push(ctx);
+  else t_ctx_stack.top() = ctx;
   follow_current();
   return CUDA_SUCCESS;
 }
@@ -383,15 +401,15 @@ GPUSIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 GPUSIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
   READY();
   if (!ctx || !valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  t_ctx_stack.push_back(ctx);
+  if (!t_ctx_stack.push(ctx)) return CUDA_ERROR_OUT_OF_MEMORY;
   follow_current();
   return CUDA_SUCCESS;
 }
 GPUSIM_EXPORT CUresult cuCtxPopCurrent(CUcontext* out) {
   READY();
   if (t_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (out) *out = t_ctx_stack.back();
-  t_ctx_stack.pop_back();
+  if (out) *out = t_ctx_stack.top();
+  t_ctx_stack.pop();
   follow_current();
   return CUDA_SUCCESS;
 }

@@ -2,9 +2,11 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
 
 #include "config/options.h"
 #include "cuda/driver_api.h"
+#include "cuda/driver_context.h"
 #include "cuda/runtime_api.h"
 #include "log/log.h"
 
@@ -17,6 +19,8 @@ std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
 // further, so with the native allocator it is one load.
 std::atomic<int> g_slots_used{0};
 std::atomic<bool> g_refused[kMaxDevices];
+// A failure that may pass (no context could be bound) was logged once.
+std::atomic<bool> g_deferred_logged[kMaxDevices];
 std::mutex g_make_mu;
 std::atomic<uint64_t> g_peers[kMaxDevices];
 std::atomic<uint64_t> g_total[kMaxDevices];  // device memory, set when its allocator is made  // by owner: bit i = device i may access it
@@ -31,16 +35,28 @@ __attribute__((noinline, cold)) DeviceAllocator* make(int device) {
     g_refused[device].store(true);
     return nullptr;
   };
+  // What may pass (no context could be bound on this thread) leaves the
+  // allocator unmade, not refused: the next allocation tries again.
+  auto defer = [&](CUresult r) -> DeviceAllocator* {
+    if (!g_deferred_logged[device].exchange(true))
+      log::warn("device {}: the VMM allocator could not start on this thread (no CUDA context, error {}); "
+                "this allocation passes through and the next one tries again",
+                device, static_cast<int>(r));
+    return nullptr;
+  };
   if (!api) return refuse(cuda::why_no_driver());
   CUdevice dev;
   size_t total = 0;
   if (api->device_get(&dev, device) != CUDA_SUCCESS) return refuse("no such device");
   {
-    // cuMemGetInfo answers for the current context's device: the runtime
-    // made the caller's device current.
+    // cuMemGetInfo answers for the current context's device: in that of
+    // `device` (Note [gpuslack's own driver calls need a context]).
+    cuda::ScopedDeviceContext in_device(device);
+    if (in_device.result() != CUDA_SUCCESS) return defer(in_device.result());
     size_t free_bytes = 0;
-    if (api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS || total == 0)
-      return refuse("cuMemGetInfo failed");
+    CUresult r = api->mem_get_info(&free_bytes, &total);
+    if (r == CUDA_ERROR_INVALID_CONTEXT) return defer(r);
+    if (r != CUDA_SUCCESS || total == 0) return refuse("cuMemGetInfo failed with error " + std::to_string(static_cast<int>(r)));
   }
   uint64_t cache_limit = static_cast<uint64_t>(options().cache_limit_mb) << 20;
   uint64_t map_chunk = static_cast<uint64_t>(options().map_chunk_mb > 0 ? options().map_chunk_mb : 0) << 20;
@@ -80,6 +96,11 @@ DeviceMemory current_device_memory() {
     m.untouched = true;
     return m;
   }
+  // The runtime's own call would have bound the device's primary context
+  // on a thread with none; gpuslack, serving the call, binds it too (Note
+  // [gpuslack's own driver calls need a context]). If it cannot, the
+  // runtime's call (through the retry) does what it does.
+  if (cuda::bind_runtime_context(device) != CUDA_SUCCESS) return m;
   m.resource = device_allocator(device);
   return m;
 }

@@ -4,7 +4,9 @@
 // Pass-through: when the knob says native, when the driver has no VMM
 // support, or when the reservation fails, device_allocator() returns
 // nullptr (with one log line, once per device) and the caller uses the
-// runtime's own cudaMalloc. Pointers the VMM allocators do not own go to the
+// runtime's own cudaMalloc. A failure that may pass (no CUDA context could
+// be bound on the calling thread) makes that one call pass through and
+// never switches the allocator off. Pointers the VMM allocators do not own go to the
 // real cudaFree: owner() tells, lock-free.
 //
 // Each device reserves 1.125 times its memory of virtual address space, so
@@ -38,9 +40,14 @@ DeviceAllocator* device_allocator(int device);
 //     unknown (cudaGetDevice failed);
 //   - resource nullptr: to the runtime's call through interpose's retry
 //     (Note [Retrying a pass-through allocation]): the VMM allocator is off
-//     on this device (no VMM support, its reservation failed);
+//     on this device (no VMM support, its reservation failed), or, for
+//     this call only, no CUDA context could be bound on the thread;
 //   - else to `resource`, the device's VMM allocator (made on first use),
 //     and to the runtime through the retry only if it has no block.
+// Before a VMM allocator serves the call, the thread's device has a current
+// context: on a thread with none, the device's primary context is bound and
+// left bound, as the runtime's own call would have done (Note [gpuslack's
+// own driver calls need a context] in cuda/driver_context.h).
 // The resource interface is DeviceAllocator's public one; the runtime's
 // memory is no object here because its retry needs the hook's own real
 // function, errno and last-error handling (interpose/routes_passthrough.inc).

@@ -43,7 +43,13 @@ void load() {
             resolve(lib, "cuMemSetAccess", &api->mem_set_access, why) &&
             resolve(lib, "cuDeviceGetCount", &api->device_get_count, why) &&
             resolve(lib, "cuDevicePrimaryCtxGetState", &api->primary_ctx_get_state, why) &&
-            resolve(lib, "cuMemGetAddressRange_v2", &api->mem_get_address_range, why);
+            resolve(lib, "cuMemGetAddressRange_v2", &api->mem_get_address_range, why) &&
+            resolve(lib, "cuCtxGetCurrent", &api->ctx_get_current, why) &&
+            resolve(lib, "cuCtxSetCurrent", &api->ctx_set_current, why) &&
+            resolve(lib, "cuCtxPushCurrent_v2", &api->ctx_push_current, why) &&
+            resolve(lib, "cuCtxPopCurrent_v2", &api->ctx_pop_current, why) &&
+            resolve(lib, "cuCtxGetDevice", &api->ctx_get_device, why) &&
+            resolve(lib, "cuDevicePrimaryCtxRetain", &api->primary_ctx_retain, why);
   if (!ok) {
     delete api;
     return;

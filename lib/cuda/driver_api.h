@@ -1,5 +1,7 @@
 // The CUDA driver entry points gpuslack's core calls (the VMM allocator's
-// primitives), found at run time in libcuda.so.1, never linked.
+// primitives, and the context they run in: cuda/driver_context.h), found at
+// run time in libcuda.so.1, never linked. Which of them need a current
+// context: Note [gpuslack's own driver calls need a context].
 //
 // driver() loads the table once: the libcuda.so.1 already in the process if
 // there is one (RTLD_NOLOAD), else dlopen("libcuda.so.1"), then cuInit(0).
@@ -38,6 +40,13 @@ struct DriverApi {
   // The allocation holding a device address (the staged copies check a
   // copy's whole device range: cuda/pointer_kind.h).
   CUresult (*mem_get_address_range)(CUdeviceptr* base, size_t* size, CUdeviceptr ptr);
+  // Contexts (cuda/driver_context.h).
+  CUresult (*ctx_get_current)(CUcontext* ctx);
+  CUresult (*ctx_set_current)(CUcontext ctx);
+  CUresult (*ctx_push_current)(CUcontext ctx);
+  CUresult (*ctx_pop_current)(CUcontext* ctx);
+  CUresult (*ctx_get_device)(CUdevice* device);
+  CUresult (*primary_ctx_retain)(CUcontext* ctx, CUdevice device);
 };
 
 const DriverApi* driver();

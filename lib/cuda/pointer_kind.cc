@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cuda/driver_api.h"
+#include "cuda/driver_context.h"
 #include "cuda/runtime_api.h"
 
 namespace gpuslack {
@@ -70,8 +71,14 @@ bool within_allocation(const void* ptr, size_t bytes) {
   } else {
     const DriverApi* api = driver();
     CUdeviceptr b = 0;
-    if (!api || api->mem_get_address_range(&b, &size, static_cast<CUdeviceptr>(p)) != CUDA_SUCCESS || size == 0)
-      return false;
+    if (!api) return false;
+    CUresult r = api->mem_get_address_range(&b, &size, static_cast<CUdeviceptr>(p));
+    // A copy gpuslack serves stands in for the runtime's, which would have
+    // bound a context on a thread with none (Note [gpuslack's own driver
+    // calls need a context] in cuda/driver_context.h).
+    if (r == CUDA_ERROR_INVALID_CONTEXT && bind_runtime_context() == CUDA_SUCCESS)
+      r = api->mem_get_address_range(&b, &size, static_cast<CUdeviceptr>(p));
+    if (r != CUDA_SUCCESS || size == 0) return false;
     base = static_cast<uintptr_t>(b);
     if (cached) {
       e.base = base;

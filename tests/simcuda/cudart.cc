@@ -9,9 +9,12 @@
 //
 // This file: errors, versions, devices, streams, events and graphs.
 // Allocation: cudart_memory.cc. Copies and memsets: cudart_copy.cc.
+#include <dlfcn.h>
+
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <type_traits>
 
 #include "cudart_internal.h"
 
@@ -21,7 +24,97 @@ using namespace gpusim::rt;
 namespace {
 thread_local cudaError_t t_last_error = cudaSuccess;
 
+// ------------------------------------------------------------ contexts ----
+//
+// Note [The runtime binds the primary context]: "CUDA Runtime API calls
+// operate on the CUDA Driver API CUcontext which is current to the calling
+// host thread"; "If no CUcontext is current to the calling thread when a
+// CUDA Runtime API call which requires an active context is made, then the
+// primary context for a device will be selected, made current to the
+// calling thread, and initialized"; and "cudaSetDevice() initializes the
+// primary context for the specified device and makes it current to the
+// calling thread by calling cuCtxSetCurrent()" (CUDA Runtime API,
+// "Interactions with the CUDA Driver API", CUDA 12 and 13). So every call
+// here that acts on a device binds, through ready(), the primary context
+// of the thread's device when the thread has no context; the device and
+// version queries (cudaGetDeviceCount, cudaGetDevice,
+// cudaGetDeviceProperties, cudaDeviceGetAttribute, cudaDeviceCanAccessPeer,
+// cudaDriverGetVersion, ...) need none and bind nothing. A context the
+// application made current (cuCtxSetCurrent, cuCtxPushCurrent) is used as
+// it is: its device is the thread's device (driver.cc keeps the two
+// together). The runtime retains each device's primary context once and
+// never releases it.
+//
+// The driver's entry points are found as the real runtime finds them: in
+// libcuda.so.1's own scope (its cuGetProcAddress), never an interposer's.
+struct DriverContexts {
+  CUresult (*get_current)(CUcontext*) = nullptr;
+  CUresult (*set_current)(CUcontext) = nullptr;
+  CUresult (*retain)(CUcontext*, CUdevice) = nullptr;
+  bool ok = false;
+};
+
+const DriverContexts& driver_contexts() {
+  static const DriverContexts d = [] {
+    DriverContexts r;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) return r;
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    auto get = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    if (!get) return r;
+    auto find = [&](const char* name, auto* slot) {
+      void* f = nullptr;
+      if (get(name, &f, CUDA_VERSION, 0, nullptr) == CUDA_SUCCESS) *slot = reinterpret_cast<std::remove_reference_t<decltype(*slot)>>(f);
+      return f != nullptr;
+    };
+    CUresult (*init)(unsigned) = nullptr;
+    r.ok = find("cuInit", &init) && find("cuCtxGetCurrent", &r.get_current) &&
+           find("cuCtxSetCurrent", &r.set_current) && find("cuDevicePrimaryCtxRetain", &r.retain) &&
+           init(0) == CUDA_SUCCESS;
+    return r;
+  }();
+  return d;
+}
+
+// The primary context of `device`, retained on first use. Plain storage
+// with no destructor: runtime calls may come while the process exits.
+constexpr int kMaxDevices = 64;
+std::atomic<CUcontext> g_retained[kMaxDevices];
+
+CUcontext primary_context(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  if (CUcontext c = g_retained[device].load(std::memory_order_acquire)) return c;
+  static std::mutex mu;  // trivially destructible
+  std::lock_guard<std::mutex> l(mu);
+  CUcontext c = g_retained[device].load(std::memory_order_acquire);
+  if (!c && driver_contexts().retain(&c, device) != CUDA_SUCCESS) c = nullptr;
+  g_retained[device].store(c, std::memory_order_release);
+  return c;
+}
+
+// Makes the primary context of `device` current on this thread (replacing
+// the top of its context stack, as cuCtxSetCurrent does).
+cudaError_t make_primary_current(int device) {
+  const DriverContexts& d = driver_contexts();
+  if (!d.ok) return cudaErrorInitializationError;
+  CUcontext c = primary_context(device);
+  if (!c || d.set_current(c) != CUDA_SUCCESS) return cudaErrorInitializationError;
+  return cudaSuccess;
+}
+
+// A usable driver and a device, without binding a context: the queries.
+cudaError_t ready_without_context() {
+  if (config().no_driver) return cudaErrorInsufficientDriver;
+  if (config().device_count == 0) return cudaErrorNoDevice;
+  return cudaSuccess;
+}
+
 }  // namespace
+
+#define READY_WITHOUT_CONTEXT()                                                    \
+  do {                                                                             \
+    if (cudaError_t e_ = ready_without_context()) return ::gpusim::rt::ret(e_); \
+  } while (0)
 
 namespace gpusim {
 namespace rt {
@@ -32,9 +125,13 @@ cudaError_t ret(cudaError_t e) {
 }
 
 cudaError_t ready() {
-  if (config().no_driver) return cudaErrorInsufficientDriver;
-  if (config().device_count == 0) return cudaErrorNoDevice;
-  return cudaSuccess;
+  if (cudaError_t e = ready_without_context()) return e;
+  // Note [The runtime binds the primary context].
+  const DriverContexts& d = driver_contexts();
+  if (!d.ok) return cudaErrorInitializationError;
+  CUcontext c = nullptr;
+  if (d.get_current(&c) == CUDA_SUCCESS && c) return cudaSuccess;
+  return make_primary_current(current_device());
 }
 
 thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
@@ -130,21 +227,23 @@ GPUSIM_EXPORT cudaError_t cudaRuntimeGetVersion(int* v) {
 GPUSIM_EXPORT cudaError_t cudaGetDeviceCount(int* n) {
   if (!n) return ret(cudaErrorInvalidValue);
   *n = 0;
-  READY();
+  READY_WITHOUT_CONTEXT();
   *n = config().device_count;
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaGetDevice(int* d) {
-  READY();
+  READY_WITHOUT_CONTEXT();
   if (!d) return ret(cudaErrorInvalidValue);
   *d = current_device();
   return cudaSuccess;
 }
+// Makes the device's primary context current (Note [The runtime binds the
+// primary context]), replacing the thread's current context if any.
 GPUSIM_EXPORT cudaError_t cudaSetDevice(int d) {
-  READY();
+  READY_WITHOUT_CONTEXT();
   if (!valid_device(d)) return ret(cudaErrorInvalidDevice);
   set_current_device(d);
-  return cudaSuccess;
+  return ret(make_primary_current(d));
 }
 // Peer access: every pair of distinct simulated devices can reach each
 // other (they share the host's memory); enabling records the pair, as the
@@ -154,7 +253,7 @@ std::mutex g_peer_mu;
 std::set<std::pair<int, int>> g_peers;  // (accessing device, peer)
 }  // namespace
 GPUSIM_EXPORT cudaError_t cudaDeviceCanAccessPeer(int* can, int d, int peer) {
-  READY();
+  READY_WITHOUT_CONTEXT();
   if (!can) return ret(cudaErrorInvalidValue);
   if (!valid_device(d) || !valid_device(peer)) return ret(cudaErrorInvalidDevice);
   *can = d != peer;
@@ -176,7 +275,7 @@ GPUSIM_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peer) {
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
-  READY();
+  READY_WITHOUT_CONTEXT();
   if (!p) return ret(cudaErrorInvalidValue);
   if (!valid_device(d)) return ret(cudaErrorInvalidDevice);
   std::memset(p, 0, sizeof(*p));
@@ -214,7 +313,7 @@ GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int d) {
-  READY();
+  READY_WITHOUT_CONTEXT();
   if (!v) return ret(cudaErrorInvalidValue);
   if (!valid_device(d)) return ret(cudaErrorInvalidDevice);
   switch (attr) {

@@ -13,7 +13,9 @@ namespace rt {
 // cudaErrorNotReady) and returns it: every exported call returns through it.
 cudaError_t ret(cudaError_t e);
 cudaError_t last_error(bool reset);
-// The state every call checks first: a usable driver and a device.
+// The state every call checks first: a usable driver and a device; then,
+// when the thread has no current context, binds the primary context of its
+// device (Note [The runtime binds the primary context] in cudart.cc).
 cudaError_t ready();
 // The calling thread's capture interaction mode
 // (cudaThreadExchangeStreamCaptureMode); global unless it swapped it.

@@ -29,6 +29,17 @@ namespace {
 std::atomic<bool> g_initialized{false};
 
 // ------------------------------------------------------------- contexts ---
+//
+// Note [A thread has no context until one is bound]: as in the real driver,
+// a thread starts with an empty context stack (cuCtxGetCurrent gives NULL)
+// and the current context is the top of it: cuCtxSetCurrent replaces the
+// top (pushes onto an empty stack; NULL pops), cuCtxPushCurrent pushes,
+// cuCtxPopCurrent pops (CUDA Driver API, Context Management). Only the
+// runtime (cudart.cc, on its first call that needs a context, and on
+// cudaSetDevice) or the application binds one. Each change of the current
+// context moves the core's current device (sim.h) to the context's, so the
+// runtime's calls on this thread act on that device, as the CUDA Runtime
+// API's "Interactions with the CUDA Driver API" says they do.
 
 CUctx_st* primary(int device) {
   static CUctx_st* ctxs = [] {
@@ -46,15 +57,33 @@ bool valid_ctx(CUcontext c) {
   return false;
 }
 
-// The thread's current context is the primary context of the runtime's
-// current device (cudaSetDevice and cuCtxSetCurrent move the same state),
-// unless the thread unbound it with cuCtxSetCurrent(NULL).
-thread_local bool t_unbound = false;
+// The calling thread's context stack; its top is the current context.
+// Plain storage, no destructor: the runtime asks for the current context in
+// every call, including calls made while the process exits, after a
+// thread's thread_local objects were destroyed. Deeper than kMaxDepth, a
+// push fails with CUDA_ERROR_OUT_OF_MEMORY (the real driver states no
+// limit).
+constexpr int kMaxDepth = 64;
+struct ContextStack {
+  CUctx_st* at[kMaxDepth];
+  int depth;
+  bool empty() const { return depth == 0; }
+  CUctx_st*& top() { return at[depth - 1]; }
+  bool push(CUctx_st* c) {
+    if (depth == kMaxDepth) return false;
+    at[depth++] = c;
+    return true;
+  }
+  void pop() { --depth; }
+};
+thread_local ContextStack t_ctx_stack{};
 
-CUctx_st* current_ctx() {
-  if (t_unbound) return nullptr;
-  int d = current_device();
-  return valid_device(d) ? primary(d) : nullptr;
+CUctx_st* current_ctx() { return t_ctx_stack.empty() ? nullptr : t_ctx_stack.top(); }
+
+// After the stack changed: the runtime's device follows the new current
+// context (with none, the thread keeps the device it had).
+void follow_current() {
+  if (CUctx_st* c = current_ctx()) set_current_device(c->device);
 }
 
 // An explicit context, or the current one for NULL (the _v2 context calls).
@@ -129,6 +158,11 @@ void* lookup(const char* symbol, int cuda_version) {
 CUresult gpusim::drv::ready() {
   if (config().no_driver || !g_initialized.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED;
   return CUDA_SUCCESS;
+}
+
+CUresult gpusim::drv::ready_with_context() {
+  if (CUresult r = ready()) return r;
+  return current_ctx() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 // ======================================================================
@@ -302,15 +336,27 @@ GPUSIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flag
   *active = primary(d)->retained.load() > 0 ? 1 : 0;
   return CUDA_SUCCESS;
 }
+// cuDevicePrimaryCtxReset_v2: "Resetting the primary context does not
+// release it". The device's work is waited for; its memory and streams
+// are not torn down (not simulated), and the context stays current on the
+// threads it is current on.
+GPUSIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice d) {
+  READY();
+  if (!valid_device(d)) return CUDA_ERROR_INVALID_DEVICE;
+  sync_device(d);
+  return CUDA_SUCCESS;
+}
 GPUSIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   READY();
   if (!ctx) {
-    t_unbound = true;
+    if (!t_ctx_stack.empty()) t_ctx_stack.pop();
+    follow_current();
     return CUDA_SUCCESS;
   }
   if (!valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  t_unbound = false;
-  set_current_device(ctx->device);
+  if (t_ctx_stack.empty()) t_ctx_stack.push(ctx);
+  else t_ctx_stack.top() = ctx;
+  follow_current();
   return CUDA_SUCCESS;
 }
 GPUSIM_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
@@ -351,32 +397,32 @@ GPUSIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 }
 
 // The context stack (cuCtxPushCurrent_v2 / cuCtxPopCurrent_v2): pushing
-// makes a context current and remembers the one it replaced.
-namespace {
-thread_local std::vector<CUctx_st*> t_ctx_stack;
-}  // namespace
+// makes a context current; popping makes the one below it current again.
 GPUSIM_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
   READY();
   if (!ctx || !valid_ctx(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
-  t_ctx_stack.push_back(current_ctx());
-  t_unbound = false;
-  set_current_device(ctx->device);
+  if (!t_ctx_stack.push(ctx)) return CUDA_ERROR_OUT_OF_MEMORY;
+  follow_current();
   return CUDA_SUCCESS;
 }
 GPUSIM_EXPORT CUresult cuCtxPopCurrent(CUcontext* out) {
   READY();
-  CUctx_st* cur = current_ctx();
-  if (!cur || t_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
-  if (out) *out = cur;
-  CUctx_st* prev = t_ctx_stack.back();
-  t_ctx_stack.pop_back();
-  t_unbound = prev == nullptr;
-  if (prev) set_current_device(prev->device);
+  if (t_ctx_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (out) *out = t_ctx_stack.top();
+  t_ctx_stack.pop();
+  follow_current();
   return CUDA_SUCCESS;
 }
+// The special handles (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) name
+// the current context's stream: with none, CUDA_ERROR_INVALID_CONTEXT
+// (cuStreamGetCtx's documentation says so in these words).
 GPUSIM_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext* ctx) {
   READY();
   if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  if (h == nullptr || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+    *ctx = current_ctx();
+    return *ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  }
   CUstream_st* s = resolve(h, false);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   *ctx = primary(s->device);

@@ -64,8 +64,10 @@ bool device_range(CUdeviceptr p, size_t bytes) {
 }  // namespace
 
 // ---- modules and linking ----
+// A module loads "into the current context" (cuModuleLoadData): none is
+// CUDA_ERROR_INVALID_CONTEXT.
 GPUSIM_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
-  READY();
+  READY_WITH_CONTEXT();
   if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
   *m = new CUmod_st();
   return CUDA_SUCCESS;

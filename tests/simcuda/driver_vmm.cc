@@ -198,9 +198,11 @@ uint64_t add_handle(Vmm& v, size_t size, const CUmemAllocationProp& prop, const 
 
 // ---- memory information ----
 // cuMemGetAddressRange_v2: the VMM mapping holding `p`, or the runtime
-// allocation holding it.
+// allocation holding it. Like cuMemAlloc's family it needs a current
+// context (its documented errors include CUDA_ERROR_INVALID_CONTEXT); the
+// VMM calls below name their device and do not.
 GPUSIM_EXPORT CUresult cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
-  READY();
+  READY_WITH_CONTEXT();
   uintptr_t b = 0;
   size_t n = 0;
   {

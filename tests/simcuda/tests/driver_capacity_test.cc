@@ -18,7 +18,12 @@ constexpr size_t kCapacity = 64 * kMiB;
 
 class DriverCapacity : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_EQ(CUDA_SUCCESS, cuInit(0)); }
+  // cuMemGetInfo answers for the current context: bound here, as a driver
+  // API program binds one.
+  void SetUp() override {
+    ASSERT_EQ(CUDA_SUCCESS, cuInit(0));
+    bind_primary_context();
+  }
 };
 
 TEST_F(DriverCapacity, CreatePastCapacityFails) {

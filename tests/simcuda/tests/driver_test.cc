@@ -124,6 +124,7 @@ TEST_F(DriverTest, ErrorNames) {
 // ---- cuGetProcAddress ----
 
 TEST_F(DriverTest, GetProcAddressReturnsWorkingEntryPoints) {
+  bind_primary_context();  // cuMemGetInfo acts on the current context
   CUdriverProcAddressQueryResult status;
   void* fn = nullptr;
   // A base name gets the current versioned entry point (cuMemGetInfo_v2).

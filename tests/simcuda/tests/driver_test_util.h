@@ -75,6 +75,16 @@ inline double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Binds `device`'s primary context to the calling thread, as a driver API
+// program must before the calls that act on the current context
+// (cuMemGetInfo, cuMemGetAddressRange, ...): a thread has none until then
+// (driver_context_test.cc).
+inline void bind_primary_context(int device = 0) {
+  CUcontext c = nullptr;
+  ASSERT_EQ(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&c, device));
+  ASSERT_EQ(CUDA_SUCCESS, cuCtxSetCurrent(c));
+}
+
 // A test of an initialized driver (driver_test.cc, driver_vmm_test.cc).
 class DriverTest : public ::testing::Test {
  protected:

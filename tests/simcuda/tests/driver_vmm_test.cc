@@ -338,6 +338,7 @@ TEST_F(DriverVmm, AddressFreeRequiresNoMappings) {
 }
 
 TEST_F(DriverVmm, ReleaseWhileMappedKeepsMemoryUntilUnmap) {
+  bind_primary_context();  // for cuMemGetInfo
   CUdeviceptr p = reserve(2 * kGran);
   CUmemGenericAllocationHandle h = create(2 * kGran);
   map_rw(p, 2 * kGran, h);
@@ -360,6 +361,7 @@ TEST_F(DriverVmm, ReleaseWhileMappedKeepsMemoryUntilUnmap) {
 }
 
 TEST_F(DriverVmm, RetainAllocationHandle) {
+  bind_primary_context();  // for cuMemGetAddressRange
   CUdeviceptr p = reserve(2 * kGran);
   CUmemGenericAllocationHandle h = create(2 * kGran);
   map_rw(p, 2 * kGran, h);
@@ -475,6 +477,7 @@ TEST_F(DriverVmm, ImportRejectsForeignFds) {
 }
 
 TEST_F(DriverVmm, MemGetInfoTracksHandles) {
+  bind_primary_context();  // for cuMemGetInfo
   size_t free0 = 0, total = 0;
   CU_OK(cuMemGetInfo(&free0, &total));
   EXPECT_EQ(8ull << 30, total);

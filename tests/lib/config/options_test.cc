@@ -163,7 +163,7 @@ TEST(Options, EveryNumericKnobHasARangeThatHolds) {
   if_numeric<type>(check, #k, range, type(def), [](const Options& o) { return o.k; });
   GPUSLACK_OPTIONS(CHECK_NUMERIC)
 #undef CHECK_NUMERIC
-  EXPECT_EQ(13, numeric);
+  EXPECT_EQ(15, numeric);
 }
 
 // Note [Escaped input]: a newline in GPUSLACK_CONF forged a second log
@@ -206,6 +206,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
   EXPECT_FALSE(secure.json_summary);
   EXPECT_EQ("stderr", secure.text_summary);
   EXPECT_FALSE(secure.nvtx);
+  EXPECT_EQ("off", secure.gpu_timeline);  // libcupti is looked for where CUDA_HOME says
   // The same environment in a plain process is read.
   EXPECT_EQ("/etc/evil.log", plain.log_file);
   EXPECT_EQ("/etc/evil", plain.output_dir);
@@ -214,6 +215,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
   Options defaults = secure_options();
   defaults.json_summary = Options().json_summary;
   defaults.nvtx = Options().nvtx;
+  defaults.gpu_timeline = Options().gpu_timeline;
   Options def;
 #define SAME_AS_DEFAULT(k, type, d, range, doc) EXPECT_EQ(def.k, defaults.k) << #k;
   GPUSLACK_OPTIONS(SAME_AS_DEFAULT)
@@ -222,7 +224,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
 
 TEST(Options, DocHasOneLinePerKnob) {
   std::vector<std::string> doc = options_doc();
-  ASSERT_EQ(26u, doc.size());
+  ASSERT_EQ(29u, doc.size());
   EXPECT_EQ(0u, doc[0].find("log_level (string, default \"warn\"): "));
   EXPECT_EQ(0u, doc[1].find("log_file (string, default \"\"): "));
   EXPECT_EQ(0u, doc[5].find("summary_interval_s (non-negative number, default 0, range 0, or 0.1 to 604800): "))

@@ -78,6 +78,10 @@ TEST(CuptiActivity, KernelKindFollowsWhatWasEnabled) {
 TEST(CuptiActivity, DriverLaunchesCarryTheFunctionsName) {
   start_legacy();
   ASSERT_EQ(CUDA_SUCCESS, cuInit(0));
+  // A driver-only thread has no context until it binds one.
+  CUcontext ctx;
+  ASSERT_EQ(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&ctx, 0));
+  ASSERT_EQ(CUDA_SUCCESS, cuCtxSetCurrent(ctx));
   CUmodule m;
   CUfunction f;
   static const char image[] = "cubin";

@@ -31,6 +31,8 @@ GpuTimelineSection build_gpu_timeline(const timeline::Snapshot& snap, int top_ca
   g.status = snap.status;
   g.detail = snap.detail;
   g.how_to_enable = snap.how_to_enable;
+  g.stopped_by = snap.stopped_by;
+  g.stopped_after_s = finite_or_zero(snap.stopped_after_s);
   g.records = snap.records;
   g.dropped_by_pool = snap.dropped_by_pool;
   g.dropped_by_cupti = snap.dropped_by_cupti;
@@ -142,6 +144,8 @@ GpuTimelineSection read_gpu_timeline(const detail::Fields& f) {
   g.status = status_from(f);
   g.detail = f.text("detail");
   g.how_to_enable = f.text("how_to_enable");
+  g.stopped_by = f.text("stopped_by");
+  g.stopped_after_s = f.number("stopped_after_s");
   g.records = f.count("records");
   g.dropped_by_pool = f.count("dropped_by_pool");
   g.dropped_by_cupti = f.count("dropped_by_cupti");

@@ -418,6 +418,8 @@ void gpu_timeline(const GpuTimelineSection& g, Writer* w) {
   w->key("status").string(timeline::status_key(g.status));
   w->key("detail").string(g.detail);
   w->key("how_to_enable").string(g.how_to_enable);
+  w->key("stopped_by").string(g.stopped_by);
+  w->key("stopped_after_s").seconds(g.stopped_after_s);
   w->key("records").unsigned_integer(g.records);
   w->key("dropped_by_pool").unsigned_integer(g.dropped_by_pool);
   w->key("dropped_by_cupti").unsigned_integer(g.dropped_by_cupti);

@@ -188,6 +188,8 @@ struct GpuTimelineSection {
   timeline::Status status = timeline::Status::kNotStarted;
   std::string detail;         // the tool holding CUPTI, or why it is unavailable
   std::string how_to_enable;  // when gpu_timeline:auto did not measure
+  std::string stopped_by;     // a tool that took CUPTI from gpuslack mid-run; "" if none
+  double stopped_after_s = 0; // when, from the timeline's start
   std::vector<GpuDeviceRow> devices;
   uint64_t records = 0;
   uint64_t dropped_by_pool = 0;

@@ -252,12 +252,17 @@ void gpu_details(const Summary& s, std::string* out) {
     if (g.status == timeline::Status::kHeldByOther) {
       line(out, "GPU timeline: not measured: " + printable(g.detail) + " holds CUPTI");
     } else if (g.status == timeline::Status::kUnavailable) {
-      line(out, "GPU timeline: not measured: " + printable(g.detail));
+      std::string text = "GPU timeline: not measured: " + printable(g.detail);
+      if (!g.how_to_enable.empty()) text += "; " + printable(g.how_to_enable);
+      line(out, text);
     } else if (!g.how_to_enable.empty()) {
       line(out, "GPU timeline: not measured; " + printable(g.how_to_enable));
     }
     return;
   }
+  if (!g.stopped_by.empty())
+    line(out, "GPU timeline: measured for the first " + duration(g.stopped_after_s) + " only: " +
+                  printable(g.stopped_by) + " then took CUPTI");
   for (const GpuDeviceRow& d : g.devices) {
     std::string title = "GPU timeline, device " + std::to_string(d.device) + ": busy " + duration(d.busy_s) +
                         ", idle " + duration(d.idle_s) + " of " + duration(d.wall_s) + "; " +

@@ -8,8 +8,15 @@
 //   3. allocates and frees a buffer (cudaMalloc, cudaFree: with the GPU idle,
 //      every microsecond of them is GPU idle charged to allocation);
 //   4. marks the step (gpuslack_step, when gpuslack is preloaded).
+// Before the loop, under gpuslack, it waits (at most 10 s) until the live
+// summary says whether the timeline measures: the timeline starts on a
+// thread of its own, and GPU work before it is not seen.
+// With --tool MODE (legacy, shared, exclusive: gpusim_cupti_tool.h) it also
+// runs the simulated second CUPTI tool (the library GPUSIM_CUPTI_TOOL
+// names), started before its first CUDA call (--tool-when before) or after
+// half of the steps (after), and prints what the tool received.
 // Prints what it measured itself, on one line, for the test to compare:
-//   timeline_app: cpu_s X alloc_s Y kernels N
+//   timeline_app: cpu_s X alloc_s Y loop_s Z kernels N [tool_rc R tool_records K]
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -18,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -48,26 +56,76 @@ void cpu_work(double ms) {
 
 }  // namespace
 
+// The simulated second tool, by dlopen: the program runs without it too.
+struct Tool {
+  int (*start)(int, const char*) = nullptr;
+  int (*stop)() = nullptr;
+  long (*records)() = nullptr;
+  int rc = -1;
+
+  bool load() {
+    const char* path = std::getenv("GPUSIM_CUPTI_TOOL");
+    void* h = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (!h) return false;
+    start = reinterpret_cast<int (*)(int, const char*)>(dlsym(h, "gpusim_cupti_tool_start"));
+    stop = reinterpret_cast<int (*)()>(dlsym(h, "gpusim_cupti_tool_stop"));
+    records = reinterpret_cast<long (*)()>(dlsym(h, "gpusim_cupti_tool_records"));
+    return start && stop && records;
+  }
+};
+
+int tool_mode(const std::string& name) {
+  if (name == "legacy") return 1;
+  if (name == "shared") return 2;
+  if (name == "exclusive") return 3;
+  return 0;
+}
+
 int main(int argc, char** argv) {
   int steps = 20, kernels = 10;
   double cpu_ms = 20;
+  int mode = 0;
+  bool tool_before = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--steps") steps = std::atoi(argv[i + 1]);
     else if (k == "--kernels") kernels = std::atoi(argv[i + 1]);
     else if (k == "--cpu-ms") cpu_ms = std::atof(argv[i + 1]);
+    else if (k == "--tool") mode = tool_mode(argv[i + 1]);
+    else if (k == "--tool-when") tool_before = std::string(argv[i + 1]) == "before";
     else {
-      std::fprintf(stderr, "usage: timeline_app [--steps N] [--kernels K] [--cpu-ms MS]\n");
+      std::fprintf(stderr, "usage: timeline_app [--steps N] [--kernels K] [--cpu-ms MS] [--tool MODE] "
+                           "[--tool-when before|after]\n");
       return 2;
     }
   }
+  Tool tool;
+  if (mode != 0 && !tool.load()) {
+    std::fprintf(stderr, "timeline_app: --tool needs GPUSIM_CUPTI_TOOL naming libgpusim_cupti_tool.so\n");
+    return 2;
+  }
+  if (mode != 0 && tool_before) tool.rc = tool.start(mode, "second tool");
   using StepFn = void (*)();
   auto step_mark = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "gpuslack_step"));
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  using SummaryFn = char* (*)();
+  using FreeFn = void (*)(void*);
+  auto summary = reinterpret_cast<SummaryFn>(dlsym(RTLD_DEFAULT, "gpuslack_summary_json"));
+  auto summary_free = reinterpret_cast<FreeFn>(dlsym(RTLD_DEFAULT, "gpuslack_free"));
+  for (auto t = Clock::now(); summary && summary_free && seconds_since(t) < 10;) {
+    char* json = summary();
+    // The section appears once the timeline decided: measured, or not.
+    const bool decided = json && std::strstr(json, "\"gpu_timeline\"");
+    summary_free(json);
+    if (decided) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto loop_start = Clock::now();
   double cpu_s = 0, alloc_s = 0;
   long launched = 0;
   for (int step = 0; step < steps; ++step) {
+    if (mode != 0 && !tool_before && step == steps / 2) tool.rc = tool.start(mode, "second tool");
     for (int k = 0; k < kernels; ++k) {
       CHECK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(&fake_kernel), dim3(1), dim3(1), nullptr, 0, s));
       ++launched;
@@ -83,7 +141,13 @@ int main(int argc, char** argv) {
     alloc_s += seconds_since(t);
     if (step_mark) step_mark();
   }
+  const double loop_s = seconds_since(loop_start);
   CHECK_CUDA(cudaStreamDestroy(s));
-  std::printf("timeline_app: cpu_s %.6f alloc_s %.6f kernels %ld\n", cpu_s, alloc_s, launched);
+  std::printf("timeline_app: cpu_s %.6f alloc_s %.6f loop_s %.6f kernels %ld", cpu_s, alloc_s, loop_s, launched);
+  if (mode != 0) {
+    long got = tool.rc == 0 ? (tool.stop(), tool.records()) : 0;
+    std::printf(" tool_rc %d tool_records %ld", tool.rc, got);
+  }
+  std::printf("\n");
   return 0;
 }

@@ -58,6 +58,10 @@ TEST(GpuTimelineText, DetailsListKernelsIdleSitesStepsAndDrops) {
                       "gpuslack:     step 17: idle 960.0 ms of 1.60 s\n"))
       << text;
   EXPECT_NE(std::string::npos,
+            text.find("gpuslack: GPU timeline: measured for the first 400.00 s only: CUPTI (unnamed subscriber) then "
+                      "took CUPTI\n"))
+      << text;
+  EXPECT_NE(std::string::npos,
             text.find("gpuslack:   dropped: 2 activity buffers refused (pool 64.0 MiB), 10 records by CUPTI, "
                       "1 host intervals\n"))
       << text;

@@ -131,6 +131,8 @@ inline Summary sample_summary_with_gpu_timeline() {
   Summary s = sample_summary();
   GpuTimelineSection& g = s.gpu_timeline;
   g.status = timeline::Status::kMeasured;
+  g.stopped_by = "CUPTI (unnamed subscriber)";
+  g.stopped_after_s = 400;
   g.records = 123456;
   g.dropped_by_pool = 2;
   g.dropped_by_cupti = 10;

@@ -1,5 +1,5 @@
-// The interposed CUPTI symbols: the subscription calls, so that gpuslack
-// hears of a tool that subscribes after it (Note [One CUPTI, several tools]
+// The interposed CUPTI symbols: the subscription calls and the process-wide
+// activity registration, so that gpuslack hears of a tool that comes after it (Note [One CUPTI, several tools]
 // in timeline/coexistence.h). Not timed, not in the ledger, no session
 // started: cupti_hooks.cc forwards each, unchanged, to the real libcupti
 // (cuda/runtime_symbols.h, Library::kCupti) after the timeline has yielded
@@ -18,6 +18,7 @@
 // CUPTI entry points not listed here pass through untouched.
 #pragma once
 
+#include <cupti_activity.h>
 #include <cupti_callbacks.h>
 
 #define GPUSLACK_CUPTI_HOOKS(X)                                                                        \
@@ -27,4 +28,11 @@
     (CUpti_SubscriberHandle * subscriber, CUpti_CallbackFunc callback, void* userdata,                   \
      CUpti_SubscriberParams* pParams),                                                                  \
     (subscriber, callback, userdata, pParams), !(pParams && pParams->allowMultipleSubscribers),         \
-    (pParams ? pParams->subscriberName : nullptr))
+    (pParams ? pParams->subscriberName : nullptr))                                                      \
+  /* The process-wide buffer callbacks, which a tool may register without   */                        \
+  /* subscribing (torch.profiler's Kineto does): they replace the ones      */                        \
+  /* gpuslack registered where CUPTI allows one subscriber, so there it     */                        \
+  /* yields first; where it shares CUPTI its own are per subscriber.        */                        \
+  X(cuptiActivityRegisterCallbacks,                                                                     \
+    (CUpti_BuffersCallbackRequestFunc funcBufferRequested, CUpti_BuffersCallbackCompleteFunc funcBufferCompleted), \
+    (funcBufferRequested, funcBufferCompleted), false, nullptr)

@@ -29,6 +29,16 @@
 //     profiler usually runs to the end.
 //   - a later tool asking allowMultipleSubscribers = 1 while gpuslack is one
 //     of several: nothing to do, both run.
+//   - a later tool that registers the process-wide buffer callbacks
+//     (cuptiActivityRegisterCallbacks) without subscribing at all, as
+//     torch.profiler's Kineto does: where gpuslack holds the single
+//     subscription its own callbacks are those process-wide ones, which the
+//     tool's would silently replace, so gpuslack yields first as above;
+//     where it shares CUPTI its callbacks are its subscriber's own
+//     (cuptiActivityRegisterCallbacks_v2) and both run. Kineto then also
+//     gets its kinds enabled process-wide, and gpuslack's records keep
+//     coming to gpuslack (tests/python/torch_sim.py timeline, with the real
+//     torch.profiler).
 // What gpuslack cannot avoid touching while it shares CUPTI: its snapshots
 // call cuptiActivityFlushAll(FORCED), which has no per-subscriber form and
 // hands every subscriber its partly filled buffers early (tools flush so

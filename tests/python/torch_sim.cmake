@@ -11,7 +11,7 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
                     OUTPUT_VARIABLE _torch_python OUTPUT_STRIP_TRAILING_WHITESPACE)
   endif()
   list(GET CUDAToolkit_INCLUDE_DIRS 0 _cuda_include)
-  foreach(what symbols smoke)
+  foreach(what symbols smoke timeline)
     add_test(NAME torch.${what}
       COMMAND ${CMAKE_COMMAND} -E env
         TORCH_PYTHON=${_torch_python} SIMCUDA_DIR=${GPUSIM_DIR} GPUSLACK_LIBRARY=$<TARGET_FILE:gpuslack>

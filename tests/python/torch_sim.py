@@ -177,8 +177,79 @@ def smoke():
     return 1 if failures else 0
 
 
+def timeline():
+    """The GPU timeline under torch (under_torch/timeline.py): a slow
+    DataLoader shows as host-bound idle, and torch.profiler, started in the
+    middle of the run, gets its GPU records, gpuslack stepping aside for it
+    (Note [One CUPTI, several tools]) whether CUPTI allows one subscriber
+    (gpu_timeline:on took it) or several (auto shares it, and Kineto's
+    cuptiSubscribe asks for CUPTI to itself)."""
+    import glob
+    import json
+    import tempfile
+    py = torch_python()
+    simcuda = env_path("SIMCUDA_DIR")
+    library = env_path("GPUSLACK_LIBRARY")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "under_torch", "timeline.py")
+    shim = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python_shim")
+    failures = []
+    # (label, GPUSLACK_CONF, environment, gpuslack steps aside for the profiler)
+    for label, conf, extra, yields in (("one subscriber, gpu_timeline:on", "gpu_timeline:on", {}, True),
+                                       ("several subscribers, auto", "", {"GPUSIM_DRIVER_VERSION": "610"}, False)):
+        with tempfile.TemporaryDirectory() as out:
+            env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GPUSLACK_CONF")}
+            env["LD_LIBRARY_PATH"] = simcuda + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+            env["PYTHONPATH"] = shim
+            env["PYTHONWARNINGS"] = "ignore"
+            env["LD_PRELOAD"] = library
+            env["GPUSLACK_OUTPUT"] = out
+            env["GPUSLACK_CONF"] = ",".join(c for c in (conf, "text_summary:off") if c)
+            env.update(extra)
+            r = subprocess.run([py, script], env=env, capture_output=True, text=True, timeout=300)
+            files = glob.glob(os.path.join(out, "*.json"))
+            problems = []
+            unanswered = [line for line in r.stderr.splitlines() if UNANSWERED in line]
+            if r.returncode != 0 or unanswered or len(files) != 1:
+                problems.append("exit %d, %d summaries%s" % (r.returncode, len(files),
+                                                              ", unanswered lookups" if unanswered else ""))
+            else:
+                app = json.loads(r.stdout.split("timeline: ", 1)[1].splitlines()[0])
+                with open(files[0]) as f:
+                    g = json.load(f).get("gpu_timeline") or {}
+                devices = g.get("devices") or [{}]
+                d = devices[0]
+                host = d.get("idle", {}).get("host_bound", 0)
+                print("torch_sim: %s: status %s, stopped by %r after %.2f s; host-bound %.3f s of %.3f s wall, "
+                      "the loader waited %.3f s; steps %s; torch.profiler's GPU events %d" % (
+                          label, g.get("status"), g.get("stopped_by"), g.get("stopped_after_s", 0), host,
+                          d.get("wall_s", 0), app["loader_wait_s"], d.get("steps", {}).get("count"),
+                          app["profiler_gpu_events"]))
+                if g.get("status") != "measured":
+                    problems.append("the timeline did not measure: %s" % g)
+                if yields and not g.get("stopped_by"):
+                    problems.append("torch.profiler started, but gpuslack held CUPTI alone and did not step aside")
+                if not yields and g.get("stopped_by"):
+                    problems.append("gpuslack stepped aside though CUPTI was shared")
+                if app["profiler_gpu_events"] <= 0:
+                    problems.append("torch.profiler got no GPU events")
+                # The loader's waits are host-bound: all of them where the
+                # timeline ran to the end, about half where the profiler took
+                # CUPTI over at the middle step.
+                least = (0.3 if yields else 0.8) * app["loader_wait_s"]
+                if host < least:
+                    problems.append("host-bound idle %.3f s, the loader waited %.3f s" % (host, app["loader_wait_s"]))
+                if not d.get("steps", {}).get("from_marks"):
+                    problems.append("steps not marked: %s" % d.get("steps"))
+            if problems:
+                failures.append("%s: %s\n--- stdout\n%s--- stderr\n%s" % (label, "; ".join(problems), r.stdout,
+                                                                         r.stderr[-6000:]))
+    for f in failures:
+        print(f)
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
-    commands = {"symbols": symbols, "smoke": smoke}
+    commands = {"symbols": symbols, "smoke": smoke, "timeline": timeline}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit("usage: torch_sim.py symbols|smoke")
+        sys.exit("usage: torch_sim.py symbols|smoke|timeline")
     sys.exit(commands[sys.argv[1]]())

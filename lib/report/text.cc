@@ -288,7 +288,7 @@ void gpu_details(const Summary& s, std::string* out) {
                     ", busy p50 " + percent(st.busy_share_p50) + ", p99 " + percent(st.busy_share_p99) +
                     ", wall p50 " + duration(st.wall_p50_s) + ", p99 " + duration(st.wall_p99_s));
       for (const timeline::StepRow& w : st.worst)
-        line(out, "    step " + count_text(w.index) + ": idle " + duration(w.idle_s) + " of " + duration(w.wall_s));
+        line(out, std::string("    ") + (st.from_marks ? "step " : "interval ") + count_text(w.index) + ": idle " + duration(w.idle_s) + " of " + duration(w.wall_s));
     }
   }
   if (g.dropped_by_pool + g.dropped_by_cupti + g.host_intervals_dropped > 0)

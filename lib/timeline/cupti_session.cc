@@ -99,19 +99,26 @@ void CuptiSession::take_back(uint8_t* buffer, size_t valid_bytes) {
 
 // ---- start ----------------------------------------------------------------
 
+// cuptiSubscribe_v2 as "gpuslack", one of several subscribers (`shared`)
+// or the only one; the holder's name, on refusal, into `holder`
+// (CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN bytes and a terminator).
+CUptiResult CuptiSession::subscribe_v2(bool shared, char* holder) {
+  CUpti_SubscriberParams params{};
+  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.subscriberName = "gpuslack";
+  params.oldSubscriberName = holder;
+  params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
+  params.allowMultipleSubscribers = shared ? 1 : 0;
+  return api_->subscribe_v2(&subscriber_, on_callback, nullptr, &params);
+}
+
 StartOutcome CuptiSession::subscribe() {
   StartOutcome out;
   CUptiResult r;
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   bool single_only = api_->subscribe_v2 == nullptr;
   if (api_->subscribe_v2) {
-    CUpti_SubscriberParams params{};
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    params.subscriberName = "gpuslack";
-    params.oldSubscriberName = holder;
-    params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-    params.allowMultipleSubscribers = 1;
-    r = api_->subscribe_v2(&subscriber_, on_callback, nullptr, &params);
+    r = subscribe_v2(/*shared=*/true, holder);
     if (r == CUPTI_SUCCESS) {
       shared_.store(true, std::memory_order_release);
       out.status = Status::kMeasured;
@@ -137,13 +144,7 @@ StartOutcome CuptiSession::subscribe() {
   }
   // Mode::kOn: the single subscription.
   if (api_->subscribe_v2) {
-    CUpti_SubscriberParams params{};
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    params.subscriberName = "gpuslack";
-    params.oldSubscriberName = holder;
-    params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-    params.allowMultipleSubscribers = 0;
-    r = api_->subscribe_v2(&subscriber_, on_callback, nullptr, &params);
+    r = subscribe_v2(/*shared=*/false, holder);
   } else {
     r = api_->subscribe(&subscriber_, on_callback, nullptr);
   }

@@ -144,6 +144,7 @@ class CuptiSession {
   void drain_host_locked();  // sink_mu_ held
   // About once a second (Note [Committing as the run goes]).
   void flush_and_commit(uint64_t previous_flush_ticks);
+  CUptiResult subscribe_v2(bool shared, char* holder);
   bool flush_and_wait(std::chrono::milliseconds wait);
 
   const cuda::CuptiApi* api_;

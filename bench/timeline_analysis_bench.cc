@@ -15,12 +15,18 @@
 //
 //   BM_Analysis/1   one stream per device (records in order)
 //   BM_Analysis/4   four streams per device, interleaved buffers
+//   BM_Decode       the step before: one CUPTI record struct (Kernel11,
+//                   Memcpy6, Memset4, in CUPTI 13.2's layout) decoded into a
+//                   GpuActivity (timeline/record_decoder.h), kinds mixed as
+//                   above; CUPTI's own cuptiActivityGetNextRecord not counted
 //
+// A record's cost on the worker is BM_Decode's plus BM_Analysis's.
 // ns_per_record is CPU time per record (the worker's cost; wall time on a
 // loaded machine adds other processes' turns). Results: bench/README.md.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <new>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -28,6 +34,7 @@
 #include "ledger/api_call.h"
 #include "ledger/host_activity.h"
 #include "timeline/gpu_activity.h"
+#include "timeline/record_decoder.h"
 #include "timeline/timeline_analysis.h"
 
 namespace {
@@ -157,6 +164,61 @@ void BM_Analysis(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(kRecords) * state.iterations());
 }
 BENCHMARK(BM_Analysis)->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond);
+
+void BM_Decode(benchmark::State& state) {
+  // 4096 records packed one after the other in one buffer, as CUPTI fills
+  // its buffers: kernels, copies and memsets, mixed at random.
+  constexpr size_t kRecords = 4096;
+  std::vector<uint64_t> buffer(kRecords * sizeof(CUpti_ActivityKernel11) / sizeof(uint64_t) + 1);
+  auto* at = reinterpret_cast<uint8_t*>(buffer.data());
+  std::vector<const CUpti_Activity*> records;
+  static const char* const kNames[] = {"_Z4gemmPfS_", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "_Z7softmaxv"};
+  std::mt19937 rng(7);
+  for (size_t i = 0; i < kRecords; ++i) {
+    const uint64_t t = 1000 * i;
+    records.push_back(reinterpret_cast<const CUpti_Activity*>(at));
+    switch (rng() % 4) {
+      case 0: {
+        auto* c = new (at) CUpti_ActivityMemcpy6{};
+        c->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+        c->start = t;
+        c->end = t + 500;
+        c->deviceId = i % 2;
+        at += sizeof(*c);
+        break;
+      }
+      case 1: {
+        auto* m = new (at) CUpti_ActivityMemset4{};
+        m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+        m->start = t;
+        m->end = t + 200;
+        m->deviceId = i % 2;
+        at += sizeof(*m);
+        break;
+      }
+      default: {
+        auto* k = new (at) CUpti_ActivityKernel11{};
+        k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        k->start = t;
+        k->end = t + 900;
+        k->deviceId = i % 2;
+        k->name = kNames[rng() % 3];
+        at += sizeof(*k);
+      }
+    }
+  }
+  gpuslack::timeline::GpuActivity out;
+  for (auto _ : state) {
+    for (const CUpti_Activity* r : records) {
+      benchmark::DoNotOptimize(gpuslack::timeline::decode_record(r, &out));
+      benchmark::DoNotOptimize(out);
+    }
+  }
+  state.counters["ns_per_record"] = benchmark::Counter(
+      static_cast<double>(records.size()) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Decode);
 
 }  // namespace
 

@@ -89,6 +89,7 @@ TEST_F(DriverTest, CallsOnTheCurrentContextFailWithoutOne) {
   CU_OK(cuStreamGetCtx(nullptr, &of_stream));
   EXPECT_EQ(current(), of_stream);
   CU_OK(cuModuleLoadData(&m, "image"));
+  CU_OK(cuModuleUnload(m));
 }
 
 // [mem] The virtual memory management calls name their device (in the

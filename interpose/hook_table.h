@@ -22,9 +22,12 @@
 // ABI note: the rows follow the CUDA 13 runtime, and the same exported
 // names serve a program linked against libcudart.so.12 (whose references
 // ask for version node libcudart.so.12; gpuslack's unversioned definitions
-// satisfy them). Every row was compared with the CUDA 12.9 headers
-// (scripts/check_cuda12_abi.py, which also runs as a test when given both
-// headers): all take the same parameters in CUDA 12 but one pair.
+// satisfy them). Every row here and in launch_hook_table.h was compared
+// with the CUDA 12.9 headers (nvidia-cuda-runtime-cu12 12.9.79) by
+// scripts/check_cuda12_abi.py (ctest cuda12.hooked_rows_abi where
+// -DGPUSLACK_CUDA12_INCLUDE_DIR names such headers): all 43 take the same
+// parameter types in CUDA 12 but cudaMemcpyBatchAsync (and so _ptsz);
+// __cudaLaunchKernel, in no public header, was not compared.
 //
 // Note [Two ABIs of cudaMemcpyBatchAsync]: CUDA 12.8/12.9 pass a
 // `size_t* failIdx` between numAttrs and the stream (cudaMemcpyBatchAsync

@@ -19,9 +19,38 @@
 // dlsym/cuGetProcAddress entry points) have the same shape and are expanded
 // by the same generator.
 //
-// ABI note: the rows follow the CUDA 13 runtime. cudaMemcpyBatchAsync has a
-// different parameter list in CUDA 12.8/12.9 (an extra failIdx before the
-// stream); a CUDA 12 application calling it under gpuslack is not supported.
+// ABI note: the rows follow the CUDA 13 runtime, and the same exported
+// names serve a program linked against libcudart.so.12 (whose references
+// ask for version node libcudart.so.12; gpuslack's unversioned definitions
+// satisfy them). Every row here and in launch_hook_table.h was compared
+// with the CUDA 12.9 headers (nvidia-cuda-runtime-cu12 12.9.79) by
+// scripts/check_cuda12_abi.py (ctest cuda12.hooked_rows_abi where
+// -DGPUSLACK_CUDA12_INCLUDE_DIR names such headers): all 43 take the same
+// parameter types in CUDA 12 but cudaMemcpyBatchAsync (and so _ptsz);
+// __cudaLaunchKernel, in no public header, was not compared.
+//
+// Note [Two ABIs of cudaMemcpyBatchAsync]: CUDA 12.8/12.9 pass a
+// `size_t* failIdx` between numAttrs and the stream (cudaMemcpyBatchAsync
+// and _ptsz alike). Their rows take the union: numAttrs, then two pointer
+// slots, `tail0` (CUDA 13: the stream; CUDA 12: failIdx) and `tail1`
+// (CUDA 12: the stream; from a CUDA 13 caller, a word of its stack frame,
+// read and never used). Both are pointers, passed alike on the x86-64 and
+// AArch64 calling conventions, so one exported function accepts either
+// caller; its route (routes_copies.inc) takes them as the loaded runtime's
+// major version says (cuda::runtime_major_version: one relaxed load) and
+// calls the runtime with its own parameter list. Chosen over a second
+// generated signature per row: one pair of rows differs, and a route is
+// where a row's arguments are already taken apart. A caller through the
+// table's type (the tests) passes tail1 too. hooks.cc renames the CUDA 13
+// header's declaration of cudaMemcpyBatchAsync out of the way, as its
+// hook's parameters differ.
+//
+// What else differs in CUDA 12 is not a hooked row: cudaStreamGetCaptureInfo
+// takes three arguments there (gpuslack's own query calls _v2 on a CUDA 12
+// runtime: cuda/runtime_api.h), cudaPointerAttributes is 64 bytes smaller
+// (CUDA 13 appended reserved words: passing the larger one is safe), and
+// cudaGetDeviceProperties is _v2 with another cudaDeviceProp (gpuslack does
+// not call it).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,8 +70,6 @@ cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, enum cudaMemcpyKind
 cudaError_t cudaMemcpy2D_ptds(void*, size_t, const void*, size_t, size_t, size_t, enum cudaMemcpyKind);
 cudaError_t cudaMemcpy2DAsync_ptsz(void*, size_t, const void*, size_t, size_t, size_t, enum cudaMemcpyKind,
                                    cudaStream_t);
-cudaError_t cudaMemcpyBatchAsync_ptsz(void* const*, const void* const*, const size_t*, size_t,
-                                      struct cudaMemcpyAttributes*, size_t*, size_t, cudaStream_t);
 cudaError_t cudaMemset_ptds(void*, int, size_t);
 cudaError_t cudaMemsetAsync_ptsz(void*, int, size_t, cudaStream_t);
 cudaError_t cudaMemset2D_ptds(void*, size_t, int, size_t, size_t);
@@ -67,10 +94,11 @@ cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
 #define GPUSLACK_P_MEMCPY2D_ASYNC                                                                     \
   (void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h, enum cudaMemcpyKind kind, \
    cudaStream_t s)
+// Both ABIs of cudaMemcpyBatchAsync: Note [Two ABIs of cudaMemcpyBatchAsync].
 #define GPUSLACK_P_BATCH                                                                      \
   (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,             \
-   struct cudaMemcpyAttributes* attrs, size_t* attr_idxs, size_t n_attrs, cudaStream_t s)
-#define GPUSLACK_A_BATCH (dsts, srcs, sizes, count, attrs, attr_idxs, n_attrs, s)
+   struct cudaMemcpyAttributes* attrs, size_t* attr_idxs, size_t n_attrs, void* tail0, void* tail1)
+#define GPUSLACK_A_BATCH (dsts, srcs, sizes, count, attrs, attr_idxs, n_attrs, tail0, tail1)
 
 #define GPUSLACK_RUNTIME_HOOKS(X)                                                                          \
   /* ---- allocation ---- */                                                                             \

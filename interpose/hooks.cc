@@ -24,6 +24,13 @@
 // as the runtime's last error, as the runtime's refusal would have
 // (cuda/fail.h). Rare paths (first resolution, the session's start, slow
 // calls) may lock, allocate and log.
+// Note [Two ABIs of cudaMemcpyBatchAsync] (hook_table.h): its hook takes
+// parameters that cover CUDA 12's and 13's, so the CUDA 13 header's
+// declaration is renamed out of its way, here, before anything includes it.
+#define cudaMemcpyBatchAsync gpuslack_cuda13_header_cudaMemcpyBatchAsync
+#include <cuda_runtime_api.h>
+#undef cudaMemcpyBatchAsync
+
 #include <cerrno>
 
 #include <atomic>

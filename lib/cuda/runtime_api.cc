@@ -36,6 +36,13 @@ GPUSLACK_RUNTIME_CALL(stream_get_capture_info_full, "cudaStreamGetCaptureInfo",
                        cudaGraph_t* graph, const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
                        size_t* n),
                       (stream, status, id, graph, deps, edges, n))
+// CUDA 12 exports the old three-argument call under this name; its
+// status/id/graph query is cudaStreamGetCaptureInfo_v2 (every 12.x; _v3,
+// from 12.3, adds only the edges gpuslack does not ask for).
+GPUSLACK_RUNTIME_CALL(stream_get_capture_info_cuda12, "cudaStreamGetCaptureInfo_v2",
+                      (cudaStream_t stream, cudaStreamCaptureStatus * status, unsigned long long* id,
+                       cudaGraph_t* graph, const cudaGraphNode_t** deps, size_t* n),
+                      (stream, status, id, graph, deps, n))
 GPUSLACK_RUNTIME_CALL(user_object_create_full, "cudaUserObjectCreate",
                       (cudaUserObject_t * object, void* ptr, cudaHostFn_t destroy, unsigned int refs,
                        unsigned int flags),
@@ -68,6 +75,8 @@ GPUSLACK_RUNTIME_CALL(stream_get_flags, "cudaStreamGetFlags", (cudaStream_t stre
 
 cudaError_t stream_get_capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status, unsigned long long* id,
                                     cudaGraph_t* graph) {
+  int major = runtime_major_version();
+  if (major != 0 && major < 13) return stream_get_capture_info_cuda12(stream, status, id, graph, nullptr, nullptr);
   return stream_get_capture_info_full(stream, status, id, graph, nullptr, nullptr, nullptr);
 }
 cudaError_t user_object_create(cudaUserObject_t* object, void* ptr, cudaHostFn_t destroy) {

@@ -36,6 +36,10 @@ cudaError_t stream_is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* st
 // without hooks] in alloc/device_allocator.h): the capture's id and graph, a
 // user object the graph keeps until it and every instance of it are
 // destroyed, and the thread's capture mode (relaxed while it maps memory).
+// stream_get_capture_info calls the entry point of the loaded runtime's
+// major version (runtime_symbols.h): cudaStreamGetCaptureInfo in CUDA 13,
+// cudaStreamGetCaptureInfo_v2 in CUDA 12, whose plain name takes three
+// arguments and would leave `graph` unwritten.
 cudaError_t stream_get_capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status, unsigned long long* id,
                                     cudaGraph_t* graph);
 cudaError_t user_object_create(cudaUserObject_t* object, void* ptr, cudaHostFn_t destroy);

@@ -1,5 +1,6 @@
 #include "cuda/runtime_symbols.h"
 
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <link.h>
 
@@ -101,6 +102,38 @@ RuntimeSymbol find_symbol(Library lib, const char* name) {
     }
   }
   return r;
+}
+
+int runtime_major_from_file_name(const char* path) {
+  if (!path) return 0;
+  static constexpr char kStem[] = "libcudart.so.";
+  const char* name = basename_of(path);
+  if (std::strncmp(name, kStem, sizeof(kStem) - 1) != 0) return 0;
+  int major = 0;
+  for (const char* c = name + sizeof(kStem) - 1; *c >= '0' && *c <= '9' && major < 1000; ++c)
+    major = major * 10 + (*c - '0');
+  return major;
+}
+
+namespace {
+std::atomic<int> g_runtime_major{0};
+
+__attribute__((noinline, cold)) int find_runtime_major() {
+  RuntimeSymbol sym = find_symbol(Library::kCudaRuntime, "cudaRuntimeGetVersion");
+  if (!sym.address) return 0;
+  int version = 0;
+  using GetVersionFn = cudaError_t (*)(int*);
+  bool answered = reinterpret_cast<GetVersionFn>(sym.address)(&version) == cudaSuccess;
+  int major = answered && version >= 1000 ? version / 1000 : 0;
+  if (!major) major = runtime_major_from_file_name(sym.library);
+  if (major) g_runtime_major.store(major, std::memory_order_relaxed);
+  return major;
+}
+}  // namespace
+
+int runtime_major_version() {
+  int major = g_runtime_major.load(std::memory_order_relaxed);
+  return major ? major : find_runtime_major();
 }
 
 const char* found_by_name(FoundBy how, Library lib) {

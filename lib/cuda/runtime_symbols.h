@@ -86,5 +86,22 @@ inline RuntimeSymbol find_runtime_symbol(const char* name) { return find_symbol(
 
 const char* found_by_name(FoundBy how, Library lib = Library::kCudaRuntime);
 
+// The major version of the CUDA runtime gpuslack forwards to (12 for
+// libcudart.so.12, 13 for libcudart.so.13): where CUDA 12 and 13 export a
+// symbol with different parameters (interpose/hook_table.h, ABI note), the
+// hooks and gpuslack's own calls (runtime_api.cc) follow it.
+//
+// Found once, lazily: the runtime's own cudaRuntimeGetVersion, looked up as
+// every hook's target is (find_symbol, so the same libcudart, global or
+// RTLD_LOCAL), asked for its version (it needs no device and touches no
+// error state); failing that, the number after "libcudart.so." in the file
+// name of the object that defines it. Then cached: a later call is one
+// relaxed load. 0 while no runtime is loaded (not cached: asked again).
+int runtime_major_version();
+
+// The major version a libcudart file name says ("/x/libcudart.so.12.9.79"
+// -> 12), or 0 when it says none. For runtime_major_version.
+int runtime_major_from_file_name(const char* path);
+
 }  // namespace cuda
 }  // namespace gpuslack

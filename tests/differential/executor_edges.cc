@@ -93,11 +93,11 @@ bool run_edge(ThreadState& t, const Op& op, Result* r) {
       void* dsts[1] = {t.stack};
       const void* srcs[1] = {t.stack};
       size_t sizes[1] = {0};
-      rc = call(r, [&] { return a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s); });
+      rc = call(r, [&] { return a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s, nullptr); });
       break;
     }
     case EdgeCase::kBatchNullArrays:
-      rc = call(r, [&] { return a.cudaMemcpyBatchAsync(nullptr, nullptr, nullptr, 1, nullptr, nullptr, 0, s); });
+      rc = call(r, [&] { return a.cudaMemcpyBatchAsync(nullptr, nullptr, nullptr, 1, nullptr, nullptr, 0, s, nullptr); });
       break;
     case EdgeCase::kFreeAsyncBogusStream: rc = call(r, [&] { return a.cudaFreeAsync(nullptr, kBogusStream); }); break;
     case EdgeCase::kPeerBadDevice:

@@ -277,10 +277,12 @@ bool batch(ThreadState& t, const Op& op, Result* r) {
   cudaStream_t st = stream_of(t, op.ctx, op.ptsz);
   const Api& a = *t.api;
   r->rc = call(r, [&] {
+    // The table's rows take both ABIs' tails (interpose/hook_table.h): a
+    // CUDA 13 call passes the stream, then an unused slot.
     return op.ptsz ? a.cudaMemcpyBatchAsync_ptsz(dsts.data(), srcs.data(), sizes.data(), sizes.size(), nullptr,
-                                                 nullptr, 0, st)
+                                                 nullptr, 0, st, nullptr)
                    : a.cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), sizes.size(), nullptr, nullptr,
-                                            0, st);
+                                            0, st, nullptr);
   });
   return true;
 }

@@ -171,8 +171,8 @@ std::vector<long> scenario(const Api& a) {
   void* dsts[] = {d2};
   const void* srcs[] = {h};
   size_t sizes[] = {kN};
-  rcs(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, nullptr, nullptr, 0, s));
-  rcs(a.cudaMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s));  // empty
+  rcs(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, nullptr, nullptr, 0, s, nullptr));
+  rcs(a.cudaMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 0, nullptr, nullptr, 0, s, nullptr));  // empty
   rcs(a.cudaMemset(d, 1, kN));
   rcs(a.cudaMemset_ptds(pageable.data(), 1, kN));  // pageable: invalid
   rcs(a.cudaMemsetAsync(d, 2, kN, s));
@@ -336,7 +336,7 @@ std::vector<long> bounds_scenario(const Api& a) {
   void* dsts[] = {big, static_cast<char*>(big) + kN};
   const void* srcs[] = {vc + 8, v};
   size_t sizes[] = {kN - 8, 2 * kN};  // the second copy is past the end
-  rc(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, nullptr, nullptr, 0, s));
+  rc(a.cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, nullptr, nullptr, 0, s, nullptr));
 
   // NULL, freed and interior pointers.
   rc(a.cudaMemset(nullptr, 0, 16));

@@ -219,7 +219,7 @@ GPUSIM_EXPORT cudaError_t cudaDriverGetVersion(int* v) {
 }
 GPUSIM_EXPORT cudaError_t cudaRuntimeGetVersion(int* v) {
   if (!v) return ret(cudaErrorInvalidValue);
-  *v = CUDART_VERSION;
+  *v = GPUSIM_RUNTIME_VERSION;
   return cudaSuccess;
 }
 
@@ -274,6 +274,13 @@ GPUSIM_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peer) {
   if (!g_peers.erase({current_device(), peer})) return ret(cudaErrorPeerAccessNotEnabled);
   return cudaSuccess;
 }
+#ifdef GPUSIM_CUDA12
+// CUDA 12's cudaDeviceProp (cudaGetDeviceProperties_v2) is laid out
+// otherwise than the CUDA 13 one this file is built with: not simulated
+// (README.md, "CUDA 12"); cudaDeviceGetAttribute answers the same facts.
+GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties_v2(cudaDeviceProp*, int) { return ret(cudaErrorNotSupported); }
+GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp*, int) { return ret(cudaErrorNotSupported); }
+#else
 GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   READY_WITHOUT_CONTEXT();
   if (!p) return ret(cudaErrorInvalidValue);
@@ -312,6 +319,7 @@ GPUSIM_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   p->pciDeviceID = d;
   return cudaSuccess;
 }
+#endif  // GPUSIM_CUDA12
 GPUSIM_EXPORT cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int d) {
   READY_WITHOUT_CONTEXT();
   if (!v) return ret(cudaErrorInvalidValue);

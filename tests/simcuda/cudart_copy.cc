@@ -218,21 +218,44 @@ GPUSIM_EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dd, const void* src
 GPUSIM_EXPORT cudaError_t cudaMemcpyPeer(void* dst, int dd, const void* src, int sd, size_t n) {
   return cudaMemcpyPeerAsync(dst, dd, src, sd, n, nullptr);
 }
+// CUDA 12.8/12.9 pass failIdx before the stream: the index of the copy
+// that failed, or SIZE_MAX when the error names none (a bad argument or
+// stream); untouched on success.
+#ifdef GPUSIM_CUDA12
+#define GPUSIM_BATCH_FAIL_IDX size_t *fail_idx,
+#define GPUSIM_BATCH_FAILED(i) (fail_idx ? (void)(*fail_idx = (i)) : (void)0)
+#define GPUSIM_ARGS_cudaMemcpyBatchAsync dsts, srcs, sizes, count, attrs, idxs, nattrs, fail_idx, h
+#else
+#define GPUSIM_BATCH_FAIL_IDX
+#define GPUSIM_BATCH_FAILED(i) (void)0
 #define GPUSIM_ARGS_cudaMemcpyBatchAsync dsts, srcs, sizes, count, attrs, idxs, nattrs, h
+#endif
 GPUSIM_BOTH(cudaError_t, cudaMemcpyBatchAsync,
             (void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
-             cudaMemcpyAttributes* attrs, size_t* idxs, size_t nattrs, cudaStream_t h), _ptsz, {
+             cudaMemcpyAttributes* attrs, size_t* idxs, size_t nattrs, GPUSIM_BATCH_FAIL_IDX cudaStream_t h), _ptsz, {
   READY();
   (void)attrs; (void)idxs; (void)nattrs;
-  if (!dsts || !srcs || !sizes || count == 0) return ret(cudaErrorInvalidValue);
-  STREAM(s, h, ptds);
+  if (!dsts || !srcs || !sizes || count == 0) {
+    GPUSIM_BATCH_FAILED(SIZE_MAX);
+    return ret(cudaErrorInvalidValue);
+  }
+  CUstream_st* s = resolve(h, ptds);
+  if (!s) {
+    GPUSIM_BATCH_FAILED(SIZE_MAX);
+    return ret(cudaErrorInvalidResourceHandle);
+  }
   for (size_t i = 0; i < count; ++i) {
     cudaError_t e = copy({static_cast<char*>(dsts[i]), static_cast<const char*>(srcs[i]), sizes[i], sizes[i],
                           sizes[i], 1}, s, Api::kAsync);
-    if (e != cudaSuccess) return ret(e);
+    if (e != cudaSuccess) {
+      GPUSIM_BATCH_FAILED(i);
+      return ret(e);
+    }
   }
   return cudaSuccess;
 })
+#undef GPUSIM_BATCH_FAIL_IDX
+#undef GPUSIM_BATCH_FAILED
 #define GPUSIM_ARGS_cudaMemset p, v, n
 GPUSIM_BOTH(cudaError_t, cudaMemset, (void* p, int v, size_t n), _ptds, {
   READY();

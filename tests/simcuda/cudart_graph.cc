@@ -28,11 +28,12 @@ using namespace gpusim::rt;
 
 
 // ---- capture ----
-#define GPUSIM_ARGS_cudaStreamGetCaptureInfo h, status, id, graph, deps, edges, n
-GPUSIM_BOTH(cudaError_t, cudaStreamGetCaptureInfo,
-            (cudaStream_t h, cudaStreamCaptureStatus* status, unsigned long long* id, cudaGraph_t* graph,
-             const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges, size_t* n),
-            _ptsz, {
+// The query as CUDA 13 declares it (cudaStreamGetCaptureInfo); CUDA 12
+// exports it as _v3 (12.3 on), the same without edges as _v2, and under
+// the plain name the three-argument query of CUDA 11.
+static cudaError_t capture_info(bool ptds, cudaStream_t h, cudaStreamCaptureStatus* status, unsigned long long* id,
+                                cudaGraph_t* graph, const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
+                                size_t* n) {
   READY();
   STREAM(s, h, ptds);
   if (!status) return ret(cudaErrorInvalidValue);
@@ -47,7 +48,30 @@ GPUSIM_BOTH(cudaError_t, cudaStreamGetCaptureInfo,
   if (edges) *edges = nullptr;
   if (n) *n = 0;
   return cudaSuccess;
-})
+}
+// Exports `name` (NULL stream = legacy) and `name_ptsz` (NULL = per-thread).
+#define GPUSIM_CAPTURE_INFO_BOTH(name, params, ...)                                          \
+  GPUSIM_EXPORT cudaError_t name params { return capture_info(false, __VA_ARGS__); }        \
+  GPUSIM_EXPORT cudaError_t name##_ptsz params { return capture_info(true, __VA_ARGS__); }
+#ifdef GPUSIM_CUDA12
+GPUSIM_CAPTURE_INFO_BOTH(cudaStreamGetCaptureInfo,
+                         (cudaStream_t h, cudaStreamCaptureStatus* status, unsigned long long* id), h, status, id,
+                         nullptr, nullptr, nullptr, nullptr)
+GPUSIM_CAPTURE_INFO_BOTH(cudaStreamGetCaptureInfo_v2,
+                         (cudaStream_t h, cudaStreamCaptureStatus* status, unsigned long long* id, cudaGraph_t* graph,
+                          const cudaGraphNode_t** deps, size_t* n),
+                         h, status, id, graph, deps, nullptr, n)
+GPUSIM_CAPTURE_INFO_BOTH(cudaStreamGetCaptureInfo_v3,
+                         (cudaStream_t h, cudaStreamCaptureStatus* status, unsigned long long* id, cudaGraph_t* graph,
+                          const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges, size_t* n),
+                         h, status, id, graph, deps, edges, n)
+#else
+GPUSIM_CAPTURE_INFO_BOTH(cudaStreamGetCaptureInfo,
+                         (cudaStream_t h, cudaStreamCaptureStatus* status, unsigned long long* id, cudaGraph_t* graph,
+                          const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges, size_t* n),
+                         h, status, id, graph, deps, edges, n)
+#endif
+#undef GPUSIM_CAPTURE_INFO_BOTH
 #define GPUSIM_ARGS_cudaStreamUpdateCaptureDependencies h, deps, edges, n, flags
 GPUSIM_BOTH(cudaError_t, cudaStreamUpdateCaptureDependencies,
             (cudaStream_t h, cudaGraphNode_t* deps, const cudaGraphEdgeData* edges, size_t n, unsigned flags),

@@ -4,6 +4,23 @@
 // Not part of any API; included only by those three.
 #pragma once
 
+// Built twice (CMakeLists.txt): as libcudart.so.13, and with GPUSIM_CUDA12
+// as libcudart.so.12 (README.md, "CUDA 12"), which exports the calls whose
+// parameters CUDA 12 declares differently with CUDA 12's: their CUDA 13
+// declarations are renamed out of the way, before anything includes the
+// header (this header comes before any CUDA header in those files).
+#ifdef GPUSIM_CUDA12
+#define cudaMemcpyBatchAsync gpusim_cuda13_header_cudaMemcpyBatchAsync
+#define cudaStreamGetCaptureInfo gpusim_cuda13_header_cudaStreamGetCaptureInfo
+#include <cuda_runtime_api.h>
+#undef cudaMemcpyBatchAsync
+#undef cudaStreamGetCaptureInfo
+// What a CUDA 12.9 runtime reports (cudaRuntimeGetVersion).
+#define GPUSIM_RUNTIME_VERSION 12090
+#else
+#define GPUSIM_RUNTIME_VERSION CUDART_VERSION
+#endif
+
 #include "sim.h"
 
 namespace gpusim {

@@ -1,6 +1,7 @@
 // libcudart.so.13 of the simulated device: allocation (device, stream
 // ordered, managed, pitched), host memory (pinned, registered) and pointer
 // attributes. Capacity accounting lives in Memory (memory.cc).
+#include <cstddef>
 #include <cstring>
 
 #include "cudart_internal.h"
@@ -230,7 +231,12 @@ GPUSIM_EXPORT cudaError_t cudaHostGetFlags(unsigned* flags, void* host) {
 GPUSIM_EXPORT cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
   READY();
   if (!a) return ret(cudaErrorInvalidValue);
+#ifdef GPUSIM_CUDA12
+  // CUDA 12's struct ends where CUDA 13 appended its reserved words.
+  std::memset(a, 0, offsetof(cudaPointerAttributes, reserved));
+#else
   std::memset(a, 0, sizeof(*a));
+#endif
   Region r;
   if (!Memory::get().find(p, 1, &r)) {
     a->type = cudaMemoryTypeUnregistered;

@@ -17,6 +17,8 @@
 #     download): the toolkit here is 13.0, whose CUPTI lacks
 #     cuptiSubscribe_v2 with allowMultipleSubscribers and the per-subscriber
 #     (_v2) activity calls. Headers only; nothing of the wheel is linked.
+#   - the CUDA 12.9 runtime's headers, from PyPI's nvidia-cuda-runtime-cu12
+#     wheel: the check of the hooked rows against CUDA 12's ABI. Headers only.
 #
 # Prints the cache prefix on its last line. Idempotent; safe to re-run.
 set -euo pipefail
@@ -26,6 +28,9 @@ JEMALLOC_VERSION=5.3.0
 # The CUPTI that torch's pinned wheel pins (keep equal to
 # GPUSLACK_CUPTI_HEADERS_VERSION in cmake/dependencies.cmake).
 CUPTI_HEADERS_VERSION=13.2.86
+# The CUDA 12 runtime whose ABI the hooks also serve (keep equal to
+# GPUSLACK_CUDART12_HEADERS_VERSION in cmake/dependencies.cmake).
+CUDART12_HEADERS_VERSION=12.9.79
 # Bump when the way a dependency is built changes, so its cache is rebuilt
 # (keep equal to GPUSLACK_*_RECIPE in cmake/dependencies.cmake).
 ABSEIL_RECIPE=1
@@ -153,32 +158,44 @@ if [ ! -f "$JE_DIR/.done" ]; then
   touch "$JE_DIR/.done"
 fi
 
-# --- CUPTI headers: the include folder of the nvidia-cuda-cupti wheel ------
-CUPTI_DIR=$CACHE/cupti-headers-$CUPTI_HEADERS_VERSION
-if [ ! -f "$CUPTI_DIR/.done" ]; then
-  log "fetching the CUPTI $CUPTI_HEADERS_VERSION headers (nvidia-cuda-cupti wheel) into $CUPTI_DIR"
-  work=$(mktemp -d "$CACHE/cupti.XXXXXX")
+# --- Headers from PyPI wheels: their include folder only ------------------
+# fetch_wheel_headers PACKAGE VERSION WHEEL_INCLUDE CHECK_FILE DEST: pip
+# downloads PACKAGE==VERSION (no dependencies), and its WHEEL_INCLUDE folder
+# (which must hold CHECK_FILE) becomes DEST/include, with its License.txt.
+fetch_wheel_headers() {
+  local package=$1 version=$2 wheel_include=$3 check=$4 dest=$5 work pip why wheel
+  [ -f "$dest/.done" ] && return
+  log "fetching the $package $version headers into $dest"
+  work=$(mktemp -d "$CACHE/wheel.XXXXXX")
   # pip where Python has it; otherwise the one a fresh venv brings (python3-venv).
   pip=(python3 -m pip)
   if ! python3 -m pip --version >/dev/null 2>&1; then
     python3 -m venv "$work/venv" >&2 && pip=("$work/venv/bin/python" -m pip)
   fi
   if ! "${pip[@]}" download -q --no-deps --only-binary=:all: --dest "$work" \
-         "nvidia-cuda-cupti==$CUPTI_HEADERS_VERSION" >"$work/pip.log" 2>&1; then
+         "$package==$version" >"$work/pip.log" 2>&1; then
     why=$(grep -v '^\s*$' "$work/pip.log" | tail -n 1)
     rm -rf "$work"
-    log "could not download nvidia-cuda-cupti==$CUPTI_HEADERS_VERSION (pip download, needs the network once): ${why:-pip failed}"
+    log "could not download $package==$version (pip download, needs the network once): ${why:-pip failed}"
     exit 1
   fi
-  wheel=$(find "$work" -maxdepth 1 -name 'nvidia_cuda_cupti-*.whl' | head -n 1)
+  wheel=$(find "$work" -maxdepth 1 -name '*.whl' | head -n 1)
   python3 -m zipfile -e "$wheel" "$work/wheel"
-  [ -f "$work/wheel/nvidia/cu13/include/cupti_callbacks.h" ] \
-    || { rm -rf "$work"; log "the nvidia-cuda-cupti wheel has no nvidia/cu13/include/cupti_callbacks.h"; exit 1; }
-  rm -rf "$CUPTI_DIR"; mkdir -p "$CUPTI_DIR"
-  mv "$work/wheel/nvidia/cu13/include" "$CUPTI_DIR/include"
-  find "$work/wheel" -path '*dist-info*' -name 'License.txt' -exec cp {} "$CUPTI_DIR/" \;
+  [ -f "$work/wheel/$wheel_include/$check" ] \
+    || { rm -rf "$work"; log "the $package wheel has no $wheel_include/$check"; exit 1; }
+  rm -rf "$dest"; mkdir -p "$dest"
+  mv "$work/wheel/$wheel_include" "$dest/include"
+  find "$work/wheel" -path '*dist-info*' -name 'License.txt' -exec cp {} "$dest/" \;
   rm -rf "$work"
-  touch "$CUPTI_DIR/.done"
-fi
+  touch "$dest/.done"
+}
+
+fetch_wheel_headers nvidia-cuda-cupti "$CUPTI_HEADERS_VERSION" nvidia/cu13/include cupti_callbacks.h \
+  "$CACHE/cupti-headers-$CUPTI_HEADERS_VERSION"
+# The CUDA 12.9 runtime's headers, for the check that every hooked row has
+# the same signature in CUDA 12 as in 13 but where the hooks handle both
+# (scripts/check_cuda12_abi.py, ctest cuda12.hooked_rows_abi).
+fetch_wheel_headers nvidia-cuda-runtime-cu12 "$CUDART12_HEADERS_VERSION" nvidia/cuda_runtime/include \
+  cuda_runtime_api.h "$CACHE/cudart12-headers-$CUDART12_HEADERS_VERSION"
 
 echo "$CACHE"

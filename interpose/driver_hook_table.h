@@ -30,9 +30,15 @@
 //     gpuslack's VMM allocator is checked by the driver itself: the
 //     allocator's blocks are ordinary mapped ranges to it.
 //   - the stream rows (cuStreamCreate, cuStreamCreateWithPriority,
-//     cuStreamDestroy_v2) tell the stream registry, as the runtime's do, so
-//     the VMM allocator fences its frees against streams a driver-API
-//     library made (routes_driver.inc).
+//     cuStreamDestroy_v2) forward too: they do not yet tell the stream
+//     registry (sync/stream_registry.h) as the runtime's do, so the VMM
+//     allocator does not fence its frees against streams a driver-API
+//     library made (issue 18, "the VMM allocator fences driver-created
+//     streams too": open);
+//   - a pointer of gpuslack's VMM allocator (cudaMalloc under
+//     allocator:vmm) given to cuMemFree is the driver's to refuse, as it is
+//     not a cuMemAlloc allocation; mixing the two APIs on one pointer is
+//     not supported under allocator:vmm.
 //   - a driver call made while a runtime hook of this thread is running
 //     is the runtime's own (a runtime that reaches the driver through the
 //     global scope): forwarded untimed and uncounted, so the application's

@@ -5,6 +5,7 @@
 // Not to be included outside interpose/.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "cuda/pointer_kind.h"
@@ -97,6 +98,66 @@ inline CallInfo batch_info(void* const* dsts, const void* const* srcs, const siz
   if (!dsts || !srcs || !sizes || count == 0) return CallInfo{};
   CallInfo i = copy_info(dsts[0], srcs[0], 0, cudaMemcpyDefault);
   i.bytes = batch_bytes(sizes, count);
+  return i;
+}
+
+// ---- the driver API's rows (driver_hook_table.h) ----
+
+// A driver device pointer as an address.
+inline void* dptr(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+
+// Another allocator's VMM traffic: the bytes mapped, unmapped or granted
+// (the ledger counts the calls: unmaps, releases); mappings change what
+// an address is.
+inline CallInfo vmm_info(size_t bytes) {
+  CallInfo i;
+  i.bytes = bytes;
+  i.changes_memory = true;
+  return i;
+}
+
+// An address range reserved or freed: no memory behind it.
+inline CallInfo reserve_info(size_t bytes) {
+  CallInfo i;
+  i.bytes = bytes;
+  return i;
+}
+
+// The bytes of a 2D (CUDA_MEMCPY2D) or 3D (CUDA_MEMCPY3D) driver copy.
+inline size_t memcpy_bytes(const CUDA_MEMCPY2D* c) { return c ? c->WidthInBytes * c->Height : 0; }
+inline size_t memcpy_bytes(const CUDA_MEMCPY3D* c) {
+  return c ? c->WidthInBytes * c->Height * (c->Depth ? c->Depth : 1) : 0;
+}
+
+// One side of a driver copy descriptor: the pointer it names, and whether it
+// is on the device (arrays are).
+struct CopySide {
+  const void* pointer;
+  bool on_device;
+};
+inline CopySide copy_side(CUmemorytype type, const void* host, CUdeviceptr device) {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST: return {host, false};
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_ARRAY: return {dptr(device), true};
+    default: return {dptr(device), on_device(cuda::pointer_kind(dptr(device)))};  // unified: the pointer says
+  }
+}
+
+// A 2D or 3D driver copy, classified by its descriptor's memory types.
+template <typename Desc>
+CallInfo memcpy_info(const Desc* c) {
+  if (!c) return CallInfo{};
+  CopySide s = copy_side(c->srcMemoryType, c->srcHost, c->srcDevice);
+  CopySide d = copy_side(c->dstMemoryType, c->dstHost, c->dstDevice);
+  CallInfo i;
+  i.bytes = memcpy_bytes(c);
+  i.copy = s.on_device && d.on_device ? CopyKind::kDeviceToDevice
+           : s.on_device              ? CopyKind::kDeviceToHost
+           : d.on_device              ? CopyKind::kHostToDevice
+                                      : CopyKind::kHostToHost;
+  if (i.copy != CopyKind::kDeviceToDevice)
+    i.host = host_memory_of(i.copy == CopyKind::kDeviceToHost ? d.pointer : s.pointer);
   return i;
 }
 

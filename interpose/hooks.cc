@@ -1,9 +1,10 @@
-// Every hook, generated from the tables in hook_table.h (the CUDA runtime)
-// and nccl_hook_table.h (NCCL) by one generator: each table is expanded
-// through an adapter that adds its library and, for the runtime, an empty
-// `track` column, into the GPUSLACK_HOOK_* rows below. The counted hooks
-// (launch_hook_table.h: kernel launches) are a second kind of row, expanded
-// at the end with a lighter body.
+// Every hook, generated from the tables in hook_table.h (the CUDA runtime),
+// nccl_hook_table.h (NCCL) and driver_hook_table.h (the CUDA driver) by one
+// generator: each table is expanded through an adapter that adds its
+// library and, for the runtime and the driver, an empty `track` column,
+// into the GPUSLACK_HOOK_* rows below. The counted hooks
+// (launch_hook_table.h and driver_hook_table.h: kernel launches) are a
+// second kind of row, expanded at the end with a lighter body.
 //
 // A hook: finds the real function (once, lazily, lock-free: resolve_slow),
 // starts the session on the process's first hooked call, times the call
@@ -24,6 +25,22 @@
 // as the runtime's last error, as the runtime's refusal would have
 // (cuda/fail.h). Rare paths (first resolution, the session's start, slow
 // calls) may lock, allocate and log.
+//
+// Note [Counted once]: a runtime may reach the driver through the global
+// scope, that is through gpuslack's driver hooks (a runtime linked against
+// libcuda, a statically linked runtime whose driver calls resolve to the
+// process's definitions, the simulated runtime's cudaGetDriverEntryPoint).
+// The application made one call; the runtime's hook counts it. So every
+// runtime hook raises a per-thread depth around its forwarded call, and a
+// driver hook entered at depth > 0 forwards to the real function at once:
+// untimed, uncounted, unrouted. The libcudart and libcuda of the CUDA
+// toolkit find each other's entry points through the driver's handle
+// (cuGetProcAddress), never through the global scope, so there the check
+// never fires; its cost on every hook is one thread-local increment and
+// decrement (bench/hook_overhead_bench.cc). gpuslack's own driver calls
+// (cuda/driver_api.h) are resolved on libcuda.so.1's handle and never reach
+// a hook at all.
+//
 // Note [Two ABIs of cudaMemcpyBatchAsync] (hook_table.h): its hook takes
 // parameters that cover CUDA 12's and 13's, so the CUDA 13 header's
 // declaration is renamed out of its way, here, before anything includes it.
@@ -34,9 +51,12 @@
 #include <cerrno>
 
 #include <atomic>
+#include <cstring>
 
 #include "cuda/pointer_kind.h"
 #include "cuda/runtime_symbols.h"
+#include "driver_hook_table.h"
+#include "entry_points.h"
 #include "hook_table.h"
 #include "launch_hook_table.h"
 #include "nccl_hook_table.h"
@@ -63,7 +83,8 @@ struct Slot {
 //   X(library, sym, ret, params, args, cat, bytes, info, track)
 #define GPUSLACK_ALL_HOOKS(X)                                             \
   GPUSLACK_RUNTIME_HOOKS(GPUSLACK_ADAPT_RUNTIME_##X)                      \
-  GPUSLACK_NCCL_HOOKS(GPUSLACK_ADAPT_NCCL_##X)
+  GPUSLACK_NCCL_HOOKS(GPUSLACK_ADAPT_NCCL_##X)                            \
+  GPUSLACK_DRIVER_HOOKS(GPUSLACK_ADAPT_DRIVER_##X)
 
 // The calls' ids, in table order.
 #define GPUSLACK_CALL_ID(lib, sym, ...) kId_##sym,
@@ -81,6 +102,10 @@ struct Slot {
 #define GPUSLACK_ADAPT_NCCL_GPUSLACK_CALL_PTR(...) GPUSLACK_CALL_PTR(kNccl, __VA_ARGS__)
 #define GPUSLACK_ADAPT_RUNTIME_GPUSLACK_DEFINE_HOOK(...) GPUSLACK_DEFINE_HOOK(kCudaRuntime, __VA_ARGS__, Untracked{})
 #define GPUSLACK_ADAPT_NCCL_GPUSLACK_DEFINE_HOOK(...) GPUSLACK_DEFINE_HOOK(kNccl, __VA_ARGS__)
+#define GPUSLACK_ADAPT_DRIVER_GPUSLACK_CALL_ID(...) GPUSLACK_CALL_ID(kCudaDriver, __VA_ARGS__, Untracked{})
+#define GPUSLACK_ADAPT_DRIVER_GPUSLACK_DEFINE_CALL(...) GPUSLACK_DEFINE_CALL(kCudaDriver, __VA_ARGS__, Untracked{})
+#define GPUSLACK_ADAPT_DRIVER_GPUSLACK_CALL_PTR(...) GPUSLACK_CALL_PTR(kCudaDriver, __VA_ARGS__, Untracked{})
+#define GPUSLACK_ADAPT_DRIVER_GPUSLACK_DEFINE_HOOK(...) GPUSLACK_DEFINE_HOOK(kCudaDriver, __VA_ARGS__, Untracked{})
 
 enum CallId : uint16_t { GPUSLACK_ALL_HOOKS(GPUSLACK_CALL_ID) kCallCount };
 static_assert(kCallCount <= ledger::kMaxCalls, "raise ledger::kMaxCalls");
@@ -95,7 +120,9 @@ __attribute__((noinline, cold)) void* resolve_slow(Slot& slot) {
   cuda::RuntimeSymbol sym = cuda::find_symbol(slot.library, slot.name);
   if (!sym.address) {
     log::error("cannot find the real {}: no {} is loaded; returning an error", slot.name,
-               slot.library == cuda::Library::kNccl ? "NCCL library" : "CUDA runtime");
+               slot.library == cuda::Library::kNccl         ? "NCCL library"
+               : slot.library == cuda::Library::kCudaDriver ? "CUDA driver"
+                                                            : "CUDA runtime");
     return nullptr;
   }
   log::debug("resolved {} via {} ({})", slot.name, cuda::found_by_name(sym.found_by, slot.library),
@@ -120,10 +147,37 @@ template <>
 ncclResult_t unresolved<ncclResult_t>() {
   return ncclSystemError;
 }
+template <>
+CUresult unresolved<CUresult>() {
+  return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+}
 
 // Whether a call succeeded, so that its `info` is recorded.
 inline bool succeeded(cudaError_t r) { return r == cudaSuccess; }
 inline bool succeeded(ncclResult_t r) { return r == ncclSuccess; }
+inline bool succeeded(CUresult r) { return r == CUDA_SUCCESS; }
+
+// Note [Counted once]: how many runtime hooks of this thread are forwarding
+// a call right now. A plain int: only its own thread touches it.
+thread_local int t_runtime_depth = 0;
+
+// Raised around a runtime hook's forwarded call; nothing for other tables.
+template <cuda::Library kLib>
+struct RuntimeDepth {};
+template <>
+struct RuntimeDepth<cuda::Library::kCudaRuntime> {
+  RuntimeDepth() { ++t_runtime_depth; }
+  ~RuntimeDepth() { --t_runtime_depth; }
+  RuntimeDepth(const RuntimeDepth&) = delete;
+  RuntimeDepth& operator=(const RuntimeDepth&) = delete;
+};
+
+// Whether a hook of `kLib` is the runtime's own call of the driver.
+template <cuda::Library kLib>
+inline bool inside_runtime() {
+  if constexpr (kLib == cuda::Library::kCudaDriver) return __builtin_expect(t_runtime_depth > 0, 0);
+  return false;
+}
 
 __attribute__((noinline, cold)) void start_session() { session::start(kCalls, kCallCount); }
 
@@ -188,10 +242,15 @@ void ensure_session() {
     using Real = ret(*) params;                                                               \
     void* real = real_address(slot_##sym);                                                    \
     if (__builtin_expect(real == nullptr, 0)) return unresolved<ret>();                       \
+    if (inside_runtime<cuda::Library::lib>()) return reinterpret_cast<Real>(real) args;       \
     HookScope scope(kCall_##sym, static_cast<uint64_t>(bytes));                               \
     auto tracked = track_begin(track);                                                        \
     scope.start();                                                                            \
-    ret result = route<kId_##sym>(reinterpret_cast<Real>(real)) args;                         \
+    ret result;                                                                               \
+    {                                                                                         \
+      [[maybe_unused]] RuntimeDepth<cuda::Library::lib> depth;                                \
+      result = route<kId_##sym>(reinterpret_cast<Real>(real)) args;                           \
+    }                                                                                         \
     uint64_t ticks = scope.stop();                                                            \
     track_end(tracked, result, ticks);                                                        \
     scope.record(ticks, succeeded(result) ? CallInfo(info) : CallInfo{});                     \
@@ -200,6 +259,15 @@ void ensure_session() {
 GPUSLACK_ALL_HOOKS(GPUSLACK_DEFINE_HOOK)
 #undef GPUSLACK_DEFINE_HOOK
 
+// Each driver hook under a second, hidden name: the address the entry
+// points hand out (entry_points.h). Taking the exported name's address
+// would go through the GOT and could find another object's definition
+// (libcuda.so.1 itself, when libgpuslack.so was dlopen()ed RTLD_LOCAL).
+#define GPUSLACK_DRIVER_HOOK_ALIAS(sym, ret, params, ...) \
+  extern "C" __attribute__((visibility("hidden"), alias(#sym))) ret gpuslack_own_##sym params;
+GPUSLACK_DRIVER_HOOKS(GPUSLACK_DRIVER_HOOK_ALIAS)
+#undef GPUSLACK_DRIVER_HOOK_ALIAS
+
 // The counted hooks (launch_hook_table.h): no timing, no ledger row, no
 // NVTX range, no route; count and tail-call.
 namespace gpuslack {
@@ -207,6 +275,9 @@ namespace interpose {
 namespace {
 #define GPUSLACK_DEFINE_COUNTED_SLOT(sym, ...) Slot counted_slot_##sym{#sym, cuda::Library::kCudaRuntime, {nullptr}};
 GPUSLACK_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_SLOT)
+#undef GPUSLACK_DEFINE_COUNTED_SLOT
+#define GPUSLACK_DEFINE_COUNTED_SLOT(sym, ...) Slot counted_slot_##sym{#sym, cuda::Library::kCudaDriver, {nullptr}};
+GPUSLACK_DRIVER_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_SLOT)
 #undef GPUSLACK_DEFINE_COUNTED_SLOT
 }  // namespace
 }  // namespace interpose
@@ -224,3 +295,42 @@ GPUSLACK_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_SLOT)
   }
 GPUSLACK_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_HOOK)
 #undef GPUSLACK_DEFINE_COUNTED_HOOK
+
+// The driver's launches: the same, except that a launch the runtime makes
+// of its own while a runtime hook runs is not counted again (Note [Counted
+// once]).
+#define GPUSLACK_DEFINE_COUNTED_HOOK(sym, ret, params, args)                                 \
+  extern "C" __attribute__((visibility("default"))) ret sym params {                         \
+    using namespace ::gpuslack::interpose;                                                   \
+    using Real = ret(*) params;                                                              \
+    void* real = real_address(counted_slot_##sym);                                           \
+    if (__builtin_expect(real == nullptr, 0)) return unresolved<ret>();                      \
+    if (!inside_runtime<::gpuslack::cuda::Library::kCudaDriver>()) {                         \
+      if (__builtin_expect(!::gpuslack::session::active(), 0)) start_session();              \
+      ::gpuslack::ledger::count_launch();                                                    \
+    }                                                                                        \
+    return reinterpret_cast<Real>(real) args;                                                \
+  }                                                                                          \
+  extern "C" __attribute__((visibility("hidden"), alias(#sym))) ret gpuslack_own_##sym params;
+GPUSLACK_DRIVER_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_HOOK)
+#undef GPUSLACK_DEFINE_COUNTED_HOOK
+
+// The hook of an exported driver symbol, by name (entry_points.h).
+namespace gpuslack {
+namespace interpose {
+void* driver_hook(const char* exported) {
+#define GPUSLACK_DRIVER_HOOK_ENTRY(sym, ...) {#sym, reinterpret_cast<void*>(&gpuslack_own_##sym)},
+  struct Entry {
+    const char* name;
+    void* hook;
+  };
+  static const Entry kHooks[] = {GPUSLACK_DRIVER_HOOKS(GPUSLACK_DRIVER_HOOK_ENTRY)
+                                     GPUSLACK_DRIVER_COUNTED_HOOKS(GPUSLACK_DRIVER_HOOK_ENTRY)};
+#undef GPUSLACK_DRIVER_HOOK_ENTRY
+  if (!exported) return nullptr;
+  for (const Entry& e : kHooks)
+    if (std::strcmp(e.name, exported) == 0) return e.hook;
+  return nullptr;
+}
+}  // namespace interpose
+}  // namespace gpuslack

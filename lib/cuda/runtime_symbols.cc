@@ -79,6 +79,7 @@ const char* library_prefix(Library lib) {
   switch (lib) {
     case Library::kNccl: return "libnccl.so";
     case Library::kCupti: return "libcupti.so";
+    case Library::kCudaDriver: return "libcuda.so";
     case Library::kCudaRuntime: break;
   }
   return "libcudart.so";
@@ -143,6 +144,7 @@ const char* found_by_name(FoundBy how, Library lib) {
       switch (lib) {
         case Library::kNccl: return "the loaded libnccl (RTLD_LOCAL)";
         case Library::kCupti: return "the loaded libcupti (RTLD_LOCAL)";
+        case Library::kCudaDriver: return "the loaded libcuda (RTLD_LOCAL)";
         case Library::kCudaRuntime: break;
       }
       return "the loaded libcudart (RTLD_LOCAL)";

@@ -11,7 +11,7 @@
 //      framework's extension module), so it is not in the global scope. Walk
 //      the loaded objects (dl_iterate_phdr), take the first whose file name
 //      starts with the library's prefix ("libcudart.so", "libnccl.so",
-//      "libcupti.so"), re-open it with RTLD_NOLOAD (a new
+//      "libcupti.so", "libcuda.so"), re-open it with RTLD_NOLOAD (a new
 //      reference to the loaded copy, never a new load) and dlsym on that.
 //
 // Thread safety: any thread, any time; no locks, no allocation except
@@ -40,8 +40,9 @@ enum class Library : unsigned char {
   kCudaRuntime,  // libcudart.so*
   kNccl,         // libnccl.so*
   kCupti,        // libcupti.so* (the interposed cuptiSubscribe*: interpose/cupti_hooks.cc)
+  kCudaDriver,   // libcuda.so* (the driver API hooks: interpose/driver_hook_table.h)
 };
-inline constexpr int kLibraryCount = 3;
+inline constexpr int kLibraryCount = 4;
 
 // The file-name prefix the loaded-object scan looks for.
 const char* library_prefix(Library lib);

@@ -33,7 +33,7 @@
 namespace gpuslack {
 namespace ledger {
 
-inline constexpr int kMaxCalls = 128;
+inline constexpr int kMaxCalls = 192;
 inline constexpr int kMaxFrames = 8;
 
 // Makes `call` known to reports (names and categories of ids). Called once

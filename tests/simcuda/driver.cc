@@ -143,14 +143,48 @@ constexpr Versioned kVersioned[] = {
     {"cuLinkCreate", "cuLinkCreate_v2", 6050},
     {"cuLinkAddData", "cuLinkAddData_v2", 6050},
     {"cuStreamWriteValue32", "cuStreamWriteValue32_v2", 12000},
+    // driver_memory.cc's (cudaTypedefs.h's PFN_<base>_v<version>)
+    {"cuMemAlloc", "cuMemAlloc_v2", 3020},
+    {"cuMemFree", "cuMemFree_v2", 3020},
+    {"cuMemAllocHost", "cuMemAllocHost_v2", 3020},
+    {"cuMemHostRegister", "cuMemHostRegister_v2", 6050},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD_v2", 3020},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH_v2", 3020},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD_v2", 3020},
+    {"cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2", 3020},
+    {"cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2", 3020},
+    {"cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2", 3020},
+    {"cuMemcpy2D", "cuMemcpy2D_v2", 3020},
+    {"cuMemcpy2DAsync", "cuMemcpy2DAsync_v2", 3020},
+    {"cuMemcpy3D", "cuMemcpy3D_v2", 3020},
+    {"cuMemcpy3DAsync", "cuMemcpy3DAsync_v2", 3020},
+    {"cuMemsetD8", "cuMemsetD8_v2", 3020},
+    {"cuMemsetD16", "cuMemsetD16_v2", 3020},
+    {"cuMemsetD32", "cuMemsetD32_v2", 3020},
+    {"cuStreamDestroy", "cuStreamDestroy_v2", 4000},
+    {"cuEventDestroy", "cuEventDestroy_v2", 4000},
+    {"cuCtxSynchronize", "cuCtxSynchronize_v2", 13000},
 };
 
-void* lookup(const char* symbol, int cuda_version) {
+// The exported name cuGetProcAddress resolves `symbol` to, if this library
+// has it: the newest versioned name the version allows, else the base name;
+// with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (from CUDA 7.0) its
+// _ptds or _ptsz variant where there is one.
+void* lookup(const char* symbol, int cuda_version, bool per_thread) {
+  const char* name = symbol;
   for (const Versioned& v : kVersioned) {
-    if (std::strcmp(v.base, symbol) != 0 || cuda_version < v.since) continue;
-    if (void* f = own_symbol(v.symbol)) return f;
+    if (std::strcmp(v.base, symbol) != 0 || cuda_version < v.since || !own_symbol(v.symbol)) continue;
+    name = v.symbol;
+    break;
   }
-  return own_symbol(symbol);
+  if (per_thread && cuda_version >= 7000) {
+    for (const char* suffix : {"_ptds", "_ptsz"}) {
+      char variant[128];
+      if (std::snprintf(variant, sizeof(variant), "%s%s", name, suffix) >= static_cast<int>(sizeof(variant))) break;
+      if (void* f = own_symbol(variant)) return f;
+    }
+  }
+  return own_symbol(name);
 }
 
 }  // namespace
@@ -216,7 +250,7 @@ GPUSIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda
   if (flags & ~static_cast<cuuint64_t>(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
                                        CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
     return CUDA_ERROR_INVALID_VALUE;
-  void* f = lookup(symbol, cuda_version);
+  void* f = lookup(symbol, cuda_version, flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   if (!f) {
     log_unanswered("cuGetProcAddress", symbol);
     return CUDA_ERROR_NOT_FOUND;

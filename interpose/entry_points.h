@@ -1,0 +1,33 @@
+// Entry-point lookups: what gpuslack hands out when a program asks the
+// driver (cuGetProcAddress) or the runtime (cudaGetDriverEntryPoint[ByVersion])
+// for a driver function by name. entry_points.cc defines the interposed
+// lookups; they call the real one and, when the variant it resolves to is
+// one gpuslack hooks (driver_hook_table.h), hand out gpuslack's hook for
+// that exact variant instead of the driver's pointer, so that a program
+// that calls the driver only through such pointers (PyTorch's expandable
+// segments, JAX/XLA, Triton) is seen as one that calls the exported names.
+//
+// Not to be included outside interpose/.
+//
+// Thread safety: any thread; the tables are constant.
+#pragma once
+
+namespace gpuslack {
+namespace interpose {
+
+// gpuslack's hook of the exported driver symbol `exported` (a row of
+// driver_hook_table.h, timed or counted), or nullptr. Defined in hooks.cc.
+void* driver_hook(const char* exported);
+
+// The hooked exported variant that cuGetProcAddress(base, cuda_version,
+// flags) resolves to (GPUSLACK_DRIVER_VERSIONS: the newest variant whose
+// version is at most `cuda_version`; the per-thread one when `per_thread`
+// and there is one), or nullptr when that variant is not hooked.
+const char* hooked_driver_variant(const char* base, int cuda_version, bool per_thread);
+
+// What a lookup of `base` that found `real` hands out: gpuslack's hook of
+// hooked_driver_variant(...), else `real` unchanged.
+void* entry_point_for(const char* base, int cuda_version, bool per_thread, void* real);
+
+}  // namespace interpose
+}  // namespace gpuslack

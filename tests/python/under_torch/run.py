@@ -190,14 +190,20 @@ def preload():
         f, doc = result(r, "figures"), summary(d)
         c = calls(doc)
         # Expandable segments reach the driver's VMM calls (cuMemCreate,
-        # cuMemMap, ...) through cudaGetDriverEntryPoint, which gpuslack
-        # does not hook yet (#15): today the summary shows no allocation
-        # call at all, although torch reserved memory.
-        alloc_calls = [n for n, v in c.items() if v["category"] == "allocation"]
-        check(f["reserved"] > 0 and not alloc_calls and doc["categories"]["allocation"]["seconds"] == 0,
-              "expandable_segments: allocation calls %s (torch reserved %d)" % (alloc_calls, f["reserved"]))
-    print("torch run.py preload: expandable_segments: %d bytes reserved, none seen (VMM through entry points)"
-          % f["reserved"])
+        # cuMemMap, cuMemSetAccess, cuMemAddressReserve) through
+        # cudaGetDriverEntryPointByVersion, which hands out gpuslack's hooks
+        # (issue 18): each is seen, as allocation, and the bytes torch
+        # mapped are the bytes cuMemMap saw (what torch reserved, or more
+        # when a segment's handles outlive a trim).
+        vmm = ("cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemAddressReserve")
+        seen = {n: c[n] for n in vmm if n in c}
+        check(f["reserved"] > 0 and set(seen) == set(vmm)
+              and all(v["category"] == "allocation" for v in seen.values())
+              and seen["cuMemMap"]["bytes"] >= f["reserved"] and seen["cuMemCreate"]["bytes"] >= f["reserved"]
+              and doc["categories"]["allocation"]["seconds"] > 0,
+              "expandable_segments: VMM calls seen %s (torch reserved %d)" % (seen, f["reserved"]))
+    print("torch run.py preload: expandable_segments: %d bytes reserved; seen through the entry points: %s" % (
+        f["reserved"], ", ".join("%s %d calls, %d bytes" % (n, v["count"], v["bytes"]) for n, v in seen.items())))
 
 
 # ---- training ----

@@ -80,6 +80,7 @@ void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks, const void* func) {
   OpInfo info;
   info.kind = OpKind::kKernel;
   info.blocks = blocks;
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
   if (activity_observed()) info.name = kernel_name(func);
   enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
 }
@@ -91,6 +92,7 @@ void gpusim::launch_flops(CUstream_st* s, double flops, const char* name) {
   info.kind = OpKind::kKernel;
   info.blocks = 1;
   info.name = name;
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
   enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
 }
 

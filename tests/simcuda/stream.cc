@@ -48,7 +48,11 @@ void worker_loop(CUstream_st* s) {
     const bool observed = info.kind != OpKind::kOther && activity_observed();
     const int64_t start = observed ? now_ns() : 0;
     if (run) run();
-    if (observed) emit_activity(info, s->device, s->id, start, now_ns());
+    if (observed) {
+      int64_t end = now_ns();
+      if (info.modeled_ns > 0) end = std::min(end, start + static_cast<int64_t>(info.modeled_ns));
+      emit_activity(info, s->device, s->id, start, end);
+    }
     l.lock();
     s->queue.pop_front();
     s->running = false;

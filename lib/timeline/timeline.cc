@@ -5,11 +5,15 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <thread>
+
+#include <pthread.h>
 
 #include "base/clock.h"
 #include "config/environment.h"
@@ -47,11 +51,55 @@ State& state() {
 
 namespace {
 
+// Note [No fork while the timeline starts]: start_now() runs on a thread of
+// its own while the application's threads go on, and loading libcupti (and
+// CUPTI's start, which loads more) takes the dynamic loader's lock. A fork
+// in the middle would give the child a loader lock that no thread of its
+// will ever release: its first dlopen, dl_iterate_phdr or lazy symbol
+// binding hangs (a DataLoader worker forked at the start of training). So
+// the two keep out of each other's way with two atomics (no lock: an atfork
+// handler must not take one, and a sanitizer cannot follow locks taken
+// while fork runs): start_now() raises g_starting for all its work, and a
+// fork's prepare handler (registered once, by start()) counts itself in
+// g_forks then waits, up to 5 s, until g_starting is down; start_now()
+// waits for no fork to be in progress before it raises g_starting, and
+// steps back if one began meanwhile (both sides store then load, sequentially
+// consistent, so one always sees the other). A fork from inside the start's
+// own work (a library constructor that forks) waits out the 5 s and then
+// forks as it would have without gpuslack.
+std::atomic<bool> g_starting{false};
+std::atomic<int> g_forks{0};
+
+void before_fork() {
+  g_forks.fetch_add(1);
+  for (int i = 0; i < 5000 && g_starting.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+void after_fork_in_parent() { g_forks.fetch_sub(1); }
+void after_fork_in_child() {
+  g_forks.store(0);
+  g_starting.store(false);
+}
+
+// Raises g_starting once no fork is in progress (Note above).
+void enter_start_work() {
+  for (;;) {
+    g_starting.store(true);
+    if (g_forks.load() == 0) return;
+    g_starting.store(false);
+    while (g_forks.load() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // The start's own work, on a thread of its own (Note [Starting off the
 // caller's thread]): loading libcupti and calibrating the clock (up to 10 ms)
 // happen outside the lock, so that a tool subscribing meanwhile
 // (before_foreign_subscribe) never waits for the loader.
 void start_now() {
+  // Note [No fork while the timeline starts].
+  enter_start_work();
+  struct Leave {
+    ~Leave() { g_starting.store(false); }
+  } leave;
   const Options& o = options();
   const cuda::CuptiApi* api = cuda::cupti(environment_variable("CUDA_HOME"));
   const double tick_s = api ? clock::tick_seconds() : 0;
@@ -109,6 +157,8 @@ void start() {
     }
     st.starting = true;
   }
+  static const bool fork_handlers = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+  if (!fork_handlers) log::debug("gpu_timeline: pthread_atfork failed; a fork while the timeline starts may hang the child");
   try {
     std::thread(start_now).detach();
   } catch (...) {

@@ -67,9 +67,10 @@ std::function<void()> timed(Rows rows, double us) {
   };
 }
 
-// What CUPTI's memcpy record says of a copy.
-OpInfo copy_info(const Rows& c, Where src, Where dst, int sdev, int ddev) {
+// What CUPTI's memcpy record says of a copy that takes `us` of GPU time.
+OpInfo copy_info(const Rows& c, Where src, Where dst, int sdev, int ddev, double us) {
   OpInfo info;
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
   info.kind = OpKind::kMemcpy;
   info.src = src;
   info.dst = dst;
@@ -122,7 +123,7 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
       auto t = Clock::now();
       dma.run();
       wait_until(after(t, us));
-    }, copy_info(c, src, dst, sdev, ddev));
+    }, copy_info(c, src, dst, sdev, ddev, us));
     return cudaSuccess;
   }
   if (host_dst) {
@@ -131,7 +132,7 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
     // synchronous for cudaMemcpy.
     double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_d2h_gbps);
     if (dst == Where::kPageable) us += transfer_us(c.bytes(), cfg.pageable_gbps);
-    uint64_t seq = enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev));
+    uint64_t seq = enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev, us));
     if (dst == Where::kPageable || api == Api::kSync) wait_op(s, seq);
     return cudaSuccess;
   }
@@ -139,13 +140,13 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
     // Pinned to device: asynchronous for the Async API; cudaMemcpy is
     // synchronous with respect to the host.
     double us = cfg.copy_latency_us + transfer_us(c.bytes(), cfg.pinned_h2d_gbps);
-    uint64_t seq = enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev));
+    uint64_t seq = enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev, us));
     if (api == Api::kSync) wait_op(s, seq);
     return cudaSuccess;
   }
   // Device to device (same or peer): no host-side synchronization.
   double us = cfg.copy_latency_us + transfer_us(2 * c.bytes(), cfg.d2d_gbps);
-  enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev));
+  enqueue(s, timed(c, us), copy_info(c, src, dst, sdev, ddev, us));
   return cudaSuccess;
 }
 
@@ -161,6 +162,7 @@ cudaError_t memset_rows(char* dst, size_t pitch, int value, size_t width, size_t
   info.dst = w;
   info.bytes = width * height;
   info.memset_value = static_cast<uint8_t>(value);
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
   uint64_t seq = enqueue(s, [=] {
     auto t0 = Clock::now();
     for (size_t r = 0; r < height; ++r) std::memset(dst + r * pitch, value, width);

@@ -191,6 +191,7 @@ GPUSIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, siz
   info.kind = OpKind::kMemset;
   info.bytes = n * 4;
   info.memset_value = static_cast<uint8_t>(value);
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
   enqueue(s, [words, value, n, us] {
     auto end = after(Clock::now(), us);
     for (size_t i = 0; i < n; ++i) words[i] = value;

@@ -154,6 +154,7 @@ CUresult copy(const Rows& c, CUstream h, bool per_thread, bool sync, bool peer =
   info.dst = dst;
   info.peer = peer;
   info.bytes = c.bytes();
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
   uint64_t seq = enqueue(s, [c, us] {
     auto t0 = Clock::now();
     c.run();
@@ -252,6 +253,7 @@ CUresult fill(CUdeviceptr p, T value, size_t n, CUstream h, bool per_thread, boo
   info.kind = OpKind::kMemset;
   info.bytes = n * sizeof(T);
   info.memset_value = static_cast<uint8_t>(value);
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
   uint64_t seq = enqueue(s, [words, value, n, us] {
     auto end = after(Clock::now(), us);
     for (size_t i = 0; i < n; ++i) words[i] = value;

@@ -197,7 +197,7 @@ struct OpInfo {
   // Kernels: the name as CUPTI would give it (mangled), interned for the
   // process (intern_name); nullptr when no sink was registered at launch.
   const char* name = nullptr;
-  // Kernels: the GPU time the cost model gives it, ns (0: not modeled).
+  // The GPU time the cost model gives the op, ns (0: not modeled).
   // Its activity record ends that long after it started: the simulated GPU
   // finishes a kernel in the modeled time, while the worker thread that
   // stands for it wakes up when a loaded host lets it (README, "CUPTI").

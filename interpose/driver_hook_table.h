@@ -39,10 +39,10 @@
 //     allocator:vmm) given to cuMemFree is the driver's to refuse, as it is
 //     not a cuMemAlloc allocation; mixing the two APIs on one pointer is
 //     not supported under allocator:vmm.
-//   - a driver call made while a runtime hook of this thread is running
-//     is the runtime's own (a runtime that reaches the driver through the
-//     global scope): forwarded untimed and uncounted, so the application's
-//     call is counted once (hooks.cc, Note [Counted once]).
+//   - the runtime's own driver calls never come through these hooks: it
+//     finds the driver through its own handle of libcuda.so.1, so an
+//     application's runtime call is counted once (hooks.cc, Note [Counted
+//     once]).
 //
 // Adding a symbol: a row here, its versions row below if it is handed out by
 // cuGetProcAddress under a base name, and the simulated driver's definition.

@@ -26,18 +26,16 @@
 // (cuda/fail.h). Rare paths (first resolution, the session's start, slow
 // calls) may lock, allocate and log.
 //
-// Note [Counted once]: a runtime may reach the driver through the global
-// scope, that is through gpuslack's driver hooks (a runtime linked against
-// libcuda, a statically linked runtime whose driver calls resolve to the
-// process's definitions, the simulated runtime's cudaGetDriverEntryPoint).
-// The application made one call; the runtime's hook counts it. So every
-// runtime hook raises a per-thread depth around its forwarded call, and a
-// driver hook entered at depth > 0 forwards to the real function at once:
-// untimed, uncounted, unrouted. The libcudart and libcuda of the CUDA
-// toolkit find each other's entry points through the driver's handle
-// (cuGetProcAddress), never through the global scope, so there the check
-// never fires; its cost on every hook is one thread-local increment and
-// decrement (bench/hook_overhead_bench.cc). gpuslack's own driver calls
+// Note [Counted once]: a runtime call that reaches the driver is counted
+// once, as the runtime call, because the runtime never reaches the driver
+// through the process's global scope, where gpuslack's driver hooks are:
+// libcudart.so.13 imports no cu* symbol (nm -D --undefined-only) and finds
+// the driver's entry points through its own handle of libcuda.so.1
+// (cuGetProcAddress), and the simulated runtime does the same. (A per-thread
+// depth raised by every runtime hook would cover a runtime that did, at
+// about 13 ns on every hook, a thread-local access through __tls_get_addr:
+// measured and left out.) A runtime that imported the driver's symbols would
+// have its driver calls counted beside its own. gpuslack's own driver calls
 // (cuda/driver_api.h) are resolved on libcuda.so.1's handle and never reach
 // a hook at all.
 //
@@ -157,28 +155,6 @@ inline bool succeeded(cudaError_t r) { return r == cudaSuccess; }
 inline bool succeeded(ncclResult_t r) { return r == ncclSuccess; }
 inline bool succeeded(CUresult r) { return r == CUDA_SUCCESS; }
 
-// Note [Counted once]: how many runtime hooks of this thread are forwarding
-// a call right now. A plain int: only its own thread touches it.
-thread_local int t_runtime_depth = 0;
-
-// Raised around a runtime hook's forwarded call; nothing for other tables.
-template <cuda::Library kLib>
-struct RuntimeDepth {};
-template <>
-struct RuntimeDepth<cuda::Library::kCudaRuntime> {
-  RuntimeDepth() { ++t_runtime_depth; }
-  ~RuntimeDepth() { --t_runtime_depth; }
-  RuntimeDepth(const RuntimeDepth&) = delete;
-  RuntimeDepth& operator=(const RuntimeDepth&) = delete;
-};
-
-// Whether a hook of `kLib` is the runtime's own call of the driver.
-template <cuda::Library kLib>
-inline bool inside_runtime() {
-  if constexpr (kLib == cuda::Library::kCudaDriver) return __builtin_expect(t_runtime_depth > 0, 0);
-  return false;
-}
-
 __attribute__((noinline, cold)) void start_session() { session::start(kCalls, kCallCount); }
 
 // Out of line: a call that blocked past the current threshold (first
@@ -242,15 +218,10 @@ void ensure_session() {
     using Real = ret(*) params;                                                               \
     void* real = real_address(slot_##sym);                                                    \
     if (__builtin_expect(real == nullptr, 0)) return unresolved<ret>();                       \
-    if (inside_runtime<cuda::Library::lib>()) return reinterpret_cast<Real>(real) args;       \
     HookScope scope(kCall_##sym, static_cast<uint64_t>(bytes));                               \
     auto tracked = track_begin(track);                                                        \
     scope.start();                                                                            \
-    ret result;                                                                               \
-    {                                                                                         \
-      [[maybe_unused]] RuntimeDepth<cuda::Library::lib> depth;                                \
-      result = route<kId_##sym>(reinterpret_cast<Real>(real)) args;                           \
-    }                                                                                         \
+    ret result = route<kId_##sym>(reinterpret_cast<Real>(real)) args;                         \
     uint64_t ticks = scope.stop();                                                            \
     track_end(tracked, result, ticks);                                                        \
     scope.record(ticks, succeeded(result) ? CallInfo(info) : CallInfo{});                     \
@@ -296,19 +267,16 @@ GPUSLACK_DRIVER_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_SLOT)
 GPUSLACK_COUNTED_HOOKS(GPUSLACK_DEFINE_COUNTED_HOOK)
 #undef GPUSLACK_DEFINE_COUNTED_HOOK
 
-// The driver's launches: the same, except that a launch the runtime makes
-// of its own while a runtime hook runs is not counted again (Note [Counted
-// once]).
+// The driver's launches: the same (Note [Counted once]: the runtime's own
+// launches never come through here).
 #define GPUSLACK_DEFINE_COUNTED_HOOK(sym, ret, params, args)                                 \
   extern "C" __attribute__((visibility("default"))) ret sym params {                         \
     using namespace ::gpuslack::interpose;                                                   \
     using Real = ret(*) params;                                                              \
     void* real = real_address(counted_slot_##sym);                                           \
     if (__builtin_expect(real == nullptr, 0)) return unresolved<ret>();                      \
-    if (!inside_runtime<::gpuslack::cuda::Library::kCudaDriver>()) {                         \
-      if (__builtin_expect(!::gpuslack::session::active(), 0)) start_session();              \
-      ::gpuslack::ledger::count_launch();                                                    \
-    }                                                                                        \
+    if (__builtin_expect(!::gpuslack::session::active(), 0)) start_session();                \
+    ::gpuslack::ledger::count_launch();                                                      \
     return reinterpret_cast<Real>(real) args;                                                \
   }                                                                                          \
   extern "C" __attribute__((visibility("hidden"), alias(#sym))) ret gpuslack_own_##sym params;

@@ -30,11 +30,10 @@
 //     gpuslack's VMM allocator is checked by the driver itself: the
 //     allocator's blocks are ordinary mapped ranges to it.
 //   - the stream rows (cuStreamCreate, cuStreamCreateWithPriority,
-//     cuStreamDestroy_v2) forward too: they do not yet tell the stream
-//     registry (sync/stream_registry.h) as the runtime's do, so the VMM
-//     allocator does not fence its frees against streams a driver-API
-//     library made (issue 18, "the VMM allocator fences driver-created
-//     streams too": open);
+//     cuStreamDestroy_v2) are routed as the runtime's are
+//     (routes_streams.inc): the stream registry (sync/stream_registry.h)
+//     learns of them, so the VMM allocator fences its frees against streams
+//     a driver-API library made;
 //   - a pointer of gpuslack's VMM allocator (cudaMalloc under
 //     allocator:vmm) given to cuMemFree is the driver's to refuse, as it is
 //     not a cuMemAlloc allocation; mixing the two APIs on one pointer is

@@ -10,6 +10,7 @@
 // The test links the simulated runtime and dlopen()s libgpuslack.so: the
 // hooks are the library's symbols, the runtime's own functions (the error
 // state, the busy kernel) are called directly.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -34,6 +35,8 @@ struct Hooks {
   cudaError_t (*malloc_managed)(void**, size_t, unsigned int);
   cudaError_t (*malloc_pitch)(void**, size_t*, size_t, size_t);
   cudaError_t (*malloc_3d)(cudaPitchedPtr*, cudaExtent);
+  CUresult (*cu_stream_create)(CUstream*, unsigned int);
+  CUresult (*cu_stream_destroy)(CUstream);
   int (*stats)(int, gpuslack_device_stats*);
   unsigned long long (*trim)(int);
 };
@@ -58,6 +61,8 @@ const Hooks& hooks() {
     find(h, "cudaMallocManaged", &l.malloc_managed);
     find(h, "cudaMallocPitch", &l.malloc_pitch);
     find(h, "cudaMalloc3D", &l.malloc_3d);
+    find(h, "cuStreamCreate", &l.cu_stream_create);
+    find(h, "cuStreamDestroy_v2", &l.cu_stream_destroy);
     find(h, "gpuslack_device_stats_get", &l.stats);
     find(h, "gpuslack_trim", &l.trim);
     return l;
@@ -160,6 +165,31 @@ TEST_F(VmmFreeMemory, FreesPendingOnABusyStreamCountAsFreeWithoutWaiting) {
   EXPECT_EQ(0L, gpusim_busy_kernel_violations());
   EXPECT_EQ(7 * kGiB + kGiB / 2, stats().reserved);  // reused where they lay, still mapped
   EXPECT_EQ(cudaSuccess, hooks().free(big));
+  EXPECT_EQ(cudaSuccess, cudaGetLastError());
+}
+
+// A stream a driver-API library made (cuStreamCreate, non-blocking) is
+// fenced like the runtime's: a block freed while a kernel on it still uses
+// the block is not handed out, and written, under the kernel (issue 18).
+TEST_F(VmmFreeMemory, AFreeWaitsForAKernelOnADriverStream) {
+  CUstream s = nullptr;
+  ASSERT_EQ(CUDA_SUCCESS, hooks().cu_stream_create(&s, CU_STREAM_NON_BLOCKING));
+  void* block = nullptr;
+  ASSERT_EQ(cudaSuccess, hooks().malloc(&block, 64 * kMiB));
+  volatile int status = 0;
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, block, 4096, 300000, 9, &status));
+  ASSERT_EQ(cudaSuccess, hooks().free(block));
+  // The same size again, and written at once on the legacy stream (which a
+  // non-blocking stream's kernel does not wait for): a block still under
+  // the kernel would be a violation.
+  void* again = nullptr;
+  ASSERT_EQ(cudaSuccess, hooks().malloc(&again, 64 * kMiB));
+  ASSERT_EQ(cudaSuccess, cudaMemset(again, 0x11, 4096));
+  ASSERT_EQ(CUDA_SUCCESS, hooks().cu_stream_destroy(s));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  EXPECT_EQ(1, status);
+  EXPECT_EQ(0L, gpusim_busy_kernel_violations());
+  EXPECT_EQ(cudaSuccess, hooks().free(again));
   EXPECT_EQ(cudaSuccess, cudaGetLastError());
 }
 

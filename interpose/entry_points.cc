@@ -72,10 +72,29 @@ const char* hooked_driver_variant(const char* base, int cuda_version, bool per_t
   return v ? v->exported : nullptr;
 }
 
+// Note [Only the function the hook forwards to]: the hook of a variant
+// forwards to that variant's exported function; handing it out for any
+// other pointer would change what the caller runs. So the lookup's own
+// answer must be that exported function's address, resolved on libcuda's
+// handle. A driver newer than the variant table (a _v2 of a call at a
+// version the table has not heard of: another ABI), or a tool that wraps
+// the driver's entry points (its wrapper is what the lookup returned),
+// keep the real pointer, once logged.
 void* entry_point_for(const char* base, int cuda_version, bool per_thread, void* real) {
   if (!real) return real;
-  void* hook = driver_hook(hooked_driver_variant(base, cuda_version, per_thread));
-  return hook ? hook : real;
+  const char* variant = hooked_driver_variant(base, cuda_version, per_thread);
+  void* hook = driver_hook(variant);
+  if (!hook) return real;
+  cuda::RuntimeSymbol exported = cuda::find_symbol(cuda::Library::kCudaDriver, variant);
+  if (exported.address != real) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true))
+      log::debug("entry points: the lookup of {} gave another function than the exported {}; it is passed on "
+                 "unhooked",
+                 base, variant);
+    return real;
+  }
+  return hook;
 }
 
 }  // namespace interpose

@@ -283,7 +283,7 @@ void CuptiSession::worker_main() {
       drain_host_locked();
       last_drain = now;
     }
-    if (now - last_flush > commit_every_ticks && !stopping_.load(std::memory_order_acquire)) {
+    if (now - last_flush > commit_every_ticks && !no_more_flushes_.load(std::memory_order_acquire)) {
       flush_and_commit(last_flush);
       last_flush = now;
     }
@@ -418,18 +418,24 @@ bool CuptiSession::yield_if_needed(const std::string& tool, bool exclusive) {
 
 void CuptiSession::stop_locked() {
   if (!subscribed()) return;
+  // The order matters (review): the worker makes no more periodic flushes;
+  // the kinds are disabled before the last flush, so that nothing CUPTI
+  // records after it is lost unseen; the worker, which processes that
+  // flush's buffers, is joined before the unsubscribe, so that it never
+  // calls CUPTI after gpuslack has left it (to a tool it yields to).
+  no_more_flushes_.store(true, std::memory_order_release);
   sample_clock();
   uint64_t end = clock::ticks();
+  disable_kinds();
   if (!flush_and_wait(config_.stop_wait))
     log::debug("gpu_timeline: the worker did not finish the last buffers in time");
-  disable_kinds();
   // Buffers CUPTI still completes from here on go straight back to the pool.
   accepting_.store(false, std::memory_order_release);
-  api_->unsubscribe(subscriber_);
-  subscriber_ = nullptr;
   stopping_.store(true, std::memory_order_release);
   queue_.close();
   if (worker_.joinable()) worker_.join();
+  api_->unsubscribe(subscriber_);
+  subscriber_ = nullptr;
   // What the worker had not yet taken: back to the pool, unprocessed.
   CompletedBuffer b;
   while (queue_.pop(&b, std::chrono::milliseconds(0))) {

@@ -162,6 +162,7 @@ class CuptiSession {
   std::atomic<bool> shared_{false};
   std::atomic<bool> accepting_{false};  // the callbacks lend and queue buffers
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> no_more_flushes_{false};  // stop began: the worker flushes no more
   std::thread worker_;
   uint64_t start_ticks_ = 0;
   uint64_t end_ticks_ = 0;  // 0 while running

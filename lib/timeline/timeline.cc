@@ -5,8 +5,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -90,6 +92,8 @@ void enter_start_work() {
   }
 }
 
+void stop_at_exit() { stop(); }
+
 // The start's own work, on a thread of its own (Note [Starting off the
 // caller's thread]): loading libcupti and calibrating the clock (up to 10 ms)
 // happen outside the lock, so that a tool subscribing meanwhile
@@ -122,15 +126,28 @@ void start_now() {
   config.mode = o.gpu_timeline == "on" ? Mode::kOn : Mode::kAuto;
   config.buffer_limit_bytes = static_cast<uint64_t>(o.gpu_timeline_buffer_mb) << 20;
   // Blocked calls shorter than a launch-bound gap could not explain an idle
-  // gap longer than one: they are not written.
-  config.interval_threshold_ticks = sink_options.launch_bound_gap_ticks;
+  // gap longer than one: they are not written; nor, whatever the gap, calls
+  // under 1 us (launch_bound_gap_us:0 must not put every hooked call on the
+  // slow path).
+  config.interval_threshold_ticks =
+      std::max(sink_options.launch_bound_gap_ticks, static_cast<uint64_t>(1e-6 / tick_s));
   config.nominal_ticks_per_ns = 1e-9 / tick_s;
   st.session = std::make_unique<CuptiSession>(api, st.sink.get(), ledger_host_feed(), config);
   StartOutcome out = st.session->start();
   st.status = out.status;
   st.detail = out.detail;
   st.how_to_enable = out.how_to_enable;
-  if (out.status == Status::kMeasured) log::debug("gpu_timeline: CUPTI from {}", cuda::cupti_path());
+  if (out.status == Status::kMeasured) {
+    log::debug("gpu_timeline: CUPTI from {}", cuda::cupti_path());
+    // Note [Stopping before CUPTI's own exit]: libcupti, loaded just now,
+    // registered its teardown (static destructors, its atexit) after the
+    // session's at_exit, so it would run first, and the summary's flush and
+    // the unsubscribe would reach a CUPTI already gone. A handler registered
+    // now runs before that teardown: the timeline stops there (final flush,
+    // final commit) and the exit summary reads the stopped figures.
+    static const bool registered = std::atexit(stop_at_exit) == 0;
+    if (!registered) log::debug("gpu_timeline: atexit failed; the timeline stops with the session's exit summary");
+  }
 }
 
 }  // namespace

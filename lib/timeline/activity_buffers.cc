@@ -49,10 +49,20 @@ uint8_t* BufferPool::acquire() {
   return b;
 }
 
-void BufferPool::release(uint8_t* buffer) {
-  if (!buffer) return;
+bool BufferPool::release(uint8_t* buffer) {
+  if (!buffer) return false;
   std::lock_guard<std::mutex> lock(mu_);
+  // Only the pool's own: a buffer another tool lent CUPTI (which a
+  // process-wide registration may hand to gpuslack's callback) is not taken
+  // in, and is never lent on (at most max_buffers_ to search).
+  if (std::find(all_.begin(), all_.end(), buffer) == all_.end()) return false;
   free_.push_back(buffer);
+  return true;
+}
+
+bool BufferPool::owns(const uint8_t* buffer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::find(all_.begin(), all_.end(), buffer) != all_.end();
 }
 
 uint64_t BufferPool::peak_bytes() const {

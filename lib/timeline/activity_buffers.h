@@ -38,7 +38,9 @@ class BufferPool {
 
   // A free buffer, a new one while under the cap, or nullptr (counted).
   uint8_t* acquire();
-  void release(uint8_t* buffer);
+  // Back to the pool: false (nothing done) for a buffer the pool never lent.
+  bool release(uint8_t* buffer);
+  bool owns(const uint8_t* buffer) const;
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   size_t max_buffers() const { return max_buffers_; }

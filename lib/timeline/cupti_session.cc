@@ -91,6 +91,12 @@ void CuptiSession::lend(uint8_t** buffer, size_t* size, size_t* max_records) {
 
 void CuptiSession::take_back(uint8_t* buffer, size_t valid_bytes) {
   if (!buffer) return;
+  // A buffer gpuslack never lent (another tool's, handed here by a
+  // process-wide registration): not gpuslack's to read, keep or free.
+  if (!pool_.owns(buffer)) {
+    foreign_buffers_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (!accepting_.load(std::memory_order_acquire) || !queue_.push(CompletedBuffer{buffer, valid_bytes})) {
     late_buffers_.fetch_add(1, std::memory_order_relaxed);
     pool_.release(buffer);

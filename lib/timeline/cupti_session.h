@@ -162,7 +162,8 @@ class CuptiSession {
   std::atomic<bool> shared_{false};
   std::atomic<bool> accepting_{false};  // the callbacks lend and queue buffers
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> no_more_flushes_{false};  // stop began: the worker flushes no more
+  std::atomic<bool> no_more_flushes_{false};
+  std::atomic<uint64_t> foreign_buffers_{0};  // completed buffers gpuslack never lent, left alone  // stop began: the worker flushes no more
   std::thread worker_;
   uint64_t start_ticks_ = 0;
   uint64_t end_ticks_ = 0;  // 0 while running

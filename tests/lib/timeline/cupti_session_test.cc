@@ -276,6 +276,20 @@ TEST(BufferPool, AllocatesLazilyUpToTheCap) {
   pool.release(c);
 }
 
+// A buffer another tool lent CUPTI, handed to gpuslack's callback by a
+// process-wide registration, is never taken in nor lent on.
+TEST(BufferPool, AForeignBufferIsNotTakenIn) {
+  BufferPool pool(2 * 4096, 4096);
+  alignas(8) static uint8_t foreign[64];
+  EXPECT_FALSE(pool.owns(foreign));
+  EXPECT_FALSE(pool.release(foreign));
+  uint8_t* a = pool.acquire();
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(pool.owns(a));
+  EXPECT_NE(pool.acquire(), foreign);  // a new buffer of the pool's, not the foreign one
+  EXPECT_TRUE(pool.release(a));
+}
+
 TEST(BufferPool, BufferSizeFollowsTheCap) {
   EXPECT_EQ(buffer_bytes_for(64ull << 20), 4u << 20);
   EXPECT_EQ(buffer_bytes_for(1ull << 20), 1u << 20);

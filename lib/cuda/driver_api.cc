@@ -49,7 +49,9 @@ void load() {
             resolve(lib, "cuCtxPushCurrent_v2", &api->ctx_push_current, why) &&
             resolve(lib, "cuCtxPopCurrent_v2", &api->ctx_pop_current, why) &&
             resolve(lib, "cuCtxGetDevice", &api->ctx_get_device, why) &&
-            resolve(lib, "cuDevicePrimaryCtxRetain", &api->primary_ctx_retain, why);
+            resolve(lib, "cuDevicePrimaryCtxRetain", &api->primary_ctx_retain, why) &&
+            resolve(lib, "cuDevicePrimaryCtxRelease_v2", &api->primary_ctx_release, why) &&
+            resolve(lib, "cuStreamGetCtx", &api->stream_get_ctx, why);
   if (!ok) {
     delete api;
     return;

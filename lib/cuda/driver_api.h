@@ -47,6 +47,8 @@ struct DriverApi {
   CUresult (*ctx_pop_current)(CUcontext* ctx);
   CUresult (*ctx_get_device)(CUdevice* device);
   CUresult (*primary_ctx_retain)(CUcontext* ctx, CUdevice device);
+  CUresult (*primary_ctx_release)(CUdevice device);
+  CUresult (*stream_get_ctx)(CUstream stream, CUcontext* ctx);
 };
 
 const DriverApi* driver();

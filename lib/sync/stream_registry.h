@@ -8,9 +8,10 @@
 // are blocking streams), so one event on the legacy stream covers them all.
 // Only non-blocking streams (cudaStreamNonBlocking) need their own event.
 //
-// The hooks of cudaStreamCreate*/cudaStreamDestroy keep this registry (that
-// is the contract's assumption: streams created through the driver API are
-// not seen until driver-level coverage exists). A destroyed non-blocking
+// The hooks of cudaStreamCreate*/cudaStreamDestroy keep this registry, and
+// those of cuStreamCreate*/cuStreamDestroy_v2 for streams of the device's
+// primary context (interpose/routes_streams.inc); a stream of a context a
+// library made itself (cuCtxCreate) is not seen. A destroyed non-blocking
 // stream may still have work queued; it stays a fence stream until an event
 // recorded at its destruction completes.
 //

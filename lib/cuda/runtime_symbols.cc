@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <new>
 
 // Under ThreadSanitizer: the loader writes an object's name (dlpi_name)
 // under its own lock before publishing the object, and dl_iterate_phdr reads
@@ -57,22 +58,24 @@ int find_library(struct dl_phdr_info* info, size_t, void* data) {
   return 1;  // stop at the first one
 }
 
-// One library's handle, found once; never loads a new copy.
+// One library's handle and path, found once (never loads a new copy) and
+// published whole: a thread that sees it sees its path written. (The path
+// was once written after the handle was published, a race that the GPU
+// timeline's start thread, resolving the runtime beside the application's
+// first calls, made real under TSan.) Never freed.
 struct Loaded {
-  std::atomic<void*> handle{nullptr};
+  void* handle = nullptr;
   char path[4096] = {};
 };
-Loaded g_loaded[kLibraryCount];
+std::atomic<Loaded*> g_loaded[kLibraryCount] = {};
 
 }  // namespace
 
 void* loaded_library(Library lib, const char** path) {
-  std::atomic<void*>& handle = g_loaded[static_cast<int>(lib)].handle;
-  char* found_path = g_loaded[static_cast<int>(lib)].path;
-  void* h = handle.load(std::memory_order_acquire);
-  if (h) {
-    *path = found_path;
-    return h;
+  std::atomic<Loaded*>& slot = g_loaded[static_cast<int>(lib)];
+  if (Loaded* found = slot.load(std::memory_order_acquire)) {
+    *path = found->path;
+    return found->handle;
   }
   Scan scan{};
   scan.prefix = library_prefix(lib);
@@ -80,17 +83,23 @@ void* loaded_library(Library lib, const char** path) {
   dl_iterate_phdr(find_library, &scan);
   GPUSLACK_LOADER_READS_END();
   if (!scan.found) return nullptr;
-  h = dlopen(scan.path, RTLD_LAZY | RTLD_NOLOAD);
+  void* h = dlopen(scan.path, RTLD_LAZY | RTLD_NOLOAD);
   if (!h) return nullptr;
-  void* expected = nullptr;
-  if (handle.compare_exchange_strong(expected, h, std::memory_order_acq_rel)) {
-    std::memcpy(found_path, scan.path, sizeof(scan.path));
-  } else {
-    dlclose(h);  // another thread won; drop our extra reference
-    h = expected;
+  auto* mine = new (std::nothrow) Loaded;  // once per library: the slow path
+  if (!mine) {
+    dlclose(h);
+    return nullptr;
   }
-  *path = found_path;
-  return h;
+  mine->handle = h;
+  std::memcpy(mine->path, scan.path, sizeof(scan.path));
+  Loaded* expected = nullptr;
+  if (!slot.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) {
+    dlclose(h);  // another thread won; drop our extra reference
+    delete mine;
+    mine = expected;
+  }
+  *path = mine->path;
+  return mine->handle;
 }
 
 const char* library_prefix(Library lib) {

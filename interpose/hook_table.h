@@ -26,8 +26,7 @@
 // with the CUDA 12.9 headers (nvidia-cuda-runtime-cu12 12.9.79) by
 // scripts/check_cuda12_abi.py (ctest cuda12.hooked_rows_abi where
 // -DGPUSLACK_CUDA12_INCLUDE_DIR names such headers): all 43 take the same
-// parameter types in CUDA 12 but cudaMemcpyBatchAsync (and so _ptsz);
-// __cudaLaunchKernel, in no public header, was not compared.
+// parameter types in CUDA 12 but cudaMemcpyBatchAsync (and so _ptsz).
 //
 // Note [Two ABIs of cudaMemcpyBatchAsync]: CUDA 12.8/12.9 pass a
 // `size_t* failIdx` between numAttrs and the stream (cudaMemcpyBatchAsync

@@ -13,9 +13,7 @@ nvidia-cuda-runtime-cu12 wheel (pip download nvidia-cuda-runtime-cu12
 Prints each differing symbol with both parameter lists, and exits 1 when the
 set of differing symbols is not the one hook_table.h handles (KNOWN below),
 or when a hooked symbol is missing from either header. A _ptsz/_ptds row is
-compared through its base name (the headers declare the variants by macro);
-the compiler's launch stubs (__cudaLaunchKernel) are in no public header and
-are listed as not compared.
+compared through its base name (the headers declare the variants by macro).
 """
 import os
 import re

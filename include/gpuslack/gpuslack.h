@@ -76,10 +76,12 @@ GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out,
  * NVTX]). */
 GPUSLACK_API void gpuslack_step(void);
 
-/* Kernel launches counted so far, every thread of the process (cudaLaunchKernel,
- * cudaLaunchKernelExC, cudaLaunchCooperativeKernel and the <<<>>> stubs'
- * __cudaLaunchKernel, with their per-thread-stream variants), through
- * LD_PRELOAD. 0 before the first. */
+/* Kernel launches counted so far through the launch API, every thread of
+ * the process (cudaLaunchKernel, cudaLaunchKernelExC,
+ * cudaLaunchCooperativeKernel with their per-thread-stream variants,
+ * cuLaunchKernel, cuLaunchKernelEx), through LD_PRELOAD. Not nvcc's <<<>>>
+ * launches, which go through the runtime's internal __cudaLaunchKernel. 0
+ * before the first. */
 GPUSLACK_API unsigned long long gpuslack_launch_count(void);
 
 /* The VMM allocator's figures for one device (GPUSLACK_CONF allocator:vmm). */

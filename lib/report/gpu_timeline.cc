@@ -49,6 +49,7 @@ GpuTimelineSection build_gpu_timeline(const timeline::Snapshot& snap, int top_ca
     for (int i = 0; i < timeline::kIdleCount; ++i) row.idle_by[i] = finite_or_zero(d.idle_by[i]);
     row.top_kernels = d.top_kernels;
     row.short_kernel_busy_s = finite_or_zero(d.short_kernel_busy_s);
+    row.kernels = d.kernels;
     row.launches = d.launches;
     row.steps = d.steps;
     // The timeline lists sites most idle first; only the kept ones are
@@ -115,6 +116,7 @@ GpuDeviceRow read_device(const Fields& f) {
     d.top_kernels.push_back(std::move(r));
   });
   d.short_kernel_busy_s = f.number("short_kernel_busy_s");
+  d.kernels = f.count("kernels");
   d.launches = f.count("launches");
   if (f.object("steps", &v)) {
     Fields st(*v, f.where("steps"));

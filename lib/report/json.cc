@@ -390,6 +390,7 @@ void gpu_device(const GpuDeviceRow& d, Writer* w) {
   }
   w->end_array();
   w->key("short_kernel_busy_s").seconds(d.short_kernel_busy_s);
+  w->key("kernels").unsigned_integer(d.kernels);
   w->key("launches").unsigned_integer(d.launches);
   const timeline::Steps& st = d.steps;
   w->key("steps").begin_object();

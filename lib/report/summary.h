@@ -177,6 +177,7 @@ struct GpuDeviceRow {
   std::vector<IdleSiteRow> idle_sites;  // most idle first, top_call_sites of them
   std::vector<timeline::KernelRow> top_kernels;
   double short_kernel_busy_s = 0;
+  uint64_t kernels = 0;
   uint64_t launches = 0;
   timeline::Steps steps;
 };

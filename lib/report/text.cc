@@ -266,7 +266,8 @@ void gpu_details(const Summary& s, std::string* out) {
   for (const GpuDeviceRow& d : g.devices) {
     std::string title = "GPU timeline, device " + std::to_string(d.device) + ": busy " + duration(d.busy_s) +
                         ", idle " + duration(d.idle_s) + " of " + duration(d.wall_s) + "; " +
-                        count_text(d.launches) + " launches";
+                        count_text(d.kernels) + " kernels (" + count_text(d.launches) +
+                        " launches through the launch API)";
     if (d.busy_s > 0)
       title += ", " + percent(d.short_kernel_busy_s / d.busy_s) + " of busy time in kernels under 10 us";
     line(out, title);

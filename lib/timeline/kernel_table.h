@@ -35,6 +35,12 @@ class KernelTable {
     e.ticks += duration_ticks;
   }
   size_t distinct_names() const { return by_name_.size(); }
+  // Kernel records counted, all names.
+  uint64_t count() const {
+    uint64_t n = 0;
+    for (const auto& entry : by_name_) n += entry.second.count;
+    return n;
+  }
   // The `n` kernels with the most GPU time, most first (ties by name).
   void fill(size_t n, double tick_seconds, std::vector<KernelRow>* out) const;
 

@@ -114,7 +114,8 @@ struct DeviceTimeline {
   std::vector<IdleSite> idle_sites; // blocked-call idle by call site, most first
   std::vector<KernelRow> top_kernels;  // most GPU time first
   double short_kernel_busy_s = 0;   // in kernels shorter than 10 us
-  uint64_t launches = 0;            // launches counted (all devices' threads)
+  uint64_t kernels = 0;             // kernel records: every kernel that ran, <<<>>> ones too
+  uint64_t launches = 0;            // launches through the launch API, counted by the hooks (all devices)
   Steps steps;
 };
 

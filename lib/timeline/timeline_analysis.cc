@@ -124,6 +124,7 @@ void TimelineAnalysis::fill(uint64_t now, double tick_seconds, SiteFramesFn fram
     d->sweep.fill(now, from_marks, hosts, tick_seconds, frames, &dt);
     d->kernels.fill(options_.top_kernels, tick_seconds, &dt.top_kernels);
     dt.launches = launches_;
+    dt.kernels = d->kernels.count();
     out->push_back(std::move(dt));
   }
 }

@@ -9,11 +9,10 @@ bad() { echo "seal: $*"; fail=1; }
 
 [ -f "$so" ] || { echo "seal: no such file: $so"; exit 2; }
 
-# 1. Exports: only hooked CUDA/NCCL/CUPTI API symbols (the <<<>>> stubs'
-#    __cudaLaunchKernel among them: interpose/launch_hook_table.h) and gpuslack_*.
+# 1. Exports: only hooked CUDA/NCCL/CUPTI API symbols and gpuslack_*.
 while read -r sym; do
   case "$sym" in
-    cuda*|cu[A-Z]*|cupti*|nccl*|pnccl*|gpuslack_*|__cudaLaunchKernel|__cudaLaunchKernel_ptsz) ;;
+    cuda*|cu[A-Z]*|cupti*|nccl*|pnccl*|gpuslack_*) ;;
     *) bad "exports $sym" ;;
   esac
 done < <(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//')

@@ -479,7 +479,6 @@ std::vector<long> launch_scenario(const Launches& l, int* calls) {
     ++*calls;
   };
   const void* k = reinterpret_cast<const void*>(&a_kernel);
-  cudaKernel_t kt = reinterpret_cast<cudaKernel_t>(const_cast<void*>(k));
   for (const void* f : {k, static_cast<const void*>(nullptr)}) {
     rc(l.cudaLaunchKernel(f, dim3(2), dim3(32), nullptr, 0, nullptr));
     rc(l.cudaLaunchKernel_ptsz(f, dim3(2), dim3(32), nullptr, 0, nullptr));
@@ -493,9 +492,6 @@ std::vector<long> launch_scenario(const Launches& l, int* calls) {
     rc(l.cudaLaunchKernelExC(nullptr, f, nullptr));
   }
   rc(l.cudaLaunchKernel(k, dim3(0), dim3(32), nullptr, 0, nullptr));  // empty grid
-  rc(l.__cudaLaunchKernel(kt, dim3(4), dim3(32), nullptr, 0, nullptr));
-  rc(l.__cudaLaunchKernel_ptsz(kt, dim3(4), dim3(32), nullptr, 0, nullptr));
-  rc(l.__cudaLaunchKernel(nullptr, dim3(4), dim3(32), nullptr, 0, nullptr));
   r.push_back(static_cast<long>(cudaDeviceSynchronize()));
   return r;
 }

@@ -80,6 +80,7 @@ class Timeline(OutDirTest):
         self.assertTrue(d["steps"]["from_marks"], d["steps"])
         self.assertGreaterEqual(d["steps"]["count"], STEPS - 1, d["steps"])
         self.assertEqual(app["kernels"], d["launches"], what)
+        self.assertEqual(sum(k["count"] for k in d["top_kernels"]), d["kernels"], what)
         # The first line of the text is the GPU's idle share.
         first = r.stderr.splitlines()[0]
         self.assertRegex(first, r"^gpuslack: device 0: GPU idle [0-9.]+% of [0-9.]+ m?s: host-bound ", first)

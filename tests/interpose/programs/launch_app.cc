@@ -19,7 +19,6 @@
 extern "C" {
 cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t*, const void*, void**);
-cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 }
 
 namespace {
@@ -45,8 +44,7 @@ int five_launches(cudaStream_t s) {
   CHECK(cudaLaunchKernel_ptsz(k, dim3(1), dim3(32), nullptr, 0, s) == cudaSuccess);
   CHECK(cudaLaunchKernelExC(&config, k, nullptr) == cudaSuccess);
   CHECK(cudaLaunchKernelExC_ptsz(&config, k, nullptr) == cudaSuccess);
-  CHECK(__cudaLaunchKernel(reinterpret_cast<cudaKernel_t>(const_cast<void*>(k)), dim3(1), dim3(1), nullptr, 0, s) ==
-        cudaSuccess);
+  CHECK(cudaLaunchCooperativeKernel(k, dim3(1), dim3(1), nullptr, 0, s) == cudaSuccess);
   return 0;
 }
 

@@ -45,8 +45,8 @@ TEST(GpuTimelineText, TheFirstLinesAreEachDevicesIdleShareAndItsCauses) {
 TEST(GpuTimelineText, DetailsListKernelsIdleSitesStepsAndDrops) {
   const std::string text = format_text(sample_summary_with_gpu_timeline());
   EXPECT_NE(std::string::npos,
-            text.find("gpuslack: GPU timeline, device 0: busy 284.28 s, idle 127.72 s of 412.00 s; 200000 launches, "
-                      "0.9% of busy time in kernels under 10 us\n"))
+            text.find("gpuslack: GPU timeline, device 0: busy 284.28 s, idle 127.72 s of 412.00 s; 250000 kernels "
+                      "(200000 launches through the launch API), 0.9% of busy time in kernels under 10 us\n"))
       << text;
   EXPECT_NE(std::string::npos, text.find("gpuslack:   idle 24.00 s while blocked in cudaFree (allocation)\n"
                                          "gpuslack:       at train_step+0x1a (train.so)\n"))

@@ -155,6 +155,7 @@ inline Summary sample_summary_with_gpu_timeline() {
   d.top_kernels = {timeline::KernelRow{"gemm_kernel<float, 128>(float const*, float*)", 1000, 200.0, 0.2},
                    timeline::KernelRow{"\"quoted\" kernel", 3, 0.003, 0.001}};
   d.short_kernel_busy_s = 2.5;
+  d.kernels = 250000;
   d.launches = 200000;
   d.steps.from_marks = true;
   d.steps.count = 400;

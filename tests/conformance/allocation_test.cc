@@ -47,6 +47,41 @@ TEST(Allocation, MallocDoesNotWaitForTheDeviceOnTheHost) {
   CUDA_OK(cudaStreamDestroy(s));
 }
 
+// Runtime API, "Stream Ordered Memory Allocator": cudaMallocAsync and
+// cudaFreeAsync are ordered in the stream; neither waits for the work
+// ahead of it on the host.
+TEST(Allocation, MallocAsyncAndFreeAsyncAreStreamOrderedNotHostWaits) {
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  auto t = Clock::now();
+  CUDA_OK(busy(s, kBusyMs));
+  void* p = nullptr;
+  CUDA_OK(cudaMallocAsync(&p, 1 << 20, s));
+  CUDA_OK(cudaMemsetAsync(p, 0, 1 << 20, s));
+  CUDA_OK(cudaFreeAsync(p, s));
+  EXPECT_LT(ms_since(t), kAtOnceMs);
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_GE(ms_since(t), kWaitedMs);
+  CUDA_OK(cudaStreamDestroy(s));
+}
+
+// cudaFreeHost waits for the device: what gpuslack's pinned heap exists to
+// avoid (README, "The pinned heap"). No reference section states it in so
+// many words (the Programming Guide's "Implicit Synchronization" names the
+// page-locked allocation, not its free): a real GPU decides.
+TEST(PinnedMemory, FreeHostWaitsForTheDevice) {
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void* h = nullptr;
+  CUDA_OK(cudaMallocHost(&h, 1 << 20));
+  CUDA_OK(cudaDeviceSynchronize());
+  auto t = Clock::now();
+  CUDA_OK(busy(s, kBusyMs));
+  CUDA_OK(cudaFreeHost(h));
+  EXPECT_GE(ms_since(t), kWaitedMs);
+  CUDA_OK(cudaStreamDestroy(s));
+}
+
 // cudaMallocHost: "Since the memory can be accessed directly by the device,
 // it can be read or written with much higher bandwidth than pageable
 // memory"; cudaPointerGetAttributes ("Unified Addressing") tells device,

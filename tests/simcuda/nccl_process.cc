@@ -329,6 +329,9 @@ ncclResult_t Segment::collective(int rank, const Work& w, const std::function<bo
     }
     me.consumed.store(step, std::memory_order_release);
   }
+  if (std::getenv("GPUSIM_NCCL_DEBUG"))
+    std::fprintf(stderr, "gpusim: nccl: rank %d seq %llu waited %.3f ms for the last arrival\n", rank,
+                 static_cast<unsigned long long>(seq), (start_ns - me.arrived_ns) / 1e6);
   *end = gpusim::after(gpusim::Clock::time_point(std::chrono::nanoseconds(start_ns)), modeled_us(w, nranks_));
   if (!match) return fail(ncclInvalidUsage, "ranks called different collectives at one sequence number");
   return ncclSuccess;

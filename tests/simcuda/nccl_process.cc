@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,6 +100,7 @@ struct Segment::Slot {
   int64_t arrived_ns;             // written before `arrived`
   CallDesc call;                  // written before `arrived`
   std::atomic<uint64_t> written;  // data steps whose window it filled
+  std::atomic<uint64_t> reduced;  // data steps whose share of the result it reduced
   std::atomic<uint64_t> consumed; // data steps whose windows it has read
 };
 
@@ -106,6 +109,9 @@ struct Segment::Header {
   int32_t nranks;
   std::atomic<int32_t> joined;
   std::atomic<int32_t> attached;  // ranks not yet left
+  // Bumped (and futex-woken, across processes) after every store a peer
+  // may wait for: waiters sleep on it instead of polling.
+  std::atomic<uint32_t> epoch;
 };
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock free");
@@ -113,8 +119,19 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must b
 namespace {
 size_t slots_offset() { return (sizeof(Segment::Header) + 63) / 64 * 64; }
 size_t windows_offset(int n) { return (slots_offset() + n * sizeof(Segment::Slot) + 4095) / 4096 * 4096; }
-size_t segment_size(int n) { return windows_offset(n) + static_cast<size_t>(n) * kWindow; }
+// n windows, then the reduced window.
+size_t segment_size(int n) { return windows_offset(n) + static_cast<size_t>(n + 1) * kWindow; }
 }  // namespace
+
+namespace {
+uint32_t* futex_word(void* base) { return reinterpret_cast<uint32_t*>(&static_cast<Segment::Header*>(base)->epoch); }
+}  // namespace
+
+// Wakes every rank waiting in wait_all, in any process.
+void Segment::notify() {
+  static_cast<Header*>(base_)->epoch.fetch_add(1, std::memory_order_acq_rel);
+  syscall(SYS_futex, futex_word(base_), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
 
 Segment::Slot& Segment::slot(int r) const {
   return reinterpret_cast<Slot*>(static_cast<char*>(base_) + slots_offset())[r];
@@ -213,6 +230,7 @@ ncclResult_t Segment::claim(int rank, int device) {
   auto* h = static_cast<Header*>(base_);
   h->attached.fetch_add(1, std::memory_order_acq_rel);
   h->joined.fetch_add(1, std::memory_order_release);
+  notify();
   return ncclSuccess;
 }
 
@@ -234,6 +252,7 @@ void Segment::unlink() { shm_unlink(name_.c_str()); }
 
 void Segment::leave(int rank, bool aborted) {
   slot(rank).gone.store(aborted ? 2 : 1, std::memory_order_release);
+  notify();
   if (static_cast<Header*>(base_)->attached.fetch_sub(1, std::memory_order_acq_rel) == 1) unlink();
 }
 
@@ -247,15 +266,19 @@ ncclResult_t Segment::wait_all(int me, const std::function<bool(int)>& ready, co
   const auto start = gpusim::Clock::now();
   const auto timeout = std::chrono::duration<double>(gpusim::config().nccl_timeout_s);
   auto next_check = start;
+  auto& epoch = static_cast<Header*>(base_)->epoch;
   for (int spins = 0;; ++spins) {
+    const uint32_t seen = epoch.load(std::memory_order_acquire);
     bool all = true;
     for (int r = 0; r < nranks_ && all; ++r) all = ready(r);
     if (all) return ncclSuccess;
-    if (spins < 200) {
+    if (spins < 20) {
       std::this_thread::yield();
       continue;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // Sleeps until a peer stores something (or 2 ms, to check on the peers).
+    struct timespec ts = {0, 2000000};
+    syscall(SYS_futex, futex_word(base_), FUTEX_WAIT, seen, &ts, nullptr, 0);
     auto now = gpusim::Clock::now();
     if (now < next_check) continue;
     next_check = now + std::chrono::milliseconds(5);
@@ -284,6 +307,7 @@ ncclResult_t Segment::collective(int rank, const Work& w, const std::function<bo
   me.call = {static_cast<int32_t>(w.kind), w.type, w.op, w.root, w.count};
   me.arrived_ns = now_ns();
   me.arrived.store(seq, std::memory_order_release);
+  notify();
   if (ncclResult_t r = wait_all(rank, [&](int p) { return slot(p).arrived.load(std::memory_order_acquire) >= seq; },
                                 stop, "waiting for the arrival", seq))
     return r;
@@ -308,17 +332,34 @@ ncclResult_t Segment::collective(int rank, const Work& w, const std::function<bo
       return r;
     if (len && writes) std::memcpy(window(rank), static_cast<const char*>(w.send) + off, len);
     me.written.store(step, std::memory_order_release);
+    notify();
     if (ncclResult_t r = wait_all(rank, [&](int p) { return slot(p).written.load(std::memory_order_acquire) >= step; },
                                   stop, "waiting for the data", seq))
       return r;
+    const bool reduces = w.kind == Kind::kAllReduce || w.kind == Kind::kReduce;
+    if (reduces) {
+      // Each rank reduces its share of the window into the shared result
+      // (the sum in rank order, as in process), then copies all of it:
+      // n times less CPU than every rank reducing everything.
+      const size_t elems = len / ts, share = (elems + nranks_ - 1) / nranks_;
+      const size_t first = std::min(elems, rank * share), count = std::min(elems, first + share) - first;
+      if (count) {
+        std::vector<const void*> in(nranks_);
+        for (int p = 0; p < nranks_; ++p) in[p] = window(p) + first * ts;
+        reduce_into(w.type, w.op, in, count, window(nranks_) + first * ts);
+      }
+      me.reduced.store(step, std::memory_order_release);
+      notify();
+      if (ncclResult_t r = wait_all(rank, [&](int p) { return slot(p).reduced.load(std::memory_order_acquire) >= step; },
+                                    stop, "waiting for the reduction", seq))
+        return r;
+    }
     if (len) {
-      std::vector<const void*> in(nranks_);
-      for (int p = 0; p < nranks_; ++p) in[p] = window(p);
       char* recv = static_cast<char*>(w.recv);
       switch (w.kind) {
-        case Kind::kAllReduce: reduce_into(w.type, w.op, in, len / ts, recv + off); break;
+        case Kind::kAllReduce: std::memcpy(recv + off, window(nranks_), len); break;
         case Kind::kReduce:
-          if (root) reduce_into(w.type, w.op, in, len / ts, recv + off);
+          if (root) std::memcpy(recv + off, window(nranks_), len);
           break;
         case Kind::kBroadcast: std::memcpy(recv + off, window(w.root), len); break;
         case Kind::kAllGather:
@@ -328,10 +369,12 @@ ncclResult_t Segment::collective(int rank, const Work& w, const std::function<bo
       }
     }
     me.consumed.store(step, std::memory_order_release);
+    notify();
   }
   if (std::getenv("GPUSIM_NCCL_DEBUG"))
-    std::fprintf(stderr, "gpusim: nccl: rank %d seq %llu waited %.3f ms for the last arrival\n", rank,
-                 static_cast<unsigned long long>(seq), (start_ns - me.arrived_ns) / 1e6);
+    std::fprintf(stderr, "gpusim: nccl: rank %d collective %llu: %.3f ms waiting for the last arrival, %.3f ms moving data\n",
+                 rank, static_cast<unsigned long long>(seq), (start_ns - me.arrived_ns) / 1e6,
+                 (now_ns() - start_ns) / 1e6);
   *end = gpusim::after(gpusim::Clock::time_point(std::chrono::nanoseconds(start_ns)), modeled_us(w, nranks_));
   if (!match) return fail(ncclInvalidUsage, "ranks called different collectives at one sequence number");
   return ncclSuccess;

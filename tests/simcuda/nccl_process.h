@@ -78,6 +78,7 @@ class Segment {
  private:
   Segment() = default;
   Slot& slot(int r) const;
+  void notify();
   char* window(int r) const;
   // Waits until `ready()` for the ranks in `who`; ncclRemoteError with one
   // stderr line when a peer left, died or timed out. `what` names the wait.

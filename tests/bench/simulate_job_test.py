@@ -12,7 +12,7 @@ summary, that each summary counts every step's all-reduce, that rank 2's collect
 clearly the smallest, and that each other rank's is larger by about the delay times the steps (wide
 margins: the host has two shared cores).
 
-Environment: BUILD_DIR (set by CMake).
+Environment: BUILD_DIR (set by CMake). Release only: sanitizer builds build no demo.
 """
 import glob
 import json
@@ -31,7 +31,7 @@ class SimulatedJob(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             cmd = [sys.executable, "-B", os.path.join(ROOT, "scripts", "simulate_job.py"),
                    "--build", os.environ["BUILD_DIR"], "--ranks", str(RANKS), "--ranks-per-node", "2",
-                   "--slow-rank", str(SLOW), "--slow-ms", str(SLOW_MS), "--steps", str(STEPS),
+                   "--slow-rank", str(SLOW), "--slow-ms", str(SLOW_MS), "--steps", str(STEPS), "--grad-mib", "1",
                    "--out", out, "--job-id", "ctest", "--conf", "collective_timing_every:1",
                    "--timeout", "240"]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=280)

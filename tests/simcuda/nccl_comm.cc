@@ -227,9 +227,16 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
       else r = seg->claim(rank, device);
     } else {
       r = Segment::join(id, nranks, rank, device, &seg);
+      if (r == ncclSystemError) {
+        // No shared memory here: ranks of this process can still meet.
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+          std::fprintf(stderr, "gpusim: nccl: %s: communicators stay within one process\n", t_last_error);
+        r = ncclSuccess;
+      }
     }
     if (r == ncclSuccess) {
-      registry().joins[{nullptr, key}].segment = seg;
+      if (seg) registry().joins[{nullptr, key}].segment = seg;
       r = arrive_locked({nullptr, key}, nranks, rank, {0, rank, device}, c);
     }
     if (r != ncclSuccess) {

@@ -10,9 +10,11 @@
 // communicator's collectives run through the segment: each rank publishes
 // its arrival (steady-clock ns, the same clock in every process) and its
 // call, waits for every peer, then the data moves through one 4 MiB window
-// per rank at a time (write, barrier, each rank computes its own output
-// from every window, barrier). The op's modeled time starts at the last
-// arrival, as in process: a late rank makes the others wait.
+// per rank at a time (write, barrier; for reductions each rank reduces its
+// 1/n share of the windows into a shared result, barrier; each rank copies
+// its output, barrier). Waiters sleep on a futex in the segment. The op's
+// modeled time starts at the last arrival, as in process: a late rank
+// makes the others wait.
 //
 // Waits are bounded: a peer that left (destroyed or aborted its comm), whose
 // process exited, or that does not arrive within GPUSIM_NCCL_TIMEOUT_S

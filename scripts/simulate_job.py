@@ -94,6 +94,8 @@ def main(argv=None):
     launcher = os.path.join(out, "launcher")
     rendezvous = os.path.join(launcher, "rendezvous")
     os.makedirs(rendezvous, exist_ok=True)
+    for stale in os.listdir(rendezvous):  # an earlier job's id would send ranks to a dead rendezvous
+        os.unlink(os.path.join(rendezvous, stale))
     job_id = a.job_id or time.strftime("sim-%Y%m%d-%H%M%S")
     cmd = [demo, "--world-from-env", "--steps", str(a.steps), "--warmup", str(a.warmup),
            "--grad-mib", str(a.grad_mib), "--hidden", str(a.hidden), "--batch", str(a.batch)]

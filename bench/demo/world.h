@@ -2,7 +2,9 @@
 // way torchrun starts one (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK), and
 // the NCCL unique id handed from rank 0 to every rank through a shared
 // folder (as a TCP store would: rank 0 writes it, then renames it into
-// place; the others poll for it).
+// place; the others poll for it). The file is named by the job id and
+// restart count: a folder reused by a job with the same names would hand
+// its ranks the old id, so a launcher gives each job a fresh folder.
 //
 // Used by train_loop.cc from main's thread only.
 #pragma once

@@ -27,6 +27,10 @@ namespace {
 
 // A fixed buffer, like the real library's (and trivially destructible).
 thread_local char t_last_error[1024];
+// The latest error of any thread: what a thread that saw none is told (an
+// op's failure is recorded on its stream's worker).
+std::mutex g_last_error_mu;
+char g_last_error[1024];
 
 constexpr unsigned kConfigMagic = 0xcafebeef;
 
@@ -252,6 +256,8 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
 
 ncclResult_t fail(ncclResult_t r, const std::string& msg) {
   std::snprintf(t_last_error, sizeof(t_last_error), "%s", msg.c_str());
+  std::lock_guard<std::mutex> l(g_last_error_mu);
+  std::snprintf(g_last_error, sizeof(g_last_error), "%s", msg.c_str());
   return r;
 }
 
@@ -308,7 +314,11 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
 }
 
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
-  (void)comm;  // per thread here; process-wide in the real library
+  (void)comm;  // per thread here, else the process's latest; process-wide in the real library
+  if (!t_last_error[0]) {
+    std::lock_guard<std::mutex> l(g_last_error_mu);
+    std::memcpy(t_last_error, g_last_error, sizeof(t_last_error));
+  }
   return t_last_error;
 }
 

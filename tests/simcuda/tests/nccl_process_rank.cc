@@ -6,7 +6,8 @@
 // sleeps `delay-ms` and runs one timed all-reduce. Prints
 //   "rank R ok timed_ms T"   (T: the timed all-reduce's GPU time, events)
 // or "rank R error <what>" and exits 1. Modes: "run"; "die": exits 3 right
-// after the init, never arriving at a collective.
+// after the init, never arriving at a collective; "one": only the first
+// all-reduce.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -91,7 +92,7 @@ void check_broadcast_and_all_gather(ncclComm_t comm, cudaStream_t s, int n) {
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    std::fprintf(stderr, "usage: nccl_process_rank <id-hex> <rank> <nranks> <delay-ms> <run|die>\n");
+    std::fprintf(stderr, "usage: nccl_process_rank <id-hex> <rank> <nranks> <delay-ms> <run|die|one>\n");
     return 2;
   }
   ncclUniqueId id{};
@@ -109,6 +110,12 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   cuda(cudaStreamCreate(&s), "cudaStreamCreate");
   check_all_reduce(comm, s, n, 1001);
+  if (mode == "one") {
+    nccl(ncclCommDestroy(comm), "ncclCommDestroy");
+    cuda(cudaStreamDestroy(s), "cudaStreamDestroy");
+    std::printf("rank %d ok\n", rank_);
+    return 0;
+  }
   check_all_reduce(comm, s, n, (5u << 20) / 4 + 3);  // two windows, the last partial
   check_broadcast_and_all_gather(comm, s, n);
   // Every rank is here at about the same time: the timed all-reduce starts

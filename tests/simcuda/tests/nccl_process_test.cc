@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,13 +43,17 @@ std::string hex(const ncclUniqueId& id) {
 }
 
 // Starts one process per rank (delays[r] ms before the timed all-reduce,
-// modes[r] "run" or "die") and waits for all, at most `limit`.
+// modes[r] "run", "die" or "one") and waits for all, at most `limit`. With
+// `given`, they are ranks first_rank.. of `nranks` of that id.
 std::vector<RankResult> run_job(const std::vector<int>& delays, const std::vector<std::string>& modes,
-                                std::chrono::seconds limit, const std::string& timeout_s = "60") {
+                                std::chrono::seconds limit, const std::string& timeout_s = "60",
+                                const ncclUniqueId* given = nullptr, int first_rank = 0, int nranks = 0) {
   const int n = static_cast<int>(delays.size());
   ncclUniqueId id;
-  EXPECT_EQ(ncclSuccess, ncclGetUniqueId(&id));
+  if (given) id = *given;
+  else EXPECT_EQ(ncclSuccess, ncclGetUniqueId(&id));
   const std::string id_hex = hex(id);
+  if (!given) nranks = n;
   char dir_template[] = "/tmp/gpusim-nccl-test-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
   std::vector<std::string> env_strings;
@@ -67,7 +72,7 @@ std::vector<RankResult> run_job(const std::vector<int>& delays, const std::vecto
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, (out + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::string args[] = {NCCL_PROCESS_RANK, id_hex, std::to_string(r), std::to_string(n),
+    std::string args[] = {NCCL_PROCESS_RANK, id_hex, std::to_string(first_rank + r), std::to_string(nranks),
                           std::to_string(delays[r]), modes[r]};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -140,6 +145,52 @@ TEST(NcclProcesses, TwoProcessesWithNoDelayTakeAboutTheModeledTime) {
     EXPECT_EQ(0, results[r].exit_code) << "rank " << r << ": " << results[r].out;
     EXPECT_GE(timed_ms(results[r]), 0) << results[r].out;
     EXPECT_LT(timed_ms(results[r]), 300) << results[r].out;  // 1 MiB: ~20 us modeled
+  }
+}
+
+TEST(NcclProcesses, TwoRanksInThisProcessAndTwoInOthers) {
+  // Ranks 0 and 1 are threads here (devices 0 and 1), 2 and 3 processes
+  // ("one": a single all-reduce of 1001 int32, checked).
+  ncclUniqueId id;
+  ASSERT_EQ(ncclSuccess, ncclGetUniqueId(&id));
+  const size_t count = 1001;
+  std::vector<std::vector<int32_t>> got(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      ASSERT_EQ(cudaSuccess, cudaSetDevice(r));
+      ncclComm_t comm = nullptr;
+      ASSERT_EQ(ncclSuccess, ncclCommInitRank(&comm, 4, id, r));
+      cudaStream_t s;
+      ASSERT_EQ(cudaSuccess, cudaStreamCreate(&s));
+      std::vector<int32_t> h(count);
+      for (size_t i = 0; i < count; ++i) h[i] = static_cast<int32_t>(r * 1000003 + i * 7 + 1);
+      int32_t* d = nullptr;
+      ASSERT_EQ(cudaSuccess, cudaMalloc(&d, count * 4));
+      ASSERT_EQ(cudaSuccess, cudaMemcpy(d, h.data(), count * 4, cudaMemcpyHostToDevice));
+      ASSERT_EQ(ncclSuccess, ncclAllReduce(d, d, count, ncclInt32, ncclSum, comm, s));
+      ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+      ncclResult_t async = ncclInternalError;
+      EXPECT_EQ(ncclSuccess, ncclCommGetAsyncError(comm, &async));
+      EXPECT_EQ(ncclSuccess, async);
+      ASSERT_EQ(cudaSuccess, cudaMemcpy(h.data(), d, count * 4, cudaMemcpyDeviceToHost));
+      got[r] = h;
+      cudaFree(d);
+      cudaStreamDestroy(s);
+      EXPECT_EQ(ncclSuccess, ncclCommDestroy(comm));
+    });
+  }
+  auto results = run_job({0, 0}, {"one", "one"}, std::chrono::seconds(100), "60", &id, 2, 4);
+  for (auto& t : threads) t.join();
+  for (size_t r = 0; r < results.size(); ++r)
+    EXPECT_EQ(0, results[r].exit_code) << "rank " << r + 2 << ": " << results[r].out;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(count, got[r].size());
+    for (size_t i = 0; i < count; ++i) {
+      int64_t want = 0;
+      for (int p = 0; p < 4; ++p) want += p * 1000003 + static_cast<int64_t>(i) * 7 + 1;
+      ASSERT_EQ(static_cast<int32_t>(want), got[r][i]) << "rank " << r << " at " << i;
+    }
   }
 }
 

@@ -48,6 +48,7 @@ struct Config {
   size_t device_bytes = 8ull << 30;  // GPUSIM_DEVICE_MEMORY (bytes; K/M/G suffix)
   bool no_driver = false;        // GPUSIM_NO_DRIVER=1: cuInit fails
   bool malloc_syncs = true;      // GPUSIM_MALLOC_SYNC=0: cudaMalloc does not wait for idle
+  double nccl_timeout_s = 60;    // GPUSIM_NCCL_TIMEOUT_S: a cross-process rank waits this long for a peer
 
   double pinned_h2d_gbps = 50;   // DMA, pinned host -> device
   double pinned_d2h_gbps = 50;   // DMA, device -> pinned host

@@ -23,7 +23,7 @@ main{padding:16px 28px;max-width:1160px}
 section{background:#fff;border:1px solid #dde1e6;border-radius:8px;padding:14px 18px;margin:0 0 16px}
 h2{font-size:17px;margin:0 0 10px}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin:0 0 16px}
-.card{background:#fff;border:1px solid #dde1e6;border-radius:8px;padding:10px 16px;min-width:150px}
+.card{flex:1;background:#fff;border:1px solid #dde1e6;border-radius:8px;padding:10px 14px;min-width:120px}
 .card b{display:block;font-size:24px}.card span{color:#5b6670;font-size:12px}
 .bad b{color:#c0392b}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
@@ -159,10 +159,8 @@ def render(rep):
                               "(share of wall)" % ("" if len(pr) <= MAX_BARS else ", mean over groups of ranks"),
                               highlight=hl))
     P.append("<p class=\"note\">Rank labels in red: stragglers (or groups holding one).</p>")
-    P.append("<table><tr><th>host blocked in CUDA calls</th><th>sum</th><th>min</th><th>p50</th><th>max</th>"
-             "<th>worst ranks</th></tr>%s</table>" % "".join(
-                 "<tr>%s</tr>" % "".join("<td>%s</td>" % _e(c) for c in row)
-                 for row in _dist_rows([(n, tl[k]) for k, n in CAT_NAMES])))
+    P.append(_table(["host blocked in CUDA calls", "sum", "min", "p50", "max", "worst ranks"],
+                    _dist_rows([(n, tl[k]) for k, n in CAT_NAMES])))
     if g:
         P.append(_table(["GPU idle", "sum", "min", "p50", "max", "worst ranks"], _dist_rows(
             [("idle", g["idle_s"])] + [(n, g["idle"][k]) for k, n in IDLE_NAMES if g["idle"][k]["sum"] > 0])))

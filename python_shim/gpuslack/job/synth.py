@@ -132,7 +132,7 @@ def _rank_doc(template, rank, n, args, rng, arrive_max, plan):
 
 
 def generate(templates, out_dir, n, seed=1, ranks_per_node=8, slow=(), throttled=(), restarted=(),
-             job_id="4242", expected_busbw=0.1, series_buckets=60):
+             job_id="4242", expected_busbw=0.3, series_buckets=60):
     """Writes n rank files into out_dir; returns their paths."""
     args = argparse.Namespace(ranks_per_node=ranks_per_node, slow=set(slow), throttled=set(throttled),
                               job_id=job_id, expected_busbw=expected_busbw, series_buckets=series_buckets)

@@ -133,8 +133,13 @@ def _call_sites(ranks, top=10):
             for k, v in order]
 
 
+HEAT_ROWS = 256          # rows of the GPU idle heatmap: ranks binned past this
+BAND_SAMPLE = 512        # ranks a memory band's p50 is taken from
+
+
 def _timeline(ranks):
-    """Per rank, GPU idle share and memory on one time grid (TIME_GRID columns)."""
+    """GPU idle share per rank (binned past HEAT_ROWS ranks) and memory bands
+    (p50 and max over ranks), on one time grid of TIME_GRID columns."""
     s = [r for r in ranks if r["series"]]
     if not s:
         return None
@@ -143,29 +148,43 @@ def _timeline(ranks):
         len(r["series"]["memory_used_bytes"]), 1) for r in s)
     step = end / TIME_GRID if end > 0 else 1.0
     t = [step * (i + 0.5) for i in range(TIME_GRID)]
+    index_cache = {}
 
     def sample(r, name):
         v, t0, dt = r["series"][name], r["series"]["t0_s"], r["series"]["interval_s"]
         if not v:
             return None
-        out = []
-        for x in t:
-            i = int((x - t0) / dt)
-            out.append(v[i] if 0 <= i < len(v) else None)
-        return out
+        idx = index_cache.get((t0, dt))
+        if idx is None:
+            idx = index_cache[(t0, dt)] = [int((x - t0) / dt) if x >= t0 else -1 for x in t]
+        n = len(v)
+        return [v[i] if 0 <= i < n else None for i in idx]
     idle = [(r["rank"], sample(r, "gpu_idle_share")) for r in s]
     idle = [(k, v) for k, v in idle if v]
-
-    def band(name):
-        rows = [v for v in (sample(r, name) for r in s) if v]
-        if not rows:
-            return None
+    rows = []
+    for a, b in stats.bins(len(idle), HEAT_ROWS) if idle else []:
+        group = idle[a:b]
         cols = []
         for i in range(TIME_GRID):
-            col = sorted(x[i] for x in rows if x[i] is not None)
-            cols.append({"p50": stats.percentile(col, 50), "max": col[-1]} if col else None)
-        return {"p50": [c["p50"] if c else None for c in cols], "max": [c["max"] if c else None for c in cols]}
-    return {"t_s": t, "step_s": step, "ranks": len(s), "idle_by_rank": idle,
+            vals = [v[i] for _, v in group if v[i] is not None]
+            cols.append(round(sum(vals) / len(vals), 4) if vals else None)
+        rows.append({"first_rank": group[0][0], "last_rank": group[-1][0], "gpu_idle_share": cols})
+
+    def band(name):
+        sampled = [v for v in (sample(r, name) for r in s) if v]
+        if not sampled:
+            return None
+        # p50 from at most BAND_SAMPLE ranks spread evenly (sorting every
+        # column of 4,096 ranks is most of a large merge); max from all.
+        every = max(1, len(sampled) // BAND_SAMPLE)
+        p50, mx = [], []
+        for i, col in enumerate(zip(*sampled)):
+            present = [x for x in col if x is not None]
+            mx.append(max(present) if present else None)
+            c = sorted(present[::every])
+            p50.append(stats.percentile(c, 50) if c else None)
+        return {"p50": p50, "max": mx}
+    return {"t_s": t, "step_s": step, "ranks": len(s), "idle_rows": rows,
             "memory_used_bytes": band("memory_used_bytes"), "reserved_bytes": band("reserved_bytes"),
             "allocated_bytes": band("allocated_bytes")}
 

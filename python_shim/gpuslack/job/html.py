@@ -12,7 +12,6 @@ from . import fmt, stats, svg
 from .text import CAT_NAMES, IDLE_NAMES
 
 MAX_BARS = 48
-MAX_HEAT_ROWS = 256
 TABLE_ROWS = 20
 
 CSS = """
@@ -193,21 +192,17 @@ def _timeline(rep, strag):
     if not t:
         return "<section><h2>Over time</h2><p class=\"warn\">No rank wrote figures over time (\"series\").</p></section>"
     out = ["<section id=\"over-time\"><h2>Over time</h2>"]
-    rows = t["idle_by_rank"]
+    rows = t["idle_rows"]
     if rows:
-        if len(rows) > MAX_HEAT_ROWS:
-            binned = []
-            for a, b in stats.bins(len(rows), MAX_HEAT_ROWS):
-                cols = []
-                for i in range(len(rows[0][1])):
-                    vals = [v[i] for _, v in rows[a:b] if v[i] is not None]
-                    cols.append(sum(vals) / len(vals) if vals else None)
-                binned.append(("%d-%d" % (rows[a][0], rows[b - 1][0]), cols))
-            rows, title = binned, "GPU idle over time, ranks in groups (mean)"
+        if all(r["first_rank"] == r["last_rank"] for r in rows):
+            labels = ["rank %d%s" % (r["first_rank"], " *" if r["first_rank"] in strag else "") for r in rows]
+            title = "GPU idle over time by rank (* straggler)"
         else:
-            rows, title = [("rank %d%s" % (k, " *" if k in strag else ""), v) for k, v in rows], \
-                "GPU idle over time by rank (* straggler)"
-        out.append(svg.heatmap(rows, t["t_s"][-1] + t["step_s"] / 2, title))
+            labels = ["%d-%d%s" % (r["first_rank"], r["last_rank"], " *" if any(
+                r["first_rank"] <= x <= r["last_rank"] for x in strag) else "") for r in rows]
+            title = "GPU idle over time, ranks in groups (mean; * holds a straggler)"
+        out.append(svg.heatmap(list(zip(labels, [r["gpu_idle_share"] for r in rows])),
+                               t["t_s"][-1] + t["step_s"] / 2, title))
     series = []
     for key, name, color in (("memory_used_bytes", "GPU memory used", "#2e86de"),
                              ("reserved_bytes", "allocator reserved", "#8e44ad"),

@@ -113,32 +113,31 @@ def _health(doc):
     return devs, ""
 
 
+def _floats(v):
+    """A list of numbers as floats; [] when it is not one."""
+    try:
+        return [float(x) for x in v] if isinstance(v, list) else []
+    except (TypeError, ValueError):
+        return []
+
+
 def _series(doc):
     s = doc.get("series")
     if not isinstance(s, dict) or not _num(s.get("interval_s")):
         return None
     idle, used = [], []
     for d in s.get("devices") or []:
-        if d.get("gpu_idle_share"):
-            idle.append([_num(x) for x in d["gpu_idle_share"]])
-        if d.get("memory_used_bytes"):
-            used.append([_num(x) for x in d["memory_used_bytes"]])
-
-    def mean_cols(rows):
-        if not rows:
-            return []
-        n = min(len(r) for r in rows)
-        return [sum(r[i] for r in rows) / len(rows) for i in range(n)]
-
-    def sum_cols(rows):
-        if not rows:
-            return []
-        n = min(len(r) for r in rows)
-        return [sum(r[i] for r in rows) for i in range(n)]
+        if isinstance(d, dict):
+            idle.append(_floats(d.get("gpu_idle_share")))
+            used.append(_floats(d.get("memory_used_bytes")))
+    idle, used = [x for x in idle if x], [x for x in used if x]
+    if len(idle) > 1:   # the mean over the rank's devices
+        idle = [[sum(col) / len(col) for col in zip(*idle)]]
+    if len(used) > 1:   # the sum over the rank's devices
+        used = [[sum(col) for col in zip(*used)]]
     return {"interval_s": _num(s["interval_s"]), "t0_s": _num(s.get("t0_s")),
-            "gpu_idle_share": mean_cols(idle), "memory_used_bytes": sum_cols(used),
-            "reserved_bytes": [_num(x) for x in s.get("reserved_bytes") or []],
-            "allocated_bytes": [_num(x) for x in s.get("allocated_bytes") or []]}
+            "gpu_idle_share": idle[0] if idle else [], "memory_used_bytes": used[0] if used else [],
+            "reserved_bytes": _floats(s.get("reserved_bytes")), "allocated_bytes": _floats(s.get("allocated_bytes"))}
 
 
 def _symbol(frame):
@@ -211,15 +210,41 @@ def extract(doc, path):
     }
 
 
+def _read_one(path):
+    """(path, Rank record or None, why skipped)."""
+    try:
+        return path, extract(_parse(path), path), ""
+    except Skipped as e:
+        return path, None, str(e)
+
+
+PARALLEL_FROM = 256     # files; fewer are read in this process
+
+
+def _read_all(files):
+    """Every file read and extracted: by a pool of processes (one per CPU, at
+    most 8) past PARALLEL_FROM files, since parsing JSON is most of a large
+    merge's time and each record sent back is a few KiB; in order."""
+    workers = min(8, os.cpu_count() or 1)
+    if len(files) >= PARALLEL_FROM and workers > 1:
+        try:
+            import multiprocessing
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                return pool.map(_read_one, files, chunksize=32)
+        except (OSError, ValueError, ImportError):
+            pass   # no fork or no pool here: read them in this process
+    return [_read_one(f) for f in files]
+
+
 def load(paths):
     """(ranks, skipped, notes): ranks sorted by rank, one per rank (latest
     restart); skipped [(file, reason)]; notes: lines about dropped restarts."""
     records, skipped = [], []
-    for path in expand(paths):
-        try:
-            records.append(extract(_parse(path), path))
-        except Skipped as e:
-            skipped.append((path, str(e)))
+    for path, rec, why in _read_all(expand(paths)):
+        if rec is None:
+            skipped.append((path, why))
+        else:
+            records.append(rec)
     by_rank, notes, unranked = {}, [], []
     for r in records:
         if r["rank"] < 0:

@@ -48,7 +48,7 @@ def run(paths, out=None, expected_busbw=0.0, stdout=sys.stdout, stderr=sys.stder
     try:
         os.makedirs(out, exist_ok=True)
         write_atomically(os.path.join(out, NAMES[0]), txt)
-        write_atomically(os.path.join(out, NAMES[1]), json.dumps(rep, indent=1, allow_nan=False) + "\n")
+        write_atomically(os.path.join(out, NAMES[1]), json.dumps(rep, separators=(",", ":"), allow_nan=False) + "\n")
         write_atomically(os.path.join(out, NAMES[2]), html.render(rep))
     except OSError as e:
         print("gpuslack merge: cannot write the report into %s: %s" % (out, e.strerror or e), file=stderr)

@@ -44,10 +44,10 @@ def legend(items, x, y, width):
     return out, cy
 
 
-def stacked_bars(bars, segments, title, width=1100, height=300, highlight=()):
+def stacked_bars(bars, segments, title, width=1100, height=320, highlight=()):
     """bars: [(label, {segment: share of wall})]; segments: [(key, name,
     color)]. One bar per entry, stacked to at most 100%."""
-    left, top, bottom = 46, 28, 60
+    left, top, bottom = 46, 28, 84
     ph = height - top - bottom
     pw = width - left - 12
     body = ['<text x="%d" y="16" font-weight="600">%s</text>' % (left, _e(title))]
@@ -58,7 +58,8 @@ def stacked_bars(bars, segments, title, width=1100, height=300, highlight=()):
     n = max(1, len(bars))
     slot = pw / n
     bw = max(1.0, slot * 0.8)
-    label_every = max(1, int(math.ceil(n / (pw / 34.0))))
+    widest = max([len(label) for label, _ in bars] or [1]) * 6.5 + 8
+    label_every = max(1, int(math.ceil(n * widest / pw)))
     for i, (label, shares) in enumerate(bars):
         x = left + i * slot + (slot - bw) / 2
         y = top + ph
@@ -72,11 +73,18 @@ def stacked_bars(bars, segments, title, width=1100, height=300, highlight=()):
             tip.append("%s %.1f%%" % (name, 100 * v))
         body.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="transparent"><title>%s</title></rect>' % (
             x, top, bw, ph, _e("\n".join(tip))))
-        if i % label_every == 0 or label in highlight:
-            body.append('<text x="%.1f" y="%d" text-anchor="middle"%s>%s</text>' % (
-                x + bw / 2, top + ph + 13, ' fill="#c0392b" font-weight="700"' if label in highlight else "",
+        lx, anchor = x + bw / 2, "middle"
+        if lx + len(label) * 3.3 > width:       # the last labels: kept inside the chart
+            lx, anchor = width - 2, "end"
+        if label in highlight and label_every > 1:
+            # a second row, so that a straggler's label never hides under another
+            body.append('<text x="%.1f" y="%d" text-anchor="%s" fill="#c0392b" font-weight="700">%s</text>' % (
+                lx, top + ph + 26, anchor, _e(label)))
+        elif i % label_every == 0 or label in highlight:
+            body.append('<text x="%.1f" y="%d" text-anchor="%s"%s>%s</text>' % (
+                lx, top + ph + 13, anchor, ' fill="#c0392b" font-weight="700"' if label in highlight else "",
                 _e(label)))
-    leg, _ = legend([(name, color) for _, name, color in segments], left, height - 22, pw)
+    leg, _ = legend([(name, color) for _, name, color in segments], left, top + ph + 44, pw)
     return _svg(width, height, body + leg, title)
 
 

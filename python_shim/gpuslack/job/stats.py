@@ -5,6 +5,7 @@ the ranks with the largest values; pure functions on lists, no state.
 Percentiles are nearest-rank (the value of a real rank, never an
 interpolation between two), so "p50 rank" always names a rank.
 """
+import heapq
 
 
 def percentile(sorted_values, q):
@@ -27,7 +28,8 @@ def distribution(pairs, worst=5, largest_is_worst=True):
         return {"n": 0, "min": 0.0, "p50": 0.0, "p90": 0.0, "max": 0.0, "mean": 0.0, "sum": 0.0, "worst": []}
     vals = sorted(v for _, v in pairs)
     total = sum(vals)
-    order = sorted(pairs, key=lambda p: (-p[1], p[0]) if largest_is_worst else (p[1], p[0]))
+    key = (lambda p: (-p[1], p[0])) if largest_is_worst else (lambda p: (p[1], p[0]))
+    order = heapq.nsmallest(worst, pairs, key=key) if worst else []
     return {"n": len(vals), "min": vals[0], "p50": percentile(vals, 50), "p90": percentile(vals, 90),
             "max": vals[-1], "mean": total / len(vals), "sum": total,
             "worst": [{"rank": r, "value": v} for r, v in order[:worst]]}

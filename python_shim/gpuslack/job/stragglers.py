@@ -17,6 +17,8 @@ Throttled GPUs (device_health: throttle reasons other than idle or
 application clocks, or a mean SM clock under 90% of the maximum) are listed
 and tied to the stragglers they explain. Pure functions; no state.
 """
+import heapq
+
 from . import stats
 
 MIN_RANKS = 3            # fewer ranks have no majority to compare against
@@ -114,8 +116,8 @@ def find(ranks, top=10):
     ranks_per_node = {}
     for r in ranks:
         ranks_per_node[r["host"]] = ranks_per_node.get(r["host"], 0) + 1
-    by_wait = sorted(ww, key=lambda k: (ww[k][0], k))[:top]
-    by_work = sorted(ww, key=lambda k: (-ww[k][1], k))[:top]
+    by_wait = heapq.nsmallest(top, ww, key=lambda k: (ww[k][0], k))
+    by_work = heapq.nsmallest(top, ww, key=lambda k: (-ww[k][1], k))
     return {
         "basis": basis, "ranks": len(ranks), "median_wait_s": med_wait, "median_work_s": med_work,
         "threshold_s": threshold,

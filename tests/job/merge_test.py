@@ -148,6 +148,21 @@ class Merge(unittest.TestCase):
         self.assertEqual(len([l for l in p.stderr.splitlines() if l.startswith("skipped ")]), 5)
         self.assertFalse(os.path.exists(os.path.join(bad, "job-report.html")))
 
+    def test_nan_and_members_of_the_wrong_type_are_skipped_not_fatal(self):
+        ranks = os.path.join(self.tmp, "ranks")
+        synth.generate([read_json(FIXTURES[0])], ranks, 3)
+        good = read_json(os.path.join(ranks, "gpuslack-4242-rank0.json"))
+        with open(os.path.join(ranks, "gpuslack-4242-rank8.json"), "w") as f:
+            f.write(json.dumps(dict(good, rank=8)).replace('"wall_s":', '"wall_s": NaN, "x":', 1))
+        with open(os.path.join(ranks, "gpuslack-4242-rank9.json"), "w") as f:
+            json.dump(dict(good, rank=9, job=dict(good["job"], rank=9), categories=[1, 2]), f)
+        p = merge(ranks)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("rank8.json: not JSON (NaN is not a number a summary holds)", p.stderr)
+        self.assertIn("rank9.json: not a gpuslack summary (a member of the wrong type", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+        self.assertEqual(read_json(os.path.join(ranks, "job-report.json"))["ranks"], 3)
+
     def test_the_schema_rejects_a_broken_report(self):
         ranks = os.path.join(self.tmp, "ranks")
         synth.generate([read_json(FIXTURES[0])], ranks, 3)

@@ -54,8 +54,10 @@ def _parse(path):
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Skipped("not JSON (not UTF-8 text)")
+    def no_constants(name):
+        raise ValueError("%s is not a number a summary holds" % name)
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=no_constants)
     except ValueError as e:
         if text.lstrip().startswith("{") and not text.rstrip().endswith("}"):
             raise Skipped("truncated JSON (ends after %d bytes, unclosed)" % len(raw))
@@ -213,9 +215,13 @@ def extract(doc, path):
 def _read_one(path):
     """(path, Rank record or None, why skipped)."""
     try:
-        return path, extract(_parse(path), path), ""
+        doc = _parse(path)
     except Skipped as e:
         return path, None, str(e)
+    try:
+        return path, extract(doc, path), ""
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+        return path, None, "not a gpuslack summary (a member of the wrong type: %s)" % e
 
 
 PARALLEL_FROM = 256     # files; fewer are read in this process

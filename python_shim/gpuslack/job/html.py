@@ -105,15 +105,15 @@ def _stragglers(rep):
                    "the others back; the others waited <b>%s</b> beyond the stragglers' own wait (%s of their wall "
                    "time). Nodes: %s.</p>" % (
                        len(s["stragglers"]), s["ranks"], fmt.seconds(s["cost_s"]), fmt.share(s["cost_share"]),
-                       _e(", ".join("%s (ranks %s)" % (n["node"], fmt.ranks(n["straggler_ranks"], 4))
+                       _e(", ".join("%s (rank%s %s)" % (n["node"], "s" if len(n["straggler_ranks"]) > 1 else "", fmt.ranks(n["straggler_ranks"], 4))
                                     for n in s["nodes"][:8]))))
         rows = [[x["rank"], x["node"], fmt.seconds(x["wait_s"]), fmt.seconds(x["behind_s"]), fmt.seconds(x["work_s"]),
                  "; ".join(x["causes"])] for x in s["stragglers"][:TABLE_ROWS]]
-        out.append(_table(["rank", "node", "collective wait", "below median", "GPU work", "cause"], rows))
+        out.append(_table(["rank", "node", "collective wait", "below median", "work", "cause"], rows))
     lw = ", ".join("%d (%s)" % (x["rank"], fmt.seconds(x["wait_s"])) for x in s["least_wait"][:8])
     mw = ", ".join("%d (%s)" % (x["rank"], fmt.seconds(x["work_s"])) for x in s["most_work"][:8])
-    out.append("<p class=\"note\">Least collective wait: %s. Most GPU work: %s. Median wait %s, threshold %s "
-               "(from %s).</p>" % (_e(lw), _e(mw), fmt.seconds(s["median_wait_s"]), fmt.seconds(s["threshold_s"]),
+    out.append("<p class=\"note\">Least collective wait: %s. Most work: %s. Median wait %s, threshold %s "
+               "(wait from %s; work: the rest of the GPU's busy time, else of the wall).</p>" % (_e(lw), _e(mw), fmt.seconds(s["median_wait_s"]), fmt.seconds(s["threshold_s"]),
                                    _e(s["basis"])))
     if s["throttled"]:
         rows = [[t["rank"], t["node"], ",".join(map(str, t["devices"])), fmt.share(t["clock_ratio_mean"]),

@@ -106,7 +106,7 @@ def find(ranks, top=10):
         if not causes:
             causes.append("GPU not throttled and no extra host-bound idle: more work on this rank (input imbalance?)"
                           if r["health"] is not None else
-                          "device health not measured (%s)" % r["health_missing"])
+                          "device health not measured: %s" % r["health_missing"])
         out_stragglers.append({"rank": r["rank"], "node": r["host"], "wait_s": w, "work_s": k,
                                "behind_s": med_wait - w, "work_excess_s": k - med_work,
                                "throttled": bool(t), "causes": causes})

@@ -87,7 +87,7 @@ def _stragglers(s):
             for n in s["nodes"][:8]))
         L.append("  cost to the others: %s of collective wait beyond the stragglers' own (%s of their wall time)" % (
             fmt.seconds(s["cost_s"]), fmt.share(s["cost_share"])))
-    L.append("  least collective wait: %s; most GPU work: %s" % (
+    L.append("  least collective wait: %s; most work: %s" % (
         ", ".join(str(x["rank"]) for x in s["least_wait"][:5]), ", ".join(str(x["rank"]) for x in s["most_work"][:5])))
     for t in s["throttled"][:10]:
         L.append("throttled GPU: rank %d on %s (device %s): SM clock %s of max, %s%s" % (

@@ -163,6 +163,23 @@ class Merge(unittest.TestCase):
         self.assertNotIn("Traceback", p.stderr)
         self.assertEqual(read_json(os.path.join(ranks, "job-report.json"))["ranks"], 3)
 
+    def test_names_from_the_files_are_escaped_in_the_html(self):
+        ranks = os.path.join(self.tmp, "ranks")
+        synth.generate([read_json(FIXTURES[0])], ranks, 3)
+        path = os.path.join(ranks, "gpuslack-4242-rank1.json")
+        doc = read_json(path)
+        evil = "<img src=x onerror=alert(1)>"
+        doc["host"] = doc["job"]["node"] = evil
+        doc["collectives"]["env"] = {"NCCL_ALGO": evil}
+        doc["call_sites"][0]["frames"][0] = evil + "+0x1 (app)"
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        self.assertEqual(merge(ranks).returncode, 0)
+        with open(os.path.join(ranks, "job-report.html")) as f:
+            page = f.read()
+        self.assertNotIn("<img", page)
+        self.assertIn("&lt;img src=x onerror=alert(1)&gt;", page)
+
     def test_the_schema_rejects_a_broken_report(self):
         ranks = os.path.join(self.tmp, "ranks")
         synth.generate([read_json(FIXTURES[0])], ranks, 3)

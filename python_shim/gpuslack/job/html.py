@@ -28,7 +28,8 @@ h2{font-size:17px;margin:0 0 10px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{padding:3px 10px;border-bottom:1px solid #eceef1;text-align:right;white-space:nowrap}
 th{background:#f0f2f5}td:first-child,th:first-child{text-align:left}
-td.l,th.l{text-align:left;white-space:normal}
+td.l,th.l,td:last-child{text-align:left;white-space:normal}
+td:last-child{min-width:8em}
 .straggler{background:#fdecea}
 .note{color:#5b6670;font-size:13px}
 .warn{color:#8a4b00;font-size:13px}

@@ -43,6 +43,27 @@ def make_rank_folder(folder):
     return {"ranks": RANKS, "slow": SLOW, "throttled": THROTTLED, "restarted": RESTARTED, "bad": bad}
 
 
+def simulated_job_folder(folder):
+    """The same job from real processes: scripts/simulate_job.py (issue 16's
+    multi-rank demo) runs RANKS demo ranks on the simulated device, rank SLOW
+    delayed each step and rank THROTTLED's device throttled (simulated
+    NVML), under the libgpuslack.so of GPUSLACK_SO. To use it, make
+    make_rank_folder return simulated_job_folder(folder). Tried on
+    2026-12-02 with h16-ranks' build (no device health there yet): rank 3
+    waited 0.34 s against a median of 0.77 s and was the one straggler."""
+    build = os.path.dirname(os.environ["GPUSLACK_SO"])
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "simulate_job.py"), "--build", build,
+                        "--ranks", str(RANKS), "--ranks-per-node", "4", "--slow-rank", str(SLOW), "--slow-ms", "40",
+                        "--throttle-rank", str(THROTTLED), "--job-id", "4242", "--out", folder,
+                        # every collective timed: one in 8 over a dozen steps is too few to rank by
+                        "--conf", "collective_timing_every:1"],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("simulate_job.py failed: " + r.stdout[-2000:] + r.stderr[-2000:])
+    bad = synth.write_bad_files(folder, read_json(FIXTURES[0]))
+    return {"ranks": RANKS, "slow": SLOW, "throttled": THROTTLED, "restarted": None, "bad": bad}
+
+
 def merge(*args):
     env = dict(os.environ, PYTHONPATH=SHIM, PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run([sys.executable, "-m", "gpuslack", "merge"] + list(args), env=env,
@@ -89,9 +110,10 @@ class Merge(unittest.TestCase):
         self.assertEqual([(t["rank"], t["straggler"]) for t in s["throttled"]], [(job["throttled"], True)])
         self.assertGreater(s["cost_s"], 0)
         self.assertEqual(s["least_wait"][0]["rank"], job["slow"])
-        self.assertEqual(len(rep["files"]["notes"]), 1)           # the restarted rank's older file
-        self.assertIn("rank %d" % job["restarted"], rep["files"]["notes"][0])
-        self.assertEqual(next(r for r in rep["per_rank"] if r["rank"] == job["restarted"])["restart"], 1)
+        if job["restarted"] is not None:
+            self.assertEqual(len(rep["files"]["notes"]), 1)           # the restarted rank's older file
+            self.assertIn("rank %d" % job["restarted"], rep["files"]["notes"][0])
+            self.assertEqual(next(r for r in rep["per_rank"] if r["rank"] == job["restarted"])["restart"], 1)
         # The text: on stdout and in the file, naming the stragglers and their nodes.
         with open(os.path.join(out, "job-report.txt")) as f:
             self.assertEqual(f.read(), p.stdout)

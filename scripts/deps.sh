@@ -51,6 +51,8 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# chromium: the job report's HTML, opened headless by tests/job/html_test.py (Release).
+dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q 'install ok installed' || missing+=(chromium)
 
 need_sources=0
 [ -f "$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE/.done" ] || need_sources=1

@@ -20,8 +20,8 @@
 //     step (CPU work with no CUDA call in flight, as a data loader's image
 //     decoding in the training process): the GPU idles, host-bound.
 //
-// Multi-process mode (automatic when WORLD_SIZE is set, or
-// --world-from-env): one rank per process, as torchrun starts them (RANK,
+// Multi-process mode (with a rendezvous folder, --rendezvous DIR or
+// TRAIN_LOOP_RENDEZVOUS, or --world-from-env): one rank per process, as torchrun starts them (RANK,
 // LOCAL_RANK: the device, WORLD_SIZE, GROUP_RANK), the NCCL id handed over
 // through a shared folder (--rendezvous DIR or TRAIN_LOOP_RENDEZVOUS;
 // world.h), a synchronous data-parallel loop whose all-reduce couples the

@@ -16,7 +16,7 @@
 namespace demo {
 
 struct World {
-  bool on = false;      // WORLD_SIZE set (or --world-from-env)
+  bool on = false;      // a rendezvous folder given (or --world-from-env)
   int rank = 0;         // RANK
   int local_rank = 0;   // LOCAL_RANK: this process's device
   int size = 1;         // WORLD_SIZE

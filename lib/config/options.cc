@@ -135,6 +135,7 @@ Options secure_options() {
   o.text_summary = "stderr";
   o.nvtx = false;
   o.gpu_timeline = "off";  // no library loaded from paths the environment names
+  o.prometheus_dir.clear();
   return o;
 }
 

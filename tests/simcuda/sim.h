@@ -74,6 +74,7 @@ struct Config {
   // from host to device of a memory block of 64 KB or less"); 0: every
   // pageable copy drains (Runtime API, "API synchronization behavior").
   size_t pageable_async_bytes = 64 << 10;
+  double nccl_timeout_s = 60;    // GPUSIM_NCCL_TIMEOUT_S: a cross-process rank waits this long for a peer
 
   double pinned_h2d_gbps = 50;   // DMA, pinned host -> device
   double pinned_d2h_gbps = 50;   // DMA, device -> pinned host

@@ -7,9 +7,9 @@
 // pointer are the real lookup's. Not timed, not in the ledger, no session
 // started: the hooks handed out do that when they are called.
 //
-// dlsym and dlvsym are not interposed: a program that looks a driver
-// function up with dlsym on a handle of libcuda.so.1 gets the driver's own
-// (README, "What is hooked", says what that leaves unseen and why).
+// dlsym and dlvsym on a handle of libcuda.so.1 hand out the same hooks
+// (dl_hooks.cc), under the same rule (Note [Only the function the hook
+// forwards to]).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 

@@ -19,7 +19,9 @@
 //
 // What is handed out, and when (dlsym_by_handle):
 //   - the lookup fails: its NULL, and dlerror() is the real lookup's;
-//   - the name is no exported row of driver_hook_table.h: the real pointer;
+//   - the name is no exported row of driver_hook_table.h and none of the
+//     driver's lookups (cuGetProcAddress_v2, cuGetProcAddress: their
+//     answers then go through entry_points.cc too): the real pointer;
 //   - the real lookup's pointer is not the driver's exported function of
 //     that name, as gpuslack resolves it (Note [Only the function the hook
 //     forwards to], entry_points.cc: another tool's wrapper, another copy of
@@ -73,6 +75,7 @@ const char* base_name(const char* path) {
 template <typename Again>
 void* by_handle(const char* name, void* real, void* caller, Again again) {
   void* hook = driver_hook(name);
+  if (!hook) hook = entry_point_hook(name);
   if (!hook) return real;
   Dl_info who{}, what{};
   if (dladdr(caller, &who) && who.dli_fname &&

@@ -26,6 +26,13 @@ void* driver_hook(const char* exported);
 // and there is one), or nullptr when that variant is not hooked.
 const char* hooked_driver_variant(const char* base, int cuda_version, bool per_thread);
 
+// gpuslack's interposed lookup of the driver's exported `exported`
+// ("cuGetProcAddress_v2", "cuGetProcAddress"), or nullptr: what dlsym on
+// libcuda.so.1's handle hands out for it (dl_hooks.cc), so that a program
+// or a statically linked runtime that finds cuGetProcAddress that way and
+// everything else through it is seen. Defined in entry_points.cc.
+void* entry_point_hook(const char* exported);
+
 // What a lookup of `base` that found `real` hands out: gpuslack's hook of
 // hooked_driver_variant(...), else `real` unchanged.
 void* entry_point_for(const char* base, int cuda_version, bool per_thread, void* real);

@@ -39,8 +39,6 @@ inline void print_lookups(void* cuda) {
   std::printf("same: dlvsym missing -> %p, %s\n", p, error_text());
   p = dlsym(cuda, "cuDeviceGetName");
   std::printf("same: dlsym unhooked cuDeviceGetName -> %s, %s\n", object_of(p), error_text());
-  p = dlsym(cuda, "cuGetProcAddress_v2");
-  std::printf("same: dlsym cuGetProcAddress_v2 -> %s, %s\n", object_of(p), error_text());
   p = dlsym(cuda, "c");
   std::printf("same: dlsym c -> %p, %s\n", p, error_text());
   p = dlsym(cuda, "cu");
@@ -51,6 +49,8 @@ inline void print_lookups(void* cuda) {
   p = dlsym(cuda, "cuMemAlloc_v2");
   std::printf("same: the error after a hooked lookup: %s\n", error_text());
   std::printf("hooked: dlsym cuMemAlloc_v2 -> %s\n", object_of(p));
+  p = dlsym(cuda, "cuGetProcAddress_v2");
+  std::printf("hooked: dlsym cuGetProcAddress_v2 -> %s\n", object_of(p));
   p = dlvsym(cuda, "cuMemAlloc_v2", "GLIBC_2.2.5");
   std::printf("same: dlvsym cuMemAlloc_v2 at a version it has not -> %p, %s\n", p, error_text());
   p = dlsym(RTLD_DEFAULT, "cuNoSuchFunction");

@@ -17,7 +17,9 @@
 // iteration also makes one cudaMalloc/cudaFree of 8 MiB (under
 // allocator:vmm, gpuslack's own VMM calls, which must not be counted as the
 // program's). With --dlsym, every driver function is found by dlsym on the
-// handle of libcuda.so.1, by its exported name, and the lookups whose answer
+// handle of libcuda.so.1, by its exported name (cuMemsetD32Async through the
+// cuGetProcAddress_v2 found so, as a statically linked runtime finds
+// everything), and the lookups whose answer
 // must not change under gpuslack are printed ("same: ..." lines, with
 // dlerror()'s text; dlsym_probe.h) beside the object each hooked lookup's
 // pointer lies in ("hooked: ..."). Prints
@@ -68,7 +70,8 @@ const char* exported_name(const char* base, int version, cuuint64_t flags) {
 
 template <typename Fn>
 Fn find(const char* name, int version = 13000, cuuint64_t flags = 0) {
-  if (g_by_dlsym) {
+  // cuMemsetD32Async through the cuGetProcAddress_v2 that dlsym found.
+  if (g_by_dlsym && std::strcmp(name, "cuMemsetD32Async") != 0) {
     const char* exported = exported_name(name, version, flags);
     void* f = dlsym(g_cuda, exported);
     if (!f) die(exported, 0);
@@ -104,8 +107,9 @@ int main(int argc, char** argv) {
   g_cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (!g_cuda) die(dlerror(), 0);
   if (g_by_dlsym) dlsym_probe::print_lookups(g_cuda);
-  // What the process resolves the name to: gpuslack's hook when preloaded.
-  g_get = reinterpret_cast<GetProc>(dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
+  // What the process resolves the name to (gpuslack's hook when preloaded);
+  // with --dlsym, what libcuda.so.1's handle gives (gpuslack's too).
+  g_get = reinterpret_cast<GetProc>(dlsym(g_by_dlsym ? g_cuda : RTLD_DEFAULT, "cuGetProcAddress_v2"));
   if (!g_get) die("cuGetProcAddress_v2", 0);
   if (via_runtime) {
     if (!dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL)) die(dlerror(), 0);

@@ -7,9 +7,9 @@
 // pointer are the real lookup's. Not timed, not in the ledger, no session
 // started: the hooks handed out do that when they are called.
 //
-// dlsym and dlvsym are not interposed: a program that looks a driver
-// function up with dlsym on a handle of libcuda.so.1 gets the driver's own
-// (README, "What is hooked", says what that leaves unseen and why).
+// dlsym and dlvsym on a handle of libcuda.so.1 hand out the same hooks
+// (dl_hooks.cc), under the same rule (Note [Only the function the hook
+// forwards to]).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -124,6 +124,11 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* 
   return r;
 }
 
+// For dlsym on libcuda.so.1's handle (entry_point_hook): this library's own
+// definition, whatever the global scope would resolve the name to.
+__attribute__((visibility("hidden"), alias("cuGetProcAddress_v2"))) CUresult gpuslack_own_cuGetProcAddress_v2(
+    const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+
 }  // extern "C"
 
 namespace {
@@ -196,5 +201,15 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress(const char* sym
     *pfn = entry_point_for(symbol, cuda_version, flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, *pfn);
   return r;
 }
+__attribute__((visibility("hidden"), alias("cuGetProcAddress"))) CUresult gpuslack_own_cuGetProcAddress(const char*,
+                                                                                                        void**, int,
+                                                                                                        cuuint64_t);
 
 }  // extern "C"
+
+void* gpuslack::interpose::entry_point_hook(const char* exported) {
+  if (!exported) return nullptr;
+  if (std::strcmp(exported, "cuGetProcAddress_v2") == 0) return reinterpret_cast<void*>(&gpuslack_own_cuGetProcAddress_v2);
+  if (std::strcmp(exported, "cuGetProcAddress") == 0) return reinterpret_cast<void*>(&gpuslack_own_cuGetProcAddress);
+  return nullptr;
+}

@@ -6,6 +6,7 @@
 // that exact variant instead of the driver's pointer, so that a program
 // that calls the driver only through such pointers (PyTorch's expandable
 // segments, JAX/XLA, Triton) is seen as one that calls the exported names.
+// dl_hooks.cc does the same for dlsym/dlvsym on a handle of libcuda.so.1.
 //
 // Not to be included outside interpose/.
 //
@@ -24,6 +25,13 @@ void* driver_hook(const char* exported);
 // version is at most `cuda_version`; the per-thread one when `per_thread`
 // and there is one), or nullptr when that variant is not hooked.
 const char* hooked_driver_variant(const char* base, int cuda_version, bool per_thread);
+
+// gpuslack's interposed lookup of the driver's exported `exported`
+// ("cuGetProcAddress_v2", "cuGetProcAddress"), or nullptr: what dlsym on
+// libcuda.so.1's handle hands out for it (dl_hooks.cc), so that a program
+// or a statically linked runtime that finds cuGetProcAddress that way and
+// everything else through it is seen. Defined in entry_points.cc.
+void* entry_point_hook(const char* exported);
 
 // What a lookup of `base` that found `real` hands out: gpuslack's hook of
 // hooked_driver_variant(...), else `real` unchanged.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "cuda/real_dl.h"
 #include "cuda/runtime_symbols.h"
 
 namespace gpuslack {
@@ -39,7 +40,7 @@ int loaded_runtime(std::string* path) {
 
 template <typename Fn>
 bool resolve(void* lib, const char* name, Fn* slot, bool required, std::string* why) {
-  *slot = reinterpret_cast<Fn>(dlsym(lib, name));
+  *slot = reinterpret_cast<Fn>(real_dlsym(lib, name));
   if (!*slot && required) *why = *g_path + " has no " + name;
   return *slot != nullptr || !required;
 }
@@ -58,7 +59,7 @@ void* open_cupti(std::string* path, std::string* tried) {
       *path = candidate;
       Dl_info info{};
       // The loader's own search: name the file it found.
-      if (void* any = dlsym(h, "cuptiGetTimestamp"); any && dladdr(any, &info) && info.dli_fname)
+      if (void* any = real_dlsym(h, "cuptiGetTimestamp"); any && dladdr(any, &info) && info.dli_fname)
         *path = info.dli_fname;
       return h;
     }

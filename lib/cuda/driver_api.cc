@@ -1,4 +1,5 @@
 #include "cuda/driver_api.h"
+#include "cuda/real_dl.h"
 
 #include <dlfcn.h>
 
@@ -15,7 +16,7 @@ std::string* g_why = nullptr;
 
 template <typename Fn>
 bool resolve(void* lib, const char* name, Fn* slot, std::string* why) {
-  *slot = reinterpret_cast<Fn>(dlsym(lib, name));
+  *slot = reinterpret_cast<Fn>(real_dlsym(lib, name));
   if (!*slot) *why = std::string("libcuda.so.1 has no ") + name;
   return *slot != nullptr;
 }

@@ -1,4 +1,5 @@
 #include "cuda/runtime_symbols.h"
+#include "cuda/real_dl.h"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -114,7 +115,7 @@ const char* library_prefix(Library lib) {
 
 RuntimeSymbol find_symbol(Library lib, const char* name) {
   RuntimeSymbol r;
-  if (void* p = dlsym(RTLD_NEXT, name); p && !is_self(p)) {
+  if (void* p = real_dlsym(RTLD_NEXT, name); p && !is_self(p)) {
     r.address = p;
     r.found_by = FoundBy::kRtldNext;
     Dl_info info{};
@@ -123,7 +124,7 @@ RuntimeSymbol find_symbol(Library lib, const char* name) {
   }
   const char* path = nullptr;
   if (void* h = loaded_library(lib, &path)) {
-    if (void* p = dlsym(h, name); p && !is_self(p)) {
+    if (void* p = real_dlsym(h, name); p && !is_self(p)) {
       r.address = p;
       r.found_by = FoundBy::kLoadedLibrary;
       r.library = path;

@@ -3,7 +3,14 @@
 // threads on several streams, once against the simulated runtime alone and
 // once through gpuslack's hooks in one configuration, and compares every
 // return code, last error, errno, byte of memory and, at barriers, free
-// device memory (compare.h has the rules).
+// device memory (compare.h has the rules). About one op in seven goes
+// through the driver API instead (issue 18): the runtime's memsets, copies
+// and synchronizations made as cuMemsetD8/D32, cuMemcpyHtoD/DtoH/DtoD (and
+// Async, _ptds/_ptsz), cuStreamSynchronize and cuCtxSynchronize, and
+// self-contained cuMemAlloc_v2/cuMemFree_v2 and VMM rounds (cuMemCreate,
+// cuMemAddressReserve, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease),
+// valid and invalid (NULL, freed, interior and bogus pointers, ranges past
+// the end, bogus streams and handles); generator_driver.cc, executor_driver.cc.
 //
 //   gpuslack_differential --mode vmm --seeds 1-3            (what CI runs, per mode)
 //   gpuslack_differential --mode all --random --duration 600 (the long run:
@@ -37,6 +44,11 @@
 //     simulated runtime refuses them, the VMM allocator (one heap for both)
 //     accepts them, and real CUDA allows at least the first (an NVIDIA
 //     engineer in cupy/cupy#4537);
+//   - under allocator:vmm, driver copies and memsets (cuMemcpy*, cuMemsetD*)
+//     whose device range runs past the end of a runtime allocation: inside
+//     one of the VMM allocator's blocks the driver sees a mapped range and
+//     succeeds (interpose/driver_hook_table.h: mixing the two APIs on one
+//     pointer is not supported under allocator:vmm; generator_driver.cc);
 //   - copies and memsets past the end of a pinned block: the simulated
 //     runtime refuses them, gpuslack's pinned heap (whose blocks lie inside
 //     its chunks) does not, and no point of issue 11 covers them yet; off
@@ -389,7 +401,9 @@ int main(int argc, char** argv) {
 
   Apis apis;
   apis.gpuslack = in_process::gpuslack(conf.c_str());
-  if (!apis.runtime.load(dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD)) || !apis.hooks.load(apis.gpuslack)) {
+  if (!apis.runtime.load(dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD)) || !apis.hooks.load(apis.gpuslack) ||
+      !apis.runtime.load_driver(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) ||
+      !apis.hooks.load_driver(apis.gpuslack)) {
     std::fprintf(stderr, "gpuslack_differential: cannot load the runtime or libgpuslack.so: %s\n", dlerror());
     return 2;
   }

@@ -423,7 +423,9 @@ cudaStream_t stream_of(const ThreadState& t, Ctx c, bool ptsz) {
 }
 
 bool run_op(ThreadState& t, const Op& op, Result* r) {
+  if (op.driver) return run_driver(t, op, r);
   switch (op.kind) {
+    case OpKind::kDriverAlloc: case OpKind::kDriverVmm: return run_driver(t, op, r);
     case OpKind::kMalloc: case OpKind::kMallocAsync: case OpKind::kMallocFromPool: case OpKind::kMallocPitch:
     case OpKind::kMalloc3D: case OpKind::kMallocManaged: case OpKind::kMallocHost: case OpKind::kHostAlloc:
     case OpKind::kPageable:

@@ -44,6 +44,8 @@ cudaStream_t stream_of(const ThreadState& t, Ctx c, bool ptsz);
 // Runs one op (never kBarrier) into *r; false if it had to be skipped.
 bool run_op(ThreadState& t, const Op& op, Result* r);
 bool run_edge(ThreadState& t, const Op& op, Result* r);  // kAllocEdge (executor_edges.cc)
+// Driver ops: Op::driver, kDriverAlloc, kDriverVmm (executor_driver.cc).
+bool run_driver(ThreadState& t, const Op& op, Result* r);
 
 // An out-parameter's value before the call (Result::v[0] tells whether the
 // call cleared it, set it, or left it), and handles nothing has.

@@ -23,6 +23,7 @@ void ThreadGen::prologue() {
 }
 
 void ThreadGen::random_op() {
+  if (rng_.chance(14)) return driver_op();
   const uint64_t r = rng_.below(100);
   if (r < 14) return alloc();
   if (r < 22) return free_op();
@@ -71,6 +72,7 @@ void ThreadGen::epilogue() {
 }
 
 void ThreadGen::emit(Op op) {
+  if (driver_) to_driver(&op);
   op.clear_error = rng_.chance(85);
   std::string note;
   for (const Ref* ref : {&op.dst, &op.src}) note_slot(ref->slot, &note);

@@ -184,10 +184,23 @@ class ThreadGen {
 
   void edge();
 
+  // --------------------------------------------------- the driver API --
+  // (generator_driver.cc)
+
+  // One op through the driver: a memset, copy or synchronization made as
+  // the runtime's are, then turned into its driver call (every op emitted
+  // meanwhile is, where it has one: the synchronizations it needs too), or
+  // a self-contained allocation or VMM round.
+  void driver_op();
+  // Turns `op` into its driver call where it has one (in emit, while
+  // driver_ is set).
+  void to_driver(Op* op);
+
   Rng rng_;
   std::vector<SlotModel> slots_;
   SlotModel stack_;
   bool pinned_overruns_;
+  bool driver_ = false;  // driver_op is making its op
   std::vector<Op> ops_;
 };
 

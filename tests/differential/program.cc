@@ -102,6 +102,28 @@ std::string entry(const char* base, const Op& op, bool sync_suffix_ptds) {
 
 }  // namespace
 
+std::string driver_entry(const Op& op) {
+  const bool async = op.variant >= 2;
+  std::string s;
+  switch (op.kind) {
+    case OpKind::kMemset:
+      s = op.flags == 32 ? "cuMemsetD32" : "cuMemsetD8";
+      s += async ? "Async" : "_v2";
+      break;
+    case OpKind::kMemcpy:
+      s = op.copy_kind == cudaMemcpyHostToDevice   ? "cuMemcpyHtoD"
+          : op.copy_kind == cudaMemcpyDeviceToHost ? "cuMemcpyDtoH"
+                                                   : "cuMemcpyDtoD";
+      s += async ? "Async_v2" : "_v2";
+      break;
+    case OpKind::kStreamSync: s = "cuStreamSynchronize"; break;
+    case OpKind::kDeviceSync: return op.variant ? "cuCtxSynchronize_v2" : "cuCtxSynchronize";
+    default: return "?";
+  }
+  if (op.ptsz) s += async || op.kind == OpKind::kStreamSync ? "_ptsz" : "_ptds";
+  return s;
+}
+
 std::string describe(const Op& op) {
   char buf[512];
   const auto n = static_cast<unsigned long long>(op.n), h = static_cast<unsigned long long>(op.height);
@@ -109,7 +131,33 @@ std::string describe(const Op& op) {
   const char* ctx = ctx_name(op.ctx);
   const std::string d = ref(op.dst), s = ref(op.src);
   const char* ps = op.ptsz ? "_ptsz" : "";
-  switch (op.kind) {
+  static const char* const kAllocCases[] = {
+      "cuMemAlloc_v2 + cuMemsetD32_v2 + cuMemcpyDtoH_v2 + cuMemFree_v2", "cuMemAlloc_v2(NULL, n)",
+      "cuMemAlloc_v2(&p, 0)", "cuMemAlloc_v2(&p, 1<<50)", "cuMemFree_v2(0)", "cuMemFree_v2(interior)",
+      "cuMemFree_v2 twice", "cuMemFree_v2(0x1000)"};
+  static const char* const kVmmCases[] = {
+      "VMM round (reserve, create, map, set access, memset, read, unmap, release, free)",
+      "cuMemMap(reserved, bogus handle)", "cuMemRelease twice", "cuMemSetAccess(unmapped)",
+      "cuMemCreate(granule + 1)", "cuMemUnmap(unmapped)"};
+  if (op.driver) {
+    const std::string e = driver_entry(op);
+    if (op.kind == OpKind::kMemset)
+      std::snprintf(buf, sizeof buf, "%s(%s, %d, %llu%s%s)", e.c_str(), d.c_str(), op.value, n,
+                    op.variant >= 2 ? ", " : "", op.variant >= 2 ? ctx : "");
+    else if (op.kind == OpKind::kMemcpy)
+      std::snprintf(buf, sizeof buf, "%s(%s, %s, %llu%s%s)", e.c_str(), d.c_str(), s.c_str(), n,
+                    op.variant >= 2 ? ", " : "", op.variant >= 2 ? ctx : "");
+    else if (op.kind == OpKind::kStreamSync)
+      std::snprintf(buf, sizeof buf, "%s(%s)", e.c_str(), ctx);
+    else
+      std::snprintf(buf, sizeof buf, "%s()", e.c_str());
+  } else switch (op.kind) {
+    case OpKind::kDriverAlloc:
+      std::snprintf(buf, sizeof buf, "%s [n=%llu]", kAllocCases[op.variant % 8], n);
+      break;
+    case OpKind::kDriverVmm:
+      std::snprintf(buf, sizeof buf, "%s [%llu granules]", kVmmCases[op.variant % 6], n);
+      break;
     case OpKind::kMalloc: std::snprintf(buf, sizeof buf, "cudaMalloc(&%s, %llu)", d.c_str(), n); break;
     case OpKind::kMallocAsync:
       std::snprintf(buf, sizeof buf, "cudaMallocAsync%s(&%s, %llu, %s)", ps, d.c_str(), n, ctx);

@@ -81,6 +81,12 @@ enum class OpKind : uint8_t {
   // Streams and synchronization.
   kStreamCreate, kStreamDestroy,  // own stream `variant` (0..kOwnStreams-1)
   kStreamSync, kDeviceSync, kEventSync, kHostFunc, kWaitEvent, kMemGetInfo, kIpcHandle,
+  // Through the driver API only (executor_driver.cc), each self-contained:
+  // cuMemAlloc_v2 / cuMemsetD32_v2 / cuMemcpyDtoH_v2 / cuMemFree_v2 rounds,
+  // valid or not (variant: DriverAllocCase), and VMM rounds (cuMemCreate,
+  // cuMemAddressReserve, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease;
+  // variant: DriverVmmCase) on memory no slot holds.
+  kDriverAlloc, kDriverVmm,
   // The harness's own actions, through the runtime's own functions in both
   // runs (never the hooks): fill a host range from the seed, initialize a
   // new buffer, read a buffer back.
@@ -100,6 +106,15 @@ enum class EdgeCase : uint8_t {
   kIpcNullHandle, kEventSyncNull, kHostFuncNull, kBatchEmpty, kBatchNullArrays,
   kFreeAsyncBogusStream, kPeerBadDevice,
   kCount,
+};
+
+// kDriverAlloc's cases.
+enum class DriverAllocCase : uint8_t {
+  kRound, kNullOut, kZero, kHuge, kFreeNull, kFreeInterior, kDoubleFree, kFreeBogus, kCount,
+};
+// kDriverVmm's cases.
+enum class DriverVmmCase : uint8_t {
+  kRound, kMapBogusHandle, kReleaseTwice, kAccessUnmapped, kCreateOddSize, kUnmapUnmapped, kCount,
 };
 
 // One side of a copy or a memset target: a slot and offset, or a bogus
@@ -127,6 +142,12 @@ struct Op {
   bool clear_error = true;    // cudaGetLastError after it (else only peeked)
   bool exclusive = false;     // no other thread runs an op meanwhile
   bool not_under_vmm = false; // a documented difference under allocator:vmm: skipped there
+  // kMemset (1D), kMemcpy (1D), kStreamSync, kDeviceSync through the driver
+  // API instead (executor_driver.cc): cuMemsetD8/D32 (flags: 8 or 32),
+  // cuMemcpyHtoD/DtoH/DtoD by the slots' sides, cuStreamSynchronize,
+  // cuCtxSynchronize; variant and ptsz pick the entry point as for the
+  // runtime's (_ptds/_ptsz, Async).
+  bool driver = false;
   Ref dst, src;               // dst: the one slot of single-target ops (allocate, free, memset, ...)
   uint64_t n = 0;             // bytes (1D), width (2D), or allocation size
   uint64_t height = 1;
@@ -159,5 +180,7 @@ std::string describe(const Op& op);
 const char* ctx_name(Ctx c);
 const char* kind_name(BufKind k);
 const char* edge_name(EdgeCase e);
+// The driver call a driver op makes, e.g. "cuMemcpyHtoDAsync_v2_ptsz".
+std::string driver_entry(const Op& op);
 
 }  // namespace differential

@@ -6,7 +6,11 @@ driver calls is in the summary once, under the exported variant the lookup
 resolved to; the VMM functions found through the runtime's
 cudaGetDriverEntryPointByVersion(name, 12000), as PyTorch's expandable
 segments find them, are accounted too; and gpuslack's own driver calls (its
-VMM allocator under allocator:vmm) never reach its hooks.
+VMM allocator under allocator:vmm) never reach its hooks. With --dlsym the
+same program finds each function by dlsym on libcuda.so.1's handle
+(interpose/dl_hooks.cc): the same calls are counted, and every other lookup
+(unhooked and missing names, dlvsym, RTLD_NEXT and RTLD_DEFAULT from a
+library) answers as without gpuslack, dlerror()'s text included.
 
 Run by ctest, one test method per ctest entry, with GPUSLACK_SO,
 DRIVER_CLIENT_APP and SIMCUDA_DIR in the environment
@@ -36,12 +40,15 @@ class DriverClient(OutDirTest):
     def counts(self, doc):
         return {c["name"]: c for c in doc["calls"]}
 
+    def lines(self, r, kind):
+        return [l for l in r.stdout.splitlines() if l.startswith(kind + ": ")]
+
     def test_native_run_succeeds(self):
         self.run_app([], preload=False)
         self.run_app(["--runtime"], preload=False)
 
-    def test_driver_calls_are_in_the_summary_once_each(self):
-        self.run_app([])
+    def test_driver_calls_are_in_the_summary_once_each(self, args=()):
+        self.run_app(list(args))
         _, doc = summary_file(self.out)
         rows = self.counts(doc)
         expected = {
@@ -87,6 +94,29 @@ class DriverClient(OutDirTest):
         for name in ("cuMemAddressReserve", "cuMemCreate", "cuMemMap", "cuMemSetAccess"):
             self.assertEqual(N, rows[name]["count"], name)
             self.assertEqual(N * 2 * MIB if name != "cuMemCreate" else N * 2 * MIB, rows[name]["bytes"], name)
+
+    def test_dlsym_on_the_drivers_handle_hands_out_the_hooks(self):
+        # Each function found by dlsym(handle of libcuda.so.1, exported name)
+        # is gpuslack's hook: every call in the summary once.
+        self.test_driver_calls_are_in_the_summary_once_each(["--dlsym"])
+        native = self.run_app(["--dlsym"], preload=False)
+        self.assertEqual(["hooked: dlsym cuMemAlloc_v2 -> libcuda.so.1", "hooked: dlsym cuGetProcAddress_v2 -> libcuda.so.1"],
+                         self.lines(native, "hooked"))
+        preloaded = self.run_app(["--dlsym"])
+        self.assertEqual(["hooked: dlsym cuMemAlloc_v2 -> libgpuslack.so", "hooked: dlsym cuGetProcAddress_v2 -> libgpuslack.so"],
+                         self.lines(preloaded, "hooked"))
+
+    def test_every_other_lookup_is_answered_as_without_gpuslack(self):
+        native = self.lines(self.run_app(["--dlsym"], preload=False), "same")
+        preloaded = self.lines(self.run_app(["--dlsym"]), "same")
+        self.assertEqual(16, len(native), native)
+        self.assertEqual(native, preloaded)
+        # RTLD_NEXT from the first probe library finds the second's, not its
+        # own (as it would relative to libgpuslack.so, preloaded before both).
+        self.assertIn("same: library RTLD_NEXT dlsym_probe_symbol -> 2 in libdlsym_probe_tail.so", preloaded)
+        # dlerror() names the caller of a failed RTLD_NEXT lookup.
+        self.assertTrue(any("library RTLD_NEXT missing" in l and "libdlsym_probe_lib.so: undefined symbol" in l
+                            for l in preloaded), preloaded)
 
 
 if __name__ == "__main__":

@@ -242,6 +242,32 @@ TEST(DriverHooks, CuGetProcAddressHandsOutTheHookOfTheExactVariant) {
             hooks().get_proc("cuMemAlloc", nullptr, 13000, 0, nullptr));
 }
 
+// Note [Only the function the hook forwards to] (entry_points.cc): a lookup
+// whose answer is not the exported function the hook forwards to (here the
+// simulated driver's own wrapper, GPUSIM_WRAP_ENTRY_POINT, as a tool that
+// wraps the driver's entry points would hand out) is passed on unchanged.
+TEST(DriverHooks, ALookupThatFindsAnotherFunctionKeepsIt) {
+  ASSERT_EQ(0, setenv("GPUSIM_WRAP_ENTRY_POINT", "cuMemAlloc", 1));
+  Lookup native = lookup(driver(), "cuMemAlloc", 13000, 0);
+  Lookup hooked = lookup(hooks(), "cuMemAlloc", 13000, 0);
+  // The same name again through the hook once the wrapper is gone.
+  ASSERT_EQ(0, unsetenv("GPUSIM_WRAP_ENTRY_POINT"));
+  Lookup plain = lookup(hooks(), "cuMemAlloc", 13000, 0);
+  ASSERT_EQ(CUDA_SUCCESS, native.result);
+  ASSERT_NE(reinterpret_cast<void*>(driver().cuMemAlloc_v2), native.fn) << "the knob gave no wrapper";
+  EXPECT_EQ(native.result, hooked.result);
+  EXPECT_EQ(native.status, hooked.status);
+  EXPECT_EQ(native.fn, hooked.fn);
+  EXPECT_NE(reinterpret_cast<void*>(hooks().cuMemAlloc_v2), hooked.fn);
+  EXPECT_EQ(reinterpret_cast<void*>(hooks().cuMemAlloc_v2), plain.fn);
+  // What was handed out works: it is the wrapper, which calls the driver.
+  ASSERT_NE(nullptr, gpuslack_handle());
+  bind_context();
+  CUdeviceptr p = 0;
+  ASSERT_EQ(CUDA_SUCCESS, reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(hooked.fn)(&p, 4096));
+  EXPECT_EQ(CUDA_SUCCESS, driver().cuMemFree_v2(p));
+}
+
 TEST(DriverHooks, TheRuntimesEntryPointsHandOutTheHooksTooAsTorchAsksForThem) {
   using ByVersion = cudaError_t (*)(const char*, void**, unsigned int, unsigned long long,
                                     cudaDriverEntryPointQueryResult*);

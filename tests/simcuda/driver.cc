@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -187,6 +188,22 @@ void* lookup(const char* symbol, int cuda_version, bool per_thread) {
   return own_symbol(name);
 }
 
+// GPUSIM_WRAP_ENTRY_POINT=cuMemAlloc: cuGetProcAddress hands out, for
+// cuMemAlloc, a function of its own that calls cuMemAlloc_v2, as a tool
+// that wraps the driver's entry points does (interposers must pass it on
+// unchanged: gpuslack's Note [Only the function the hook forwards to]).
+// Read on every lookup, so that one test process can set and clear it.
+CUresult wrapped_mem_alloc(CUdeviceptr* p, size_t bytes) {
+  static volatile int calls = 0;  // not folded into cuMemAlloc_v2 itself
+  calls = calls + 1;
+  return cuMemAlloc_v2(p, bytes);
+}
+void* wrapper_of(const char* symbol) {
+  const char* wrap = std::getenv("GPUSIM_WRAP_ENTRY_POINT");
+  if (!wrap || std::strcmp(wrap, symbol) != 0 || std::strcmp(symbol, "cuMemAlloc") != 0) return nullptr;
+  return reinterpret_cast<void*>(&wrapped_mem_alloc);
+}
+
 }  // namespace
 
 CUresult gpusim::drv::ready() {
@@ -250,7 +267,8 @@ GPUSIM_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda
   if (flags & ~static_cast<cuuint64_t>(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
                                        CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
     return CUDA_ERROR_INVALID_VALUE;
-  void* f = lookup(symbol, cuda_version, flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+  void* f = wrapper_of(symbol);
+  if (!f) f = lookup(symbol, cuda_version, flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   if (!f) {
     log_unanswered("cuGetProcAddress", symbol);
     return CUDA_ERROR_NOT_FOUND;

@@ -4,7 +4,7 @@
 // never by its exported name. driver_client_test.py runs it natively and
 // under LD_PRELOAD and reads the summary.
 //
-//   driver_client_app [iterations] [--runtime]
+//   driver_client_app [iterations] [--runtime | --dlsym]
 //
 // Each iteration: cuMemAlloc/cuMemFree of 4 MiB, a pinned buffer
 // (cuMemAllocHost/cuMemFreeHost), copies H2D (legacy and per-thread
@@ -16,7 +16,13 @@
 // cudaGetDriverEntryPointByVersion(name, 12000) of libcudart.so.13, and each
 // iteration also makes one cudaMalloc/cudaFree of 8 MiB (under
 // allocator:vmm, gpuslack's own VMM calls, which must not be counted as the
-// program's). Prints
+// program's). With --dlsym, every driver function is found by dlsym on the
+// handle of libcuda.so.1, by its exported name (cuMemsetD32Async through the
+// cuGetProcAddress_v2 found so, as a statically linked runtime finds
+// everything), and the lookups whose answer
+// must not change under gpuslack are printed ("same: ..." lines, with
+// dlerror()'s text; dlsym_probe.h) beside the object each hooked lookup's
+// pointer lies in ("hooked: ..."). Prints
 // "driver_client_app: ok" when every call succeeded and the bytes came back.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -27,6 +33,8 @@
 #include <cstring>
 #include <vector>
 
+#include "dlsym_probe.h"
+
 namespace {
 
 using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
@@ -36,14 +44,39 @@ GetProc g_get = nullptr;
 GetRuntimeEntry g_runtime_get = nullptr;
 cudaError_t (*g_cuda_malloc)(void**, size_t) = nullptr;
 cudaError_t (*g_cuda_free)(void*) = nullptr;
+void* g_cuda = nullptr;   // the handle of libcuda.so.1
+bool g_by_dlsym = false;  // --dlsym
 
 [[noreturn]] void die(const char* what, int code) {
   std::printf("driver_client_app: FAILED %s (%d)\n", what, code);
   std::exit(1);
 }
 
+// The exported name the lookups below resolve to (the simulated and the
+// real libcuda.so.1 agree), for --dlsym.
+const char* exported_name(const char* base, int version, cuuint64_t flags) {
+  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) return "cuMemcpyHtoD_v2_ptds";  // the one asked
+  if (std::strcmp(base, "cuCtxSynchronize") == 0) return version >= 13000 ? "cuCtxSynchronize_v2" : base;
+  static const char* const kV2[][2] = {
+      {"cuMemAlloc", "cuMemAlloc_v2"},           {"cuMemFree", "cuMemFree_v2"},
+      {"cuMemAllocHost", "cuMemAllocHost_v2"},   {"cuMemcpyHtoD", "cuMemcpyHtoD_v2"},
+      {"cuMemcpyDtoH", "cuMemcpyDtoH_v2"},       {"cuMemcpyDtoD", "cuMemcpyDtoD_v2"},
+      {"cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2"}, {"cuMemsetD8", "cuMemsetD8_v2"},
+      {"cuStreamDestroy", "cuStreamDestroy_v2"}};
+  for (const auto& row : kV2)
+    if (std::strcmp(base, row[0]) == 0) return row[1];
+  return base;
+}
+
 template <typename Fn>
 Fn find(const char* name, int version = 13000, cuuint64_t flags = 0) {
+  // cuMemsetD32Async through the cuGetProcAddress_v2 that dlsym found.
+  if (g_by_dlsym && std::strcmp(name, "cuMemsetD32Async") != 0) {
+    const char* exported = exported_name(name, version, flags);
+    void* f = dlsym(g_cuda, exported);
+    if (!f) die(exported, 0);
+    return reinterpret_cast<Fn>(f);
+  }
   void* f = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   CUresult r = g_get(name, &f, version, flags, &status);
@@ -70,9 +103,13 @@ void check(CUresult r, const char* what) {
 int main(int argc, char** argv) {
   int iterations = argc > 1 ? std::atoi(argv[1]) : 20;
   bool via_runtime = argc > 2 && std::strcmp(argv[2], "--runtime") == 0;
-  if (!dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL)) die(dlerror(), 0);
-  // What the process resolves the name to: gpuslack's hook when preloaded.
-  g_get = reinterpret_cast<GetProc>(dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
+  g_by_dlsym = argc > 2 && std::strcmp(argv[2], "--dlsym") == 0;
+  g_cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!g_cuda) die(dlerror(), 0);
+  if (g_by_dlsym) dlsym_probe::print_lookups(g_cuda);
+  // What the process resolves the name to (gpuslack's hook when preloaded);
+  // with --dlsym, what libcuda.so.1's handle gives (gpuslack's too).
+  g_get = reinterpret_cast<GetProc>(dlsym(g_by_dlsym ? g_cuda : RTLD_DEFAULT, "cuGetProcAddress_v2"));
   if (!g_get) die("cuGetProcAddress_v2", 0);
   if (via_runtime) {
     if (!dlopen("libcudart.so.13", RTLD_NOW | RTLD_GLOBAL)) die(dlerror(), 0);

@@ -1,0 +1,46 @@
+// The C library's own dlsym and dlvsym, for gpuslack's code.
+//
+// libgpuslack.so defines dlsym and dlvsym itself (interpose/dl_hooks.cc), so
+// that a program's lookup of a driver function on a handle of libcuda.so.1
+// gets gpuslack's hook. Inside libgpuslack.so the name `dlsym` then means
+// that definition, not the C library's: preloaded, libgpuslack.so comes
+// before libc.so.6 in the global scope, and a versioned reference
+// (dlsym@GLIBC_2.34) is satisfied by an unversioned definition too. So
+// gpuslack's own lookups (runtime_symbols.cc, driver_api.cc, cupti_api.cc)
+// call these instead: they must get the driver's own function, or a hook
+// would call itself. Every dlsym of lib/ goes through here; none says dlsym.
+//
+// Found without a symbol lookup (any lookup by name could find
+// libgpuslack.so's own definition): the loaded objects are walked through
+// the dynamic loader's r_debug list, and the first libc.so* or libdl.so*
+// (glibc before 2.34 keeps dlsym in libdl) that defines `dlsym` at its
+// default version is read through its own dynamic symbol table (GNU or SysV
+// hash). This runs in no function a sanitizer intercepts and touches no
+// sanitizer-instrumented code: a sanitizer's runtime looks up its own
+// interceptors with dlsym(RTLD_NEXT, ...) before its shadow memory exists,
+// and that call lands in interpose/dl_hooks.cc, which needs these.
+//
+// Thread safety: any thread, any time, before or after main; found once
+// (racing first calls find the same addresses). No allocation, no lock.
+#pragma once
+
+namespace gpuslack {
+namespace cuda {
+
+using DlsymFn = void* (*)(void*, const char*);
+using DlvsymFn = void* (*)(void*, const char*, const char*);
+
+// The C library's dlsym and dlvsym, or nullptr where none is found (not
+// glibc). Uninstrumented (see above).
+DlsymFn libc_dlsym();
+DlvsymFn libc_dlvsym();
+
+// dlsym and dlvsym of the C library; for RTLD_NEXT and RTLD_DEFAULT the
+// caller is the calling object of gpuslack (libgpuslack.so, or the test
+// executable that links the core). nullptr (and dlerror() untouched) when
+// the C library's are not found.
+void* real_dlsym(void* handle, const char* name);
+void* real_dlvsym(void* handle, const char* name, const char* version);
+
+}  // namespace cuda
+}  // namespace gpuslack

@@ -48,6 +48,13 @@ struct Config {
   size_t device_bytes = 8ull << 30;  // GPUSIM_DEVICE_MEMORY (bytes; K/M/G suffix)
   bool no_driver = false;        // GPUSIM_NO_DRIVER=1: cuInit fails
   bool malloc_syncs = true;      // GPUSIM_MALLOC_SYNC=0: cudaMalloc does not wait for idle
+  // GPUSIM_NVML_THROTTLE=device:ratio[:reason]: that device's NVML reports
+  // its SM clock at `ratio` of the maximum, the reason (an
+  // nvmlClocksEventReason bit: sw_thermal unless named) and a high
+  // temperature; its kernels take 1/ratio as long.
+  int throttle_device = -1;
+  double throttle_ratio = 1.0;
+  unsigned long long throttle_reason = 0;
 
   double pinned_h2d_gbps = 50;   // DMA, pinned host -> device
   double pinned_d2h_gbps = 50;   // DMA, device -> pinned host
@@ -81,6 +88,9 @@ struct Config {
   double gemm_tflops = 50;          // FLOP rate of a math-library kernel (TFLOP/s)
 };
 const Config& config();
+// How much longer a kernel on `device` takes than the cost model says (1
+// unless GPUSIM_NVML_THROTTLE names the device).
+double kernel_slowdown(int device);
 
 // Host-side cost of an API call: the calling thread loses `us` of wall time
 // (spinning below 20 us, where sleeping is too coarse; sleeping above).

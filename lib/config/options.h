@@ -104,7 +104,9 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(gpu_timeline_buffer_mb, int, 64, between(1, 4096),                                             \
     "gpu_timeline: CUPTI activity buffers are drawn from a pool of this many MiB")                 \
   X(launch_bound_gap_us, double, 20.0, between(0, 1e6),                                            \
-    "gpu_timeline: idle gaps no longer than this with no blocking call in flight are launch-bound")
+    "gpu_timeline: idle gaps no longer than this with no blocking call in flight are launch-bound") \
+  X(device_health, std::string, "auto", kNoRange,                                                  \
+    "SM clock, throttle reasons, temperature and power of each GPU from NVML, once a second: auto, off")
 
 struct Options {
 #define GPUSLACK_OPTION_FIELD(key, type, def, range, doc) type key = def;

@@ -34,6 +34,9 @@ SIM_ENV = {"GPUSIM_DEVICE_COUNT": "1", "GPUSIM_COST_KERNEL_US": "200", "GPUSIM_C
            "GPUSIM_DRIVER_VERSION": "610"}
 
 
+REAL_DEVICE = False
+
+
 class RunFailed(Exception):
     pass
 
@@ -43,8 +46,9 @@ def run(build, steps, timeline):
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ)
         env.pop("GPUSLACK_CONF", None)
-        env.update(SIM_ENV)
-        env["LD_LIBRARY_PATH"] = os.path.join(build, "simcuda")
+        if not REAL_DEVICE:  # --real: the libraries the caller's environment finds (scripts/gpu_check.py)
+            env.update(SIM_ENV)
+            env["LD_LIBRARY_PATH"] = os.path.join(build, "simcuda")
         env["LD_PRELOAD"] = os.path.join(build, "libgpuslack.so")
         env["GPUSLACK_OUTPUT"] = out
         env["GPUSLACK_CONF"] = "gpu_timeline:" + timeline + ",text_summary:off"
@@ -92,7 +96,10 @@ def main():
     p.add_argument("--pairs", type=int, default=7)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--header", action="store_true")
+    p.add_argument("--real", action="store_true", help="run on the device LD_LIBRARY_PATH finds, not the simulated one")
     a = p.parse_args()
+    global REAL_DEVICE
+    REAL_DEVICE = a.real
     try:
         lines = rows(a.build, a.pairs, a.steps)
     except RunFailed as e:

@@ -6,7 +6,8 @@
 #     GoogleTest, Google Benchmark, pytest with setuptools and wheel (the
 #     Python package's tests, tests/python), python3-venv (scripts/torch-env.sh),
 #     spdlog and fmt (header-only use), binutils (the export test), util-linux
-#     (setpriv, for the setuid test), dpkg-dev
+#     (setpriv, for the setuid test), dpkg-dev, prometheus-node-exporter and
+#     prometheus (promtool: the live metrics' end-to-end test, Release)
 #     (apt-get source). Installed only when missing, so a warm machine never
 #     touches the network.
 #   - abseil-cpp and jemalloc, from their Debian source packages: Debian's
@@ -50,11 +51,14 @@ sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 PACKAGES=(g++ make cmake ninja-build pkg-config binutils dpkg-dev bzip2 xz-utils util-linux
           libgtest-dev libgmock-dev libbenchmark-dev libspdlog-dev libfmt-dev
           python3 python3-venv python3-jsonschema python3-pytest python3-setuptools python3-wheel
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev
+          prometheus-node-exporter prometheus)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# chromium: the job report's HTML, opened headless by tests/job/html_test.py (Release).
+dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q 'install ok installed' || missing+=(chromium)
 
 need_sources=0
 [ -f "$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE/.done" ] || need_sources=1

@@ -20,8 +20,19 @@
 //     step (CPU work with no CUDA call in flight, as a data loader's image
 //     decoding in the training process): the GPU idles, host-bound.
 //
+// Multi-process mode (with a rendezvous folder, --rendezvous DIR or
+// TRAIN_LOOP_RENDEZVOUS, or --world-from-env): one rank per process, as torchrun starts them (RANK,
+// LOCAL_RANK: the device, WORLD_SIZE, GROUP_RANK), the NCCL id handed over
+// through a shared folder (--rendezvous DIR or TRAIN_LOOP_RENDEZVOUS;
+// world.h), a synchronous data-parallel loop whose all-reduce couples the
+// ranks. Each step checks the all-reduce's result on a probe of the
+// gradients. --slow-rank R --slow-ms MS delays rank R's host work by MS
+// every step (a slow loader): it becomes the straggler the others wait for
+// in their all-reduce.
+//
 // Usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G]
 //                   [--kernel-us K] [--decode-ms D]
+//                   [--world-from-env] [--rendezvous DIR] [--slow-rank R --slow-ms MS]
 // (the first W steps, 1 by default, are the warm-up: the steady-state
 // figures printed at the end count the steps after them)
 // Prints one line per step, a line with the host time blocked in the input
@@ -38,9 +49,11 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "spin_kernel.h"
+#include "world.h"
 
 namespace {
 
@@ -70,13 +83,38 @@ struct Args {
   size_t grad_mib = 64;  // float32 gradients all-reduced each step
   long kernel_us = 0;    // a kernel per layer of this many us; 0: none
   long decode_ms = 0;    // host "decoding" before each step; 0: none
+  bool world_from_env = false;  // multi-process mode even without WORLD_SIZE
+  std::string rendezvous;       // the shared folder of the NCCL id
+  int slow_rank = -1;           // this rank's host work is delayed ...
+  long slow_ms = 0;             // ... by this much per step
 };
+
+const char kUsage[] =
+    "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G] "
+    "[--kernel-us K] [--decode-ms D] [--world-from-env] [--rendezvous DIR] [--slow-rank R --slow-ms MS]\n";
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     std::string k = argv[i];
+    if (k == "--world-from-env") {
+      a.world_from_env = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s", kUsage);
+      std::exit(2);
+    }
+    if (k == "--rendezvous") {
+      a.rendezvous = argv[i + 1];
+      continue;
+    }
     long v = std::atol(argv[i + 1]);
+    if (k == "--slow-rank" && v >= 0 && std::strspn(argv[i + 1], "0123456789") == std::strlen(argv[i + 1])) {
+      a.slow_rank = static_cast<int>(v);
+      continue;
+    }
     if (v <= 0) {
       std::fprintf(stderr, "train_loop: %s needs a positive number\n", k.c_str());
       std::exit(2);
@@ -89,10 +127,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--grad-mib") a.grad_mib = static_cast<size_t>(v);
     else if (k == "--kernel-us") a.kernel_us = v;
     else if (k == "--decode-ms") a.decode_ms = v;
+    else if (k == "--slow-ms") a.slow_ms = v;
     else {
-      std::fprintf(stderr,
-                   "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G] "
-                   "[--kernel-us K] [--decode-ms D]\n");
+      std::fprintf(stderr, "%s", kUsage);
       std::exit(2);
     }
   }
@@ -131,6 +168,7 @@ std::vector<int32_t> make_batch(std::mt19937& rng, size_t tokens) {
 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
+  const demo::World world = demo::read_world(args.world_from_env, args.rendezvous);
   int ndev = 0;
   CHECK_CUDA(cudaGetDeviceCount(&ndev));
   cudaDeviceProp prop;
@@ -139,12 +177,27 @@ int main(int argc, char** argv) {
               args.steps, args.batch, args.hidden);
 
   const size_t grad_count = args.grad_mib << 18;  // float32 gradients: 64 MiB by default
-  std::vector<Rank> ranks(ndev);
-  std::vector<ncclComm_t> comms(ndev);
-  CHECK_NCCL(ncclCommInitAll(comms.data(), ndev, nullptr));
-  for (int d = 0; d < ndev; ++d) {
-    CHECK_CUDA(cudaSetDevice(d));
-    ranks[d].device = d;
+  // One rank per visible device in this process; in multi-process mode,
+  // this process's one rank on device LOCAL_RANK.
+  std::vector<Rank> ranks(world.on ? 1 : ndev);
+  std::vector<ncclComm_t> comms(ranks.size());
+  if (world.on) {
+    if (world.local_rank >= ndev) {
+      std::fprintf(stderr, "train_loop: LOCAL_RANK %d but only %d device(s)\n", world.local_rank, ndev);
+      return 1;
+    }
+    CHECK_CUDA(cudaSetDevice(world.local_rank));
+    std::printf("train_loop: rank %d of %d (local rank %d, node %d) on device %d%s\n", world.rank, world.size,
+                world.local_rank, world.node_rank, world.local_rank,
+                world.rank == args.slow_rank ? ", the slow rank" : "");
+    ncclUniqueId id = demo::exchange_id(world, 120);
+    CHECK_NCCL(ncclCommInitRank(&comms[0], world.size, id, world.rank));
+  } else {
+    CHECK_NCCL(ncclCommInitAll(comms.data(), ndev, nullptr));
+  }
+  for (size_t d = 0; d < ranks.size(); ++d) {
+    ranks[d].device = world.on ? world.local_rank : static_cast<int>(d);
+    CHECK_CUDA(cudaSetDevice(ranks[d].device));
     ranks[d].comm = comms[d];
     CHECK_CUDA(cudaStreamCreateWithFlags(&ranks[d].stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaMalloc(&ranks[d].grads, grad_count * sizeof(float)));
@@ -190,9 +243,20 @@ int main(int argc, char** argv) {
   };
   double allocation_after_warmup = -1;
   unsigned decoded = 0;
+  // Multi-process mode: the all-reduce's result, checked each step on a
+  // probe of the gradients (pinned copies, asynchronous: they add no wait).
+  constexpr size_t kProbe = 1024;
+  float* probe_in = nullptr;
+  float* probe_out = nullptr;
+  if (world.on) {
+    CHECK_CUDA(cudaMallocHost(&probe_in, kProbe * sizeof(float)));
+    CHECK_CUDA(cudaMallocHost(&probe_out, kProbe * sizeof(float)));
+  }
+  const bool slow = world.on && world.rank == args.slow_rank && args.slow_ms > 0;
   for (int step = 0; step < args.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
     decoded += decode(args.decode_ms, rng);
+    if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(args.slow_ms));
     size_t tokens = args.batch * len;
     for (Rank& r : ranks) {
       CHECK_CUDA(cudaSetDevice(r.device));
@@ -212,15 +276,42 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaFree(act_b));
       CHECK_CUDA(cudaFree(act_a));
     }
+    if (world.on) {
+      for (size_t i = 0; i < kProbe; ++i) probe_in[i] = static_cast<float>((world.rank + 1) * (step + 1) + i % 16);
+      CHECK_CUDA(cudaMemcpyAsync(ranks[0].grads, probe_in, kProbe * sizeof(float), cudaMemcpyHostToDevice,
+                                 ranks[0].stream));
+    }
     CHECK_NCCL(ncclGroupStart());
     for (Rank& r : ranks)
       CHECK_NCCL(ncclAllReduce(r.grads, r.grads, grad_count, ncclFloat32, ncclSum, r.comm, r.stream));
     CHECK_NCCL(ncclGroupEnd());
+    if (world.on)
+      CHECK_CUDA(cudaMemcpyAsync(probe_out, ranks[0].grads, kProbe * sizeof(float), cudaMemcpyDeviceToHost,
+                                 ranks[0].stream));
     // The next step's batch, queued behind this step's work (the last
     // step's prefetch is wasted, as a loader's would be).
     len = seq_len(rng);
     copy_ms.push_back(prefetch(make_batch(rng, args.batch * len)));
     for (Rank& r : ranks) CHECK_CUDA(cudaStreamSynchronize(r.stream));
+    if (world.on) {
+      // A peer that died or failed: the collective's asynchronous error.
+      ncclResult_t async = ncclSuccess;
+      CHECK_NCCL(ncclCommGetAsyncError(ranks[0].comm, &async));
+      if (async != ncclSuccess) {
+        std::fprintf(stderr, "train_loop: rank %d: all-reduce of step %d failed: %s (%s)\n", world.rank, step,
+                     ncclGetErrorString(async), ncclGetLastError(ranks[0].comm));
+        return 1;
+      }
+      const double ranks_sum = world.size * (world.size + 1) / 2.0;
+      for (size_t i = 0; i < kProbe; ++i) {
+        const double want = ranks_sum * (step + 1) + static_cast<double>(world.size) * (i % 16);
+        if (probe_out[i] != static_cast<float>(want)) {
+          std::fprintf(stderr, "train_loop: rank %d: all-reduce of step %d wrong at %zu: %g, want %g\n", world.rank,
+                       step, i, probe_out[i], want);
+          return 1;
+        }
+      }
+    }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
     std::printf("step %3d  seq_len %4zu  %8.2f ms\n", step, len, ms);
@@ -241,6 +332,11 @@ int main(int argc, char** argv) {
   std::printf("train_loop: host time blocked in the input copies: %.3f ms in total, median %.3f ms per step\n",
               copy_total, copy_sorted.empty() ? 0.0 : copy_sorted[copy_sorted.size() / 2]);
 
+  if (world.on) {
+    std::printf("train_loop: rank %d: all-reduce results checked in %d steps: ok\n", world.rank, args.steps);
+    CHECK_CUDA(cudaFreeHost(probe_in));
+    CHECK_CUDA(cudaFreeHost(probe_out));
+  }
   for (Rank& r : ranks) {
     CHECK_CUDA(cudaSetDevice(r.device));
     CHECK_CUDA(cudaFree(r.input));

@@ -140,6 +140,7 @@ Options secure_options() {
   o.text_summary = "stderr";
   o.nvtx = false;
   o.gpu_timeline = "off";  // no library loaded from paths the environment names
+  o.prometheus_dir.clear();
   o.device_health = "off";  // no library loaded, no thread started for it
   return o;
 }

@@ -105,6 +105,8 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
     "gpu_timeline: CUPTI activity buffers are drawn from a pool of this many MiB")                 \
   X(launch_bound_gap_us, double, 20.0, between(0, 1e6),                                            \
     "gpu_timeline: idle gaps no longer than this with no blocking call in flight are launch-bound") \
+  X(prometheus_dir, std::string, "", kNoRange,                                                     \
+    "node_exporter textfile metrics here, every summary_interval_s (15 s when 0) and at exit (\"\": off)") \
   X(device_health, std::string, "auto", kNoRange,                                                  \
     "SM clock, throttle reasons, temperature and power of each GPU from NVML, once a second: auto, off")
 

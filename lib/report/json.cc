@@ -460,6 +460,30 @@ void pinned(const pin::PinnedStats& p, Writer* w) {
   w->end_object();
 }
 
+// The launcher's identity (report/job.h); always written.
+void job(const JobIdentity& j, Writer* w) {
+  w->begin_object();
+  w->key("id").string(j.id);
+  w->key("id_from").string(j.id_from);
+  w->key("rank").integer(j.rank < 0 ? -1 : j.rank);
+  w->key("rank_from").string(j.rank_from);
+  w->key("local_rank").integer(j.local_rank < 0 ? -1 : j.local_rank);
+  w->key("world_size").integer(j.world_size < 0 ? -1 : j.world_size);
+  w->key("node_rank").integer(j.node_rank < 0 ? -1 : j.node_rank);
+  w->key("node").string(j.node);
+  w->key("restart").integer(j.restart < 0 ? 0 : j.restart);
+  w->key("launcher").string(j.launcher);
+  w->key("nccl_ranks").begin_array();
+  for (const NcclRank& r : j.nccl_ranks) {
+    w->begin_object(true);
+    w->key("nranks").integer(r.nranks);
+    w->key("rank").integer(r.rank);
+    w->end_object();
+  }
+  w->end_array();
+  w->end_object();
+}
+
 }  // namespace
 
 std::string json_string(const std::string& text) {
@@ -480,6 +504,8 @@ std::string format_json(const Summary& s) {
   w.key("pid").integer(s.pid);
   w.key("rank").integer(s.rank < 0 ? -1 : s.rank);
   w.key("local_rank").integer(s.local_rank < 0 ? -1 : s.local_rank);
+  w.key("job");
+  job(s.job, &w);
   w.key("started_utc").string(s.started_utc);
   w.key("wall_s").seconds(s.wall_s);
   w.key("lost_s").seconds(s.lost_s);

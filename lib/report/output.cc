@@ -14,11 +14,14 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "log/escape.h"
 #include "log/log.h"
 #include "report/json.h"
+#include "report/prometheus.h"
 #include "report/summary_reader.h"
 #include "report/text.h"
 
@@ -37,16 +40,19 @@ std::string errno_text(int err) {
 
 std::string failure(const std::string& what, int err) { return what + ": " + errno_text(err); }
 
-std::string file_name(const Summary& s, const char* extension) {
-  std::string host = s.host.empty() ? "unknown" : s.host;
-  for (char& c : host) {
-    bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                c == '_' || c == '-';
-    if (!keep) c = '_';
+// A job's name (Note [Claimed names]): a job id and a rank.
+bool has_job_name(const Summary& s) { return !s.job.id.empty() && s.rank >= 0; }
+
+// The name before any claim, without extension (output.h).
+std::string file_stem(const Summary& s) {
+  if (has_job_name(s)) {
+    std::string name = "gpuslack-" + file_name_part(s.job.id) + "-rank" + std::to_string(s.rank);
+    if (s.job.restart > 0) name += "-restart" + std::to_string(s.job.restart);
+    return name;
   }
-  std::string name = "gpuslack-" + host + "-" + std::to_string(s.pid);
+  std::string name = "gpuslack-" + file_name_part(s.host.empty() ? "unknown" : s.host) + "-" + std::to_string(s.pid);
   if (s.rank >= 0) name += "-rank" + std::to_string(s.rank);
-  return name + extension;
+  return name;
 }
 
 bool is_directory(const std::string& path) {
@@ -70,6 +76,65 @@ bool make_directories(const std::string& dir, std::string* error) {
     return false;
   }
   return true;
+}
+
+// Note [Claimed names]: a job's files are named by job id and rank, so
+// that all ranks can share one folder; two processes may still compute the
+// same name (a rank run twice, a job id reused). The first write of a name
+// by this process claims it with O_CREAT|O_EXCL; if another process holds
+// it, this process writes <stem>-<pid><ext> instead, from then on. Later
+// writes replace the claimed file by rename (write_file_atomically), so
+// periodic rewrites stay one file. Claims are per process (the key holds
+// the pid: a forked child claims its own) and per folder. A claimed file
+// that the first write then fails to fill is removed and the claim
+// forgotten, so that no empty file stays behind.
+struct Claim {
+  std::string name;
+  bool taken = false;  // the plain name was another process's
+};
+
+std::mutex& claims_mutex() {
+  static std::mutex* mu = new std::mutex;  // never destroyed: used at exit
+  return *mu;
+}
+
+std::map<std::string, Claim>& claims() {
+  static auto* map = new std::map<std::string, Claim>;
+  return *map;
+}
+
+std::string claim_key(const std::string& dir, const std::string& name) {
+  return std::to_string(getpid()) + "/" + dir + "/" + name;
+}
+
+// The name this process writes `stem`+`ext` under in `dir`; *fresh when this
+// call created the claimed file (the caller forgets it if the write fails).
+Claim claim_name(const std::string& dir, const std::string& stem, const std::string& ext, bool* fresh) {
+  *fresh = false;
+  const std::string name = stem + ext;
+  std::lock_guard<std::mutex> lock(claims_mutex());
+  auto it = claims().find(claim_key(dir, name));
+  if (it != claims().end()) return it->second;
+  std::string error;
+  if (!make_directories(dir, &error)) return Claim{name, false};  // the write tells why
+  int fd = open((dir + "/" + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  Claim claim{name, false};
+  if (fd >= 0) {
+    close(fd);
+    *fresh = true;
+  } else if (errno == EEXIST) {
+    claim = Claim{stem + "-" + std::to_string(getpid()) + ext, true};
+  } else {
+    return claim;  // not claimed: the write tells why
+  }
+  claims()[claim_key(dir, name)] = claim;
+  return claim;
+}
+
+void forget_claim(const std::string& dir, const std::string& stem, const std::string& ext) {
+  std::lock_guard<std::mutex> lock(claims_mutex());
+  claims().erase(claim_key(dir, stem + ext));
+  unlink((dir + "/" + stem + ext).c_str());
 }
 
 // Writes all of `data`, resuming after short writes and EINTR. The first
@@ -178,10 +243,29 @@ void write_to_stderr(const std::string& text, std::vector<std::string>* failures
   if (!write_all(STDERR_FILENO, text.data(), text.size(), &err)) tell_failure("stderr", errno_text(err), failures);
 }
 
-void write_to_file(const std::string& dir, const std::string& name, const std::string& contents,
-                   std::vector<std::string>* failures) {
+// Where one of the summary's files goes: its name claimed when it is a
+// job's (Note [Claimed names]).
+struct Target {
+  std::string dir, stem, ext, name;
+  bool taken = false;  // written as <stem>-<pid><ext>
+  bool fresh = false;  // this write created the claimed file
+};
+
+Target target_for(const std::string& dir, const Summary& summary, const char* ext) {
+  Target t{dir, file_stem(summary), ext, file_stem(summary) + ext};
+  if (has_job_name(summary)) {
+    Claim c = claim_name(dir, t.stem, t.ext, &t.fresh);
+    t.name = c.name;
+    t.taken = c.taken;
+  }
+  return t;
+}
+
+void write_to_file(const Target& t, const std::string& contents, std::vector<std::string>* failures) {
   std::string error;
-  if (!write_file_atomically(dir, name, contents, &error)) tell_failure(dir + "/" + name, error, failures);
+  if (write_file_atomically(t.dir, t.name, contents, &error)) return;
+  if (t.fresh) forget_claim(t.dir, t.stem, t.ext);
+  tell_failure(t.dir + "/" + t.name, error, failures);
 }
 
 // Note [Text from the JSON]: the process renders its text from the summary
@@ -196,10 +280,19 @@ std::string text_as_written(const Summary& summary, const std::string& json) {
   return format_text(summary_from_json(json, &as_written, &error) ? as_written : summary);
 }
 
+// The metrics, from the summary as its JSON holds it too: a scrape shows
+// the figures the file has.
+std::string metrics_as_written(const Summary& summary, const std::string& json, bool with_pid) {
+  Summary as_written;
+  std::string error;
+  return format_prometheus(summary_from_json(json, &as_written, &error) ? as_written : summary, with_pid);
+}
+
 }  // namespace
 
-std::string json_file_name(const Summary& summary) { return file_name(summary, ".json"); }
-std::string text_file_name(const Summary& summary) { return file_name(summary, ".txt"); }
+std::string json_file_name(const Summary& summary) { return file_stem(summary) + ".json"; }
+std::string text_file_name(const Summary& summary) { return file_stem(summary) + ".txt"; }
+std::string prometheus_file_name(const Summary& summary) { return file_stem(summary) + ".prom"; }
 
 bool write_file_atomically(const std::string& dir_in, const std::string& name, const std::string& contents,
                            std::string* error) {
@@ -247,9 +340,10 @@ void write_summary(const Summary& summary, const Options& options, std::vector<s
     std::string json;
     try {
       if (options.text_summary == "file") {
-        where = dir + "/" + text_file_name(summary);
+        Target t = target_for(dir, summary, ".txt");
+        where = dir + "/" + t.name;
         json = format_json(summary);
-        write_to_file(dir, text_file_name(summary), text_as_written(summary, json), failures);
+        write_to_file(t, text_as_written(summary, json), failures);
       } else if (options.text_summary != "off") {
         json = format_json(summary);
         write_to_stderr(text_as_written(summary, json), failures);
@@ -262,9 +356,23 @@ void write_summary(const Summary& summary, const Options& options, std::vector<s
     where = dir;
     try {
       if (options.json_summary) {
-        where = dir + "/" + json_file_name(summary);
+        Target t = target_for(dir, summary, ".json");
+        where = dir + "/" + t.name;
         if (json.empty()) json = format_json(summary);
-        write_to_file(dir, json_file_name(summary), json, failures);
+        write_to_file(t, json, failures);
+      }
+    } catch (const std::exception& e) {
+      tell_failure(where, e.what(), failures);
+    } catch (...) {
+      tell_failure(where, "unknown error", failures);
+    }
+    where = options.prometheus_dir;
+    try {
+      if (!options.prometheus_dir.empty()) {
+        Target t = target_for(options.prometheus_dir, summary, ".prom");
+        where = options.prometheus_dir + "/" + t.name;
+        if (json.empty()) json = format_json(summary);
+        write_to_file(t, metrics_as_written(summary, json, t.taken), failures);
       }
     } catch (const std::exception& e) {
       tell_failure(where, e.what(), failures);

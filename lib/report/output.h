@@ -1,9 +1,18 @@
 // Where the summary goes: the text to stderr or a file, the JSON to
-// output_dir, each file written atomically.
+// output_dir, the metrics (report/prometheus.h) to prometheus_dir, each
+// file written atomically.
 //
-// File names: gpuslack-<host>-<pid>[-rank<R>].json (and .txt for
-// text_summary=file), the rank part only when a rank is known; characters
-// of the host name outside [A-Za-z0-9._-] become '_'.
+// File names (.json, .txt for text_summary=file, .prom):
+//   gpuslack-<job>-rank<R>[-restart<K>].json  a job id and a rank known
+//                                             (report/job.h), the restart
+//                                             part when the launcher
+//                                             restarted the rank;
+//   gpuslack-<host>-<pid>[-rank<R>].json      otherwise.
+// Characters of the job id and host outside [A-Za-z0-9._-] become '_'
+// (report/job.h, file_name_part). A job's name is claimed (Note [Claimed
+// names] in output.cc): a process never overwrites another's file; when
+// the name is taken it writes gpuslack-<job>-rank<R>-<pid>.json instead,
+// and its periodic rewrites replace its own file.
 //
 // write_summary() never throws, never changes errno, never exits and never
 // lets SIGPIPE (a closed stderr pipe) kill the process: it may run at exit or
@@ -28,6 +37,7 @@ namespace report {
 // "gpuslack-node01-1234-rank3.json" / ".txt".
 std::string json_file_name(const Summary& summary);
 std::string text_file_name(const Summary& summary);
+std::string prometheus_file_name(const Summary& summary);
 
 // Writes `contents` to dir/name so that a reader sees either the old file or
 // the whole new one: creates `dir` if missing (like mkdir -p, mode 0755),
@@ -40,7 +50,8 @@ bool write_file_atomically(const std::string& dir, const std::string& name, cons
 
 // Writes the summary as `options` say: the text to stderr (in one write, so
 // other output does not cut into it), to dir/<text name> or nowhere; the
-// JSON to output_dir when json_summary is on. The text is rendered from the
+// JSON to output_dir when json_summary is on; the metrics to prometheus_dir
+// when it is set. The text is rendered from the
 // figures as the JSON holds them (Note [Text from the JSON] in output.cc). Each failure is one line,
 // logged, or appended to `failures` when it is given (then nothing is
 // logged).

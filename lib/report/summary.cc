@@ -16,17 +16,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cmath>
-#include <cstdlib>
-#include <initializer_list>
 #include <map>
 #include <utility>
 
 #include "base/top_n.h"
 #include "build_info.h"
-#include "config/environment.h"
 #include "report/collectives.h"
 #include "report/gpu_timeline.h"
 #include "report/series.h"
@@ -43,28 +38,6 @@ double finite_or_zero(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 
 double share_of(double seconds, double wall_s) {
   return wall_s > 0 ? finite_or_zero(seconds / wall_s) : 0;
-}
-
-// A non-negative decimal integer that fits an int, or -1.
-int parse_rank(const char* text) {
-  if (text == nullptr || *text < '0' || *text > '9') return -1;
-  const int saved_errno = errno;
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(text, &end, 10);
-  bool in_range = errno == 0;
-  errno = saved_errno;
-  if (!in_range || *end != '\0' || v < 0 || v > INT_MAX) return -1;
-  return static_cast<int>(v);
-}
-
-// The first of `names` that holds a rank; -1 if none does.
-int rank_from_env(std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    int r = parse_rank(environment_variable(name));  // Note [Secure execution]
-    if (r >= 0) return r;
-  }
-  return -1;
 }
 
 std::string host_name() {
@@ -244,8 +217,11 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.reason = run.reason;
   s.host = host_name();
   s.pid = static_cast<int>(getpid());
-  s.rank = rank_from_env({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"});
-  s.local_rank = rank_from_env({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"});
+  s.job = job_from_environment();
+  s.job.node = s.host;
+  s.job.nccl_ranks = nccl_ranks_of(run.communicators);
+  s.rank = s.job.rank;
+  s.local_rank = s.job.local_rank;
   s.wall_s = finite_or_zero(run.wall_s);
   s.started_utc = run.started_utc;
 

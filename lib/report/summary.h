@@ -22,6 +22,7 @@
 #include "nccl/communicators.h"
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
+#include "report/job.h"
 #include "stage/staging_stats.h"
 #include "timeline/timeline.h"
 
@@ -231,8 +232,9 @@ struct Summary {
   std::string reason;  // "exit", "periodic", "signal SIGTERM", ...
   std::string host;
   int pid = 0;
-  int rank = -1;        // RANK / SLURM_PROCID / OMPI_COMM_WORLD_RANK; -1 if none
-  int local_rank = -1;  // LOCAL_RANK / SLURM_LOCALID / OMPI_COMM_WORLD_LOCAL_RANK
+  int rank = -1;        // job.rank; -1 if none
+  int local_rank = -1;  // job.local_rank
+  JobIdentity job;      // the launcher's rank, node and job id (report/job.h)
   double wall_s = 0;    // first CUDA call seen to now
   std::string started_utc;  // ISO 8601, when the first CUDA call was seen
 

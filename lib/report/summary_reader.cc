@@ -298,6 +298,33 @@ PinnedSection pinned(const Fields& f) {
   return section;
 }
 
+// "job" (report/job.h); missing in files written before it: the top-level
+// rank and host stand in.
+JobIdentity job(const Fields& top) {
+  JobIdentity j;
+  j.rank = top.whole("rank", -1);
+  j.local_rank = top.whole("local_rank", -1);
+  j.node = top.text("host");
+  const JsonValue* v = nullptr;
+  if (!top.object("job", &v)) return j;
+  Fields f(*v, "job");
+  j.id = f.text("id");
+  j.id_from = f.text("id_from");
+  j.rank = f.whole("rank", -1);
+  j.rank_from = f.text("rank_from");
+  j.local_rank = f.whole("local_rank", -1);
+  j.world_size = f.whole("world_size", -1);
+  j.node_rank = f.whole("node_rank", -1);
+  j.node = f.text("node");
+  j.restart = f.whole("restart");
+  j.launcher = f.text("launcher");
+  f.each("nccl_ranks", [&](const JsonValue& item, const std::string& at) {
+    Fields r(item, at);
+    j.nccl_ranks.push_back({r.whole("nranks"), r.whole("rank", -1)});
+  });
+  return j;
+}
+
 Summary summary(const Fields& f) {
   Summary s;
   s.schema_version = kSchemaVersion;
@@ -308,6 +335,7 @@ Summary summary(const Fields& f) {
   s.pid = f.whole("pid");
   s.rank = f.whole("rank", -1);
   s.local_rank = f.whole("local_rank", -1);
+  s.job = job(f);
   s.started_utc = f.text("started_utc");
   s.wall_s = f.number("wall_s");
   s.lost_s = f.number("lost_s");

@@ -142,11 +142,15 @@ std::string category_part(const Summary& s, Category c) {
 void headline(const Summary& s, std::string* out) {
   std::string who = "pid " + std::to_string(s.pid);
   if (s.rank >= 0) who += ", rank " + std::to_string(s.rank);
+  if (s.rank >= 0 && s.job.world_size > 0) who += " of " + std::to_string(s.job.world_size);
+  if (!s.job.id.empty()) who += ", job " + printable(s.job.id);
+  if (s.job.restart > 0) who += ", restart " + std::to_string(s.job.restart);
   line(out, percent(s.lost_share) + " of " + seconds_1(s.wall_s) + " lost (" + who + "): " +
                 category_part(s, Category::kAllocation) + ", " + category_part(s, Category::kCopy) + ", " +
                 category_part(s, Category::kCollective) + "; " + category_name(Category::kSync) + " " +
                 seconds_1(category_seconds(s, Category::kSync)) + " (not counted as lost)");
   std::string context = "host " + printable(s.host);
+  if (s.job.node_rank >= 0) context += ", node rank " + std::to_string(s.job.node_rank);
   if (s.local_rank >= 0) context += ", local rank " + std::to_string(s.local_rank);
   uint64_t exited = s.other_threads.threads;
   for (const ThreadRow& t : s.threads) exited += t.exited ? 1 : 0;

@@ -27,6 +27,7 @@
 #include "stage/staged_copy.h"
 #include "report/json.h"
 #include "report/output.h"
+#include "report/prometheus.h"
 #include "report/summary.h"
 #include "session/signals.h"
 #include "sync/event_pool.h"
@@ -172,7 +173,10 @@ void start(const ApiCall* const* calls, int n_calls) {
   // A forked child starts here too: its periodic failures are its own. No
   // reporter runs yet to write it concurrently.
   g_periodic_failures = report::PeriodicFailures();
-  start_reporter(o.summary_interval_s, o.signals, health_on ? &health::sample : nullptr);
+  // Metrics are written every summary interval, or every
+  // kMetricsIntervalS when there is none (report/prometheus.h).
+  start_reporter(o.summary_interval_s > 0 || o.prometheus_dir.empty() ? o.summary_interval_s : report::kMetricsIntervalS,
+                 o.signals, health_on ? &health::sample : nullptr);
   timeline::start();  // per gpu_timeline; once (a forked child's is off)
   detail::g_active.store(true, std::memory_order_release);
   log::debug("session started (pid {})", static_cast<int>(getpid()));
@@ -265,6 +269,12 @@ void write_summary(const char* reason) {
     // stderr every interval.
     Options out = o;
     if (periodic && out.text_summary == "stderr") out.text_summary = "off";
+    // Periodic only for the metrics (summary_interval_s 0): the files are
+    // written at exit.
+    if (periodic && o.summary_interval_s <= 0) {
+      out.text_summary = "off";
+      out.json_summary = false;
+    }
     try {
       report::Summary summary = report::build_summary(ledger::snapshot(), run);
       std::vector<std::string> failures;

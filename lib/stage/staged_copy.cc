@@ -344,10 +344,13 @@ cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy 
     legacy_h2d_.add(1);
     legacy_other_streams_.add(static_cast<uint64_t>(w.other_streams));
   }
-  // What the skipped drain would have cost: probed on a busy stream.
-  cudaError_t q = cuda::stream_query(s.handle);
-  if (q == cudaErrorNotReady) drains_.start(s, start);
-  else if (q != cudaSuccess) cuda::get_last_error();
+  // What the skipped drain would have cost: probed on a busy stream, for a
+  // copy the driver would have drained (Note [Small pageable copies]).
+  if (c.width * c.height > kNativeAsyncH2dBytes) {
+    cudaError_t q = cuda::stream_query(s.handle);
+    if (q == cudaErrorNotReady) drains_.start(s, start);
+    else if (q != cudaSuccess) cuda::get_last_error();
+  }
   drains_.poll();
 
   auto* dst = static_cast<char*>(c.dst);

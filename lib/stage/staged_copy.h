@@ -37,6 +37,20 @@
 // leave no error behind, and a thread with an error already pending is
 // left untouched.
 //
+// Note [Small pageable copies]: the CUDA Programming Guide ("Asynchronous
+// Concurrent Execution", "Concurrent Execution between Host and Device")
+// lists "memory copies from host to device of a memory block of 64 KB or
+// less" among the operations asynchronous to the host, while the Runtime
+// API's "API synchronization behavior" says a stream sync is performed
+// before a pageable host-to-device copy. gpuslack stages such a copy either
+// way (the semantics are the same: the buffer may be reused on return), but
+// its estimate of the native cost ("natively ~" in the summary) counts a
+// skipped drain only for copies larger than kNativeAsyncH2dBytes, following
+// the Programming Guide: a small copy would not have drained natively. The
+// simulated device follows the same reading by default
+// (GPUSIM_PAGEABLE_ASYNC_BYTES, tests/simcuda/README.md);
+// tests/conformance/copy_semantics_test.cc checks it against the device.
+//
 // Note [The whole range first]: the runtime checks a copy against its
 // allocation as a whole; a staged copy is many runtime copies of at most a
 // chunk each, and each would pass on its own until one ran past the end:
@@ -125,6 +139,9 @@ StagerConfig stager_config_from_options();
 
 class Stager {
  public:
+  // Pageable host-to-device copies of at most this many bytes are
+  // asynchronous natively (Note [Small pageable copies]).
+  static constexpr size_t kNativeAsyncH2dBytes = 64 << 10;
   explicit Stager(const StagerConfig& config);
   Stager(const Stager&) = delete;
   Stager& operator=(const Stager&) = delete;

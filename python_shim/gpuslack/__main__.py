@@ -3,22 +3,26 @@
     python -m gpuslack run [--out DIR] [--conf key:value,...] -- COMMAND ...
     python -m gpuslack report FILE...
     python -m gpuslack library        # the libgpuslack.so this package uses
+    python -m gpuslack merge DIR|FILE... [--out DIR] [--expected-busbw GBPS]   # one report for a job
 
 Exit status: run passes the command's through (128+N for signal N);
 report gives 2 when a file is missing or is not a summary, or when no
 libgpuslack.so is found to render it with (one line on stderr says which and
-why); usage errors give 2.
+why); usage errors give 2. merge gives 0 when every file was merged, 1
+when the report was written but some files were skipped (one line each on
+stderr), 2 when no report could be written (gpuslack/job/merge.py).
 """
 import argparse
 import sys
 
 from . import _lib, launcher, report
+from .job import merge
 
 
 def _parser():
     p = argparse.ArgumentParser(prog="python -m gpuslack", description="Measure and recover GPU time lost around "
                                 "the model (gpuslack).")
-    sub = p.add_subparsers(dest="action", metavar="{run,report,library}")
+    sub = p.add_subparsers(dest="action", metavar="{run,report,library,merge}")
     sub.required = True
     r = sub.add_parser("run", help="run COMMAND under gpuslack (LD_PRELOAD) and say where its summary is",
                        usage="python -m gpuslack run [--out DIR] [--conf key:value,...] -- COMMAND ...")
@@ -28,6 +32,12 @@ def _parser():
     rep = sub.add_parser("report", help="print summary JSON files as text")
     rep.add_argument("files", nargs="+", metavar="FILE")
     sub.add_parser("library", help="print the path of the libgpuslack.so this package uses")
+    m = sub.add_parser("merge", help="one report (text, JSON, HTML) from every rank's summary of a job")
+    m.add_argument("paths", nargs="+", metavar="DIR|FILE")
+    m.add_argument("--out", metavar="DIR", help="folder for job-report.{txt,json,html} (default: the folder "
+                   "given, else the current one)")
+    m.add_argument("--expected-busbw", type=float, default=0.0, metavar="GBPS",
+                   help="expected bus bandwidth, GB/s (default: from the summaries' expected_busbw_gbps warnings)")
     return p
 
 
@@ -48,6 +58,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     if args.action == "run":
         return launcher.run(command, out=args.out, conf=args.conf)
+    if args.action == "merge":
+        return merge.run(args.paths, out=args.out, expected_busbw=args.expected_busbw)
     if args.action == "report":
         status = 0
         for path in args.files:

@@ -17,11 +17,13 @@ What it does:
   SIGTERM). SIGINT too, unless the launcher runs in a terminal's foreground,
   where Ctrl-C already reaches the command: then the launcher ignores it.
 - Then one line on stderr says where the summary is: the
-  gpuslack-<host>-<pid>[-rank<R>].json the command's process wrote, or,
+  gpuslack-<host>-<pid>[-rank<R>].json (or gpuslack-<job>-rank<R>...json,
+  whose "pid" is the command's) the command's process wrote, or,
   when the command ran its CUDA work in child processes (a launcher, a
   shell script), the summaries written in the folder since it started.
 """
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -95,10 +97,21 @@ def find_summaries(folder, pid, since):
             continue
         try:
             if os.path.getmtime(path) >= since:
-                others.append(path)
+                # A job's file (gpuslack-<job>-rank<R>.json) names no pid: its
+                # "pid" says whose it is.
+                (mine if _pid_in(path) == pid else others).append(path)
         except OSError:
             pass
-    return mine, others
+    return sorted(mine), others
+
+
+def _pid_in(path):
+    """The "pid" of a summary file, or None."""
+    try:
+        with open(path) as f:
+            return json.load(f).get("pid")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _foreground_in_terminal():

@@ -64,6 +64,15 @@ def test_summaries_are_found_by_the_commands_pid(tmp_path):
     assert launcher.find_summaries(str(tmp_path), 41, since=4e9)[1] == []
 
 
+def test_a_jobs_summary_is_found_by_the_pid_it_holds(tmp_path):
+    (tmp_path / "gpuslack-777-rank3.json").write_text('{"pid": 41}')
+    (tmp_path / "gpuslack-777-rank4.json").write_text('{"pid": 42}')
+    (tmp_path / "gpuslack-777-rank5.json").write_text('not json')
+    mine, others = launcher.find_summaries(str(tmp_path), 41, since=0)
+    assert [os.path.basename(p) for p in mine] == ["gpuslack-777-rank3.json"]
+    assert [os.path.basename(p) for p in others] == ["gpuslack-777-rank4.json", "gpuslack-777-rank5.json"]
+
+
 # --- run ---------------------------------------------------------------------
 
 @needs_library

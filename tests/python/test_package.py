@@ -49,6 +49,7 @@ def test_the_wheel_carries_the_library_and_uses_it(tmp_path):
     site = tmp_path / "site"
     with zipfile.ZipFile(whl) as z:
         assert "gpuslack/libgpuslack.so" in z.namelist()
+        assert "gpuslack/job/merge.py" in z.namelist()   # python -m gpuslack merge
         z.extractall(site)
     env = {k: v for k, v in os.environ.items() if k not in ("GPUSLACK_LIBRARY", "LD_PRELOAD")}
     env["PYTHONPATH"] = str(site)

@@ -79,6 +79,10 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_DEVICE_MEMORY")) c.device_bytes = parse_bytes(v, c.device_bytes);
   if (const char* v = std::getenv("GPUSIM_NO_DRIVER")) c.no_driver = std::atoi(v) != 0;
   if (const char* v = std::getenv("GPUSIM_MALLOC_SYNC")) c.malloc_syncs = std::atoi(v) != 0;
+  if (const char* v = std::getenv("GPUSIM_NCCL_TIMEOUT_S")) c.nccl_timeout_s = std::atof(v);
+  if (c.nccl_timeout_s <= 0) c.nccl_timeout_s = 60;
+  if (const char* v = std::getenv("GPUSIM_PAGEABLE_ASYNC_BYTES"))
+    c.pageable_async_bytes = parse_bytes(v, c.pageable_async_bytes);
   if (const char* v = std::getenv("GPUSIM_NVML_THROTTLE")) read_throttle(v, &c);
 #define GPUSIM_COST(field) read_double(#field, &c.field)
   GPUSIM_COST(pinned_h2d_gbps); GPUSIM_COST(pinned_d2h_gbps); GPUSIM_COST(pageable_gbps);

@@ -379,10 +379,15 @@ GPUSIM_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned
   *s = new_stream(current_device(), flags, priority);
   return cudaSuccess;
 }
+// Note [Internal calls] (sim.h): the two shorter forms are not calls of the
+// exported cudaStreamCreateWithPriority.
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaStreamCreateWithPriority, (cudaStream_t* s, unsigned flags, int priority));
 GPUSIM_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
-  return cudaStreamCreateWithPriority(s, flags, 0);
+  return gpusim_internal_cudaStreamCreateWithPriority(s, flags, 0);
 }
-GPUSIM_EXPORT cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithPriority(s, 0, 0); }
+GPUSIM_EXPORT cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  return gpusim_internal_cudaStreamCreateWithPriority(s, 0, 0);
+}
 GPUSIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t h) {
   READY();
   if (h == nullptr || h == cudaStreamLegacy || h == cudaStreamPerThread) return ret(cudaErrorInvalidResourceHandle);
@@ -542,6 +547,8 @@ GPUSIM_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_
   for (auto& [o, n] : g->user_objects) o->refs.fetch_add(n);
   return cudaSuccess;
 }
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaGraphInstantiate,
+                      (cudaGraphExec_t* exec, cudaGraph_t g, unsigned long long flags));
 #define GPUSIM_ARGS_cudaGraphLaunch exec, h
 GPUSIM_BOTH(cudaError_t, cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t h), _ptsz, {
   READY();

@@ -109,9 +109,13 @@ cudaError_t copy(Rows c, CUstream_st* s, Api api) {
     return cudaSuccess;
   }
   if (host_src && src == Where::kPageable) {
-    // Pageable to device: the driver synchronizes the stream, copies the
-    // buffer to pinned staging and returns; the DMA may still be running.
-    drain_stream(s);
+    // Pageable to device: the driver synchronizes the stream (Runtime API,
+    // "API synchronization behavior"), copies the buffer to pinned staging
+    // and returns; the DMA may still be running. A copy of at most
+    // pageable_async_bytes (64 KB) is asynchronous to the host, with no
+    // drain (Programming Guide, "Concurrent Execution between Host and
+    // Device"); GPUSIM_PAGEABLE_ASYNC_BYTES=0 drains every size.
+    if (c.bytes() > cfg.pageable_async_bytes) drain_stream(s);
     auto t0 = Clock::now();
     std::shared_ptr<char> staged = staging_buffer(c.bytes());
     Rows in{staged.get(), c.src, c.width, c.spitch, c.width, c.height};
@@ -183,6 +187,7 @@ GPUSIM_BOTH(cudaError_t, cudaMemcpy, (void* dst, const void* src, size_t n, cuda
   STREAM(s, nullptr, ptds);
   return ret(copy({static_cast<char*>(dst), static_cast<const char*>(src), n, n, n, 1}, s, Api::kSync));
 })
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaMemcpy, (void* dst, const void* src, size_t n, cudaMemcpyKind kind));
 #define GPUSIM_ARGS_cudaMemcpyAsync dst, src, n, kind, h
 GPUSIM_BOTH(cudaError_t, cudaMemcpyAsync,
             (void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t h), _ptsz, {
@@ -217,8 +222,10 @@ GPUSIM_EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dd, const void* src
   STREAM(s, h, false);
   return ret(copy({static_cast<char*>(dst), static_cast<const char*>(src), n, n, n, 1}, s, Api::kAsync));
 }
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaMemcpyPeerAsync, (void* dst, int dd, const void* src, int sd, size_t n,
+                                                        cudaStream_t h));
 GPUSIM_EXPORT cudaError_t cudaMemcpyPeer(void* dst, int dd, const void* src, int sd, size_t n) {
-  return cudaMemcpyPeerAsync(dst, dd, src, sd, n, nullptr);
+  return gpusim_internal_cudaMemcpyPeerAsync(dst, dd, src, sd, n, nullptr);  // Note [Internal calls]
 }
 // CUDA 12.8/12.9 pass failIdx before the stream: the index of the copy
 // that failed, or SIZE_MAX when the error names none (a bad argument or

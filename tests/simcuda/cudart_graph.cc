@@ -26,6 +26,10 @@
 using namespace gpusim;
 using namespace gpusim::rt;
 
+// Note [Internal calls] (sim.h): defined in cudart.cc.
+GPUSIM_INTERNAL_DECL(cudaError_t, cudaGraphInstantiate,
+                     (cudaGraphExec_t* exec, cudaGraph_t g, unsigned long long flags));
+
 
 // ---- capture ----
 // The query as CUDA 13 declares it (cudaStreamGetCaptureInfo); CUDA 12
@@ -100,7 +104,7 @@ GPUSIM_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureM
 // ---- graphs ----
 GPUSIM_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t g,
                                                         unsigned long long flags) {
-  return cudaGraphInstantiate(exec, g, flags);
+  return gpusim_internal_cudaGraphInstantiate(exec, g, flags);
 }
 // Nodes are named by their position (1-based, so that none is NULL).
 GPUSIM_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n) {

@@ -30,6 +30,10 @@
 using namespace gpusim;
 using namespace gpusim::rt;
 
+// Note [Internal calls] (sim.h): defined in cudart_memory.cc and cudart_copy.cc.
+GPUSIM_INTERNAL_DECL(cudaError_t, cudaMalloc, (void** p, size_t size));
+GPUSIM_INTERNAL_DECL(cudaError_t, cudaMemcpy, (void* dst, const void* src, size_t n, cudaMemcpyKind kind));
+
 namespace {
 
 uint64_t blocks_of(dim3 grid) {
@@ -73,7 +77,7 @@ cudaError_t symbol_address(const void* symbol, void** out, size_t* size) {
   Var& v = it->second;
   if (!v.device) {
     size_t bytes = round_up(v.size ? v.size : 1, kAlign);
-    if (cudaMalloc(&v.device, bytes) != cudaSuccess) return cudaErrorMemoryAllocation;
+    if (gpusim_internal_cudaMalloc(&v.device, bytes) != cudaSuccess) return cudaErrorMemoryAllocation;
   }
   *out = v.device;
   if (size) *size = v.size;
@@ -217,9 +221,11 @@ GPUSIM_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
   *n = std::min(32, std::max(1, 2048 / block_size));
   return cudaSuccess;
 }
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+                      (int* n, const void* func, int block_size, size_t shared, unsigned flags));
 GPUSIM_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const void* func, int block_size,
                                                                         size_t shared) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, func, block_size, shared, 0);
+  return gpusim_internal_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, func, block_size, shared, 0);
 }
 
 // ---- __device__ variables ----
@@ -235,8 +241,8 @@ GPUSIM_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src
   size_t size = 0;
   if (cudaError_t e = symbol_address(symbol, &dst, &size)) return ret(e);
   if (offset + count > size) return ret(cudaErrorInvalidValue);
-  if (kind == cudaMemcpyDeviceToDevice) return cudaMemcpy(static_cast<char*>(dst) + offset, src, count, kind);
-  return cudaMemcpy(static_cast<char*>(dst) + offset, src, count, cudaMemcpyHostToDevice);
+  if (kind == cudaMemcpyDeviceToDevice) return gpusim_internal_cudaMemcpy(static_cast<char*>(dst) + offset, src, count, kind);
+  return gpusim_internal_cudaMemcpy(static_cast<char*>(dst) + offset, src, count, cudaMemcpyHostToDevice);
 }
 
 // ---- libraries ----
@@ -249,10 +255,13 @@ GPUSIM_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t* lib, const void* co
   *lib = reinterpret_cast<cudaLibrary_t>(new Library());
   return cudaSuccess;
 }
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaLibraryLoadData,
+                      (cudaLibrary_t* lib, const void* code, cudaJitOption* jit_options, void** jit_values,
+                       unsigned n_jit, cudaLibraryOption* lib_options, void** lib_values, unsigned n_lib));
 GPUSIM_EXPORT cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* lib, const char* file, cudaJitOption* jit_options,
                                                   void** jit_values, unsigned n_jit, cudaLibraryOption* lib_options,
                                                   void** lib_values, unsigned n_lib) {
-  return cudaLibraryLoadData(lib, file, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
+  return gpusim_internal_cudaLibraryLoadData(lib, file, jit_options, jit_values, n_jit, lib_options, lib_values, n_lib);
 }
 GPUSIM_EXPORT cudaError_t cudaLibraryUnload(cudaLibrary_t lib) {
   if (!lib) return ret(cudaErrorInvalidValue);

@@ -92,12 +92,17 @@ GPUSIM_EXPORT cudaError_t cudaMalloc(void** p, size_t size) {
   if (cudaError_t e = refuse_in_capture()) return ret(e);
   if (should_fail("cudaMalloc")) return ret(cudaErrorMemoryAllocation);
   // A device allocation is an implicit synchronization point (Programming
-  // Guide, "Implicit Synchronization"); in practice it waits for the device.
+  // Guide, "Implicit Synchronization": two commands from different streams
+  // cannot run concurrently if a device memory allocation is issued between
+  // them): an ordering point between streams, not a host wait, unless
+  // GPUSIM_MALLOC_SYNC=1 makes it wait for the device to go idle.
   if (config().malloc_syncs) sync_device(current_device());
+  else device_barrier(current_device());
   double gib = static_cast<double>(size) / (1ull << 30);
   return ret(device_alloc(p, size, MemKind::kDevice, current_device(),
                           config().malloc_us + gib * config().malloc_per_gib_us));
 }
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaMalloc, (void** p, size_t size));
 GPUSIM_EXPORT cudaError_t cudaFree(void* p) {
   READY();
   if (!p) return cudaSuccess;
@@ -122,13 +127,14 @@ GPUSIM_EXPORT cudaError_t cudaMallocManaged(void** p, size_t size, unsigned flag
 GPUSIM_EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
   if (!pitch) return ret(cudaErrorInvalidValue);
   *pitch = round_up(width ? width : 1, kAlign);
-  return cudaMalloc(p, *pitch * height);
+  return gpusim_internal_cudaMalloc(p, *pitch * height);  // Note [Internal calls]
 }
+GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaMallocPitch, (void** p, size_t* pitch, size_t width, size_t height));
 GPUSIM_EXPORT cudaError_t cudaMalloc3D(cudaPitchedPtr* pp, cudaExtent ext) {
   if (!pp) return ret(cudaErrorInvalidValue);
   size_t pitch = 0;
   void* p = nullptr;
-  cudaError_t e = cudaMallocPitch(&p, &pitch, ext.width, ext.height * ext.depth);
+  cudaError_t e = gpusim_internal_cudaMallocPitch(&p, &pitch, ext.width, ext.height * ext.depth);
   if (e != cudaSuccess) return e;
   pp->ptr = p;
   pp->pitch = pitch;

@@ -72,12 +72,16 @@ GPUSIM_EXPORT CUresult cuModuleLoadData(CUmodule* m, const void* image) {
   *m = new CUmod_st();
   return CUDA_SUCCESS;
 }
+// Note [Internal calls] (sim.h).
+GPUSIM_INTERNAL_ALIAS(CUresult, cuModuleLoadData, (CUmodule* m, const void* image));
 GPUSIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned n, CUjit_option* options,
                                           void** values) {
   (void)n, (void)options, (void)values;
-  return cuModuleLoadData(m, image);
+  return gpusim_internal_cuModuleLoadData(m, image);
 }
-GPUSIM_EXPORT CUresult cuModuleLoad(CUmodule* m, const char* fname) { return cuModuleLoadData(m, fname); }
+GPUSIM_EXPORT CUresult cuModuleLoad(CUmodule* m, const char* fname) {
+  return gpusim_internal_cuModuleLoadData(m, fname);
+}
 GPUSIM_EXPORT CUresult cuModuleUnload(CUmodule m) {
   READY();
   if (!m) return CUDA_ERROR_INVALID_HANDLE;

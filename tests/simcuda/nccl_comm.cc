@@ -27,8 +27,11 @@ namespace {
 
 // A fixed buffer, like the real library's (and trivially destructible).
 thread_local char t_last_error[1024];
+// The latest error of any thread: what a thread that saw none is told (an
+// op's failure is recorded on its stream's worker).
+std::mutex g_last_error_mu;
+char g_last_error[1024];
 
-constexpr char kIdMagic[8] = {'g', 'p', 'u', 's', 'i', 'm', 'N', 'C'};
 constexpr unsigned kConfigMagic = 0xcafebeef;
 
 // One rank's arrival at a rendezvous.
@@ -44,6 +47,9 @@ struct Join {
   std::vector<bool> present;
   std::vector<Member> members;     // by index (rank or parent rank)
   std::vector<ncclComm*> comms;    // by index; null: no color, or withdrawn
+  // ncclCommInitRank: where ranks of other processes register too.
+  std::shared_ptr<Segment> segment;
+  Clock::time_point started = Clock::now();
 };
 
 // Rendezvous are keyed by (owner, number): (nullptr, unique id) for
@@ -64,6 +70,8 @@ Registry& registry() {
 
 // Builds the communicators of a complete rendezvous. Registry::mu held.
 void complete(Join& j) {
+  // Every rank is in this process: nobody else will open the segment.
+  if (j.segment) j.segment->unlink();
   std::map<int, std::vector<int>> colors;  // color -> member indices
   for (int i = 0; i < j.expected; ++i)
     if (j.members[i].color != NCCL_SPLIT_NOCOLOR) colors[j.members[i].color].push_back(i);
@@ -100,9 +108,8 @@ void complete(Join& j) {
 
 // Registers `comm` (may be null: a split's NCCL_SPLIT_NOCOLOR rank) as
 // member `index` of the rendezvous `key` of `expected` ranks.
-ncclResult_t arrive(JoinKey key, int expected, int index, Member m, ncclComm* comm) {
+ncclResult_t arrive_locked(JoinKey key, int expected, int index, Member m, ncclComm* comm) {
   Registry& reg = registry();
-  std::lock_guard<std::mutex> l(reg.mu);
   Join& j = reg.joins[key];
   if (j.expected == 0) {
     j.expected = expected;
@@ -125,6 +132,49 @@ ncclResult_t arrive(JoinKey key, int expected, int index, Member m, ncclComm* co
     reg.joins.erase(key);
   }
   return ncclSuccess;
+}
+
+ncclResult_t arrive(JoinKey key, int expected, int index, Member m, ncclComm* comm) {
+  std::lock_guard<std::mutex> l(registry().mu);
+  return arrive_locked(key, expected, index, m, comm);
+}
+
+// An ncclCommInitRank rendezvous with ranks in other processes: once all
+// registered in the segment, this process's ranks become a communicator
+// whose collectives run through it; past GPUSIM_NCCL_TIMEOUT_S, they fail.
+// Registry::mu held.
+void poll_segment(uint64_t key) {
+  Registry& reg = registry();
+  auto it = reg.joins.find({nullptr, key});
+  if (it == reg.joins.end() || !it->second.segment) return;
+  Join& j = it->second;
+  const bool ready = j.segment->complete();
+  if (!ready && Clock::now() - j.started < std::chrono::duration<double>(gpusim::config().nccl_timeout_s)) return;
+  std::shared_ptr<Clique> clique;
+  if (ready) {
+    clique = std::make_shared<Clique>(j.segment->devices());
+    clique->segment = j.segment;
+  } else {
+    std::fprintf(stderr, "gpusim: nccl: ncclCommInitRank: not every rank of %d joined within %g s (GPUSIM_NCCL_TIMEOUT_S)\n",
+                 j.expected, gpusim::config().nccl_timeout_s);
+  }
+  for (int i = 0; i < j.expected; ++i) {
+    ncclComm* c = j.comms[i];
+    if (!c) continue;
+    c->joined_in = nullptr;
+    if (!ready) {
+      j.segment->leave(i, false);
+      c->init_error = ncclRemoteError;
+      c->state.store(ncclComm::kFailed, std::memory_order_release);
+      continue;
+    }
+    c->clique = clique;
+    c->rank = i;
+    c->nranks = j.expected;
+    c->state.store(ncclComm::kReady, std::memory_order_release);
+  }
+  reg.joins.erase(it);
+  reg.cv.notify_all();
 }
 
 // Blocking comms wait (or defer the wait to the group's end); non-blocking
@@ -159,20 +209,44 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
   *out = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return fail(ncclInvalidArgument, "ncclCommInitRank: invalid rank or nranks");
-  if (std::memcmp(id.internal, kIdMagic, sizeof(kIdMagic)) != 0)
-    return fail(ncclInvalidArgument, "ncclCommInitRank: not an id from ncclGetUniqueId");
+  const uint64_t key = Segment::key_of(id);
+  if (key == 0) return fail(ncclInvalidArgument, "ncclCommInitRank: not an id from ncclGetUniqueId");
   bool blocking = true;
   if (ncclResult_t r = read_config(config, &blocking)) return r;
   int device = gpusim::current_device();
   if (!gpusim::valid_device(device)) return fail(ncclUnhandledCudaError, "no usable CUDA device");
-  uint64_t n = 0;
-  std::memcpy(&n, id.internal + sizeof(kIdMagic), sizeof(n));
   auto* c = new ncclComm();
   c->device = device;
   c->blocking = blocking;
-  if (ncclResult_t r = arrive({nullptr, n}, nranks, rank, {0, rank, device}, c)) {
-    delete c;
-    return r;
+  c->init_key = key;
+  {
+    // Registered in the segment and here in one step, so that the segment
+    // never holds a rank of this process the local rendezvous lacks.
+    std::lock_guard<std::mutex> l(registry().mu);
+    auto it = registry().joins.find({nullptr, key});
+    std::shared_ptr<Segment> seg = it != registry().joins.end() ? it->second.segment : nullptr;
+    ncclResult_t r = ncclSuccess;
+    if (seg) {
+      if (seg->nranks() != nranks) r = fail(ncclInvalidArgument, "ncclCommInitRank: nranks differs between ranks of one id");
+      else r = seg->claim(rank, device);
+    } else {
+      r = Segment::join(id, nranks, rank, device, &seg);
+      if (r == ncclSystemError) {
+        // No shared memory here: ranks of this process can still meet.
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+          std::fprintf(stderr, "gpusim: nccl: %s: communicators stay within one process\n", t_last_error);
+        r = ncclSuccess;
+      }
+    }
+    if (r == ncclSuccess) {
+      if (seg) registry().joins[{nullptr, key}].segment = seg;
+      r = arrive_locked({nullptr, key}, nranks, rank, {0, rank, device}, c);
+    }
+    if (r != ncclSuccess) {
+      delete c;
+      return r;
+    }
   }
   *out = c;
   return finish_init(out);
@@ -182,13 +256,17 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
 
 ncclResult_t fail(ncclResult_t r, const std::string& msg) {
   std::snprintf(t_last_error, sizeof(t_last_error), "%s", msg.c_str());
+  std::lock_guard<std::mutex> l(g_last_error_mu);
+  std::snprintf(g_last_error, sizeof(g_last_error), "%s", msg.c_str());
   return r;
 }
 
 ncclResult_t wait_init(ncclComm* comm) {
   Registry& reg = registry();
   std::unique_lock<std::mutex> l(reg.mu);
-  reg.cv.wait(l, [&] { return comm->state.load(std::memory_order_acquire) != ncclComm::kInit; });
+  auto done = [&] { return comm->state.load(std::memory_order_acquire) != ncclComm::kInit; };
+  while (!reg.cv.wait_for(l, std::chrono::milliseconds(1), done))
+    if (comm->init_key) poll_segment(comm->init_key);
   return comm->state.load(std::memory_order_acquire) == ncclComm::kReady ? ncclSuccess
                                                                          : comm->init_error;
 }
@@ -236,7 +314,11 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
 }
 
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm) {
-  (void)comm;  // per thread here; process-wide in the real library
+  (void)comm;  // per thread here, else the process's latest; process-wide in the real library
+  if (!t_last_error[0]) {
+    std::lock_guard<std::mutex> l(g_last_error_mu);
+    std::memcpy(t_last_error, g_last_error, sizeof(t_last_error));
+  }
   return t_last_error;
 }
 
@@ -249,9 +331,7 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* id) {
     std::lock_guard<std::mutex> l(registry().mu);
     n = registry().next_id++;
   }
-  std::memset(id->internal, 0, sizeof(id->internal));
-  std::memcpy(id->internal, kIdMagic, sizeof(kIdMagic));
-  std::memcpy(id->internal + sizeof(kIdMagic), &n, sizeof(n));
+  Segment::make_id(id, n);
   return ncclSuccess;
 }
 
@@ -271,8 +351,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
       return fail(ncclInvalidArgument, "ncclCommInitAll: invalid device in devlist");
   ncclUniqueId id;
   ncclGetUniqueId(&id);
-  uint64_t n = 0;
-  std::memcpy(&n, id.internal + sizeof(kIdMagic), sizeof(n));
+  const uint64_t n = Segment::key_of(id);
   for (int i = 0; i < ndev; ++i) {
     auto* c = new ncclComm();
     c->device = devlist ? devlist[i] : i;
@@ -297,6 +376,8 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
   *newcomm = nullptr;
   if (ncclResult_t r = usable(comm)) return r;
+  if (comm->clique->segment)
+    return fail(ncclInvalidUsage, "ncclCommSplit of a communicator across processes is not simulated");
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
     return fail(ncclInvalidArgument, "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR");
   bool blocking = comm->blocking;
@@ -344,12 +425,20 @@ void flush(ncclComm* comm) {
   c.cv.wait(l, [&] { return c.pending[comm->rank] == 0; });
 }
 
-// Frees a comm; one still at its rendezvous is withdrawn from it.
-void release(ncclComm* comm) {
+// Frees a comm; one still at its rendezvous is withdrawn from it. Its
+// peers in other processes see it leave.
+void release(ncclComm* comm, bool aborted) {
   {
     std::lock_guard<std::mutex> l(registry().mu);
-    if (comm->joined_in) (*comm->joined_in)[comm->joined_at] = nullptr;
+    if (comm->joined_in) {
+      (*comm->joined_in)[comm->joined_at] = nullptr;
+      auto it = registry().joins.find({nullptr, comm->init_key});
+      if (comm->init_key && it != registry().joins.end() && it->second.segment)
+        it->second.segment->leave(static_cast<int>(comm->joined_at), aborted);
+    }
   }
+  if (comm->state.load(std::memory_order_acquire) == ncclComm::kReady && comm->clique->segment)
+    comm->clique->segment->leave(comm->rank, aborted);
   delete comm;
 }
 
@@ -364,7 +453,7 @@ NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   flush(comm);
-  release(comm);
+  release(comm, false);
   return ncclSuccess;
 }
 
@@ -379,7 +468,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     c.aborted = true;
     c.cv.notify_all();
   }
-  release(comm);
+  release(comm, true);
   return ncclSuccess;
 }
 
@@ -387,6 +476,10 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 
 NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   if (!comm || !asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: NULL argument");
+  if (comm->init_key && comm->state.load(std::memory_order_acquire) == ncclComm::kInit) {
+    std::lock_guard<std::mutex> l(registry().mu);
+    poll_segment(comm->init_key);
+  }
   switch (comm->state.load(std::memory_order_acquire)) {
     case ncclComm::kInit: *asyncError = ncclInProgress; return ncclSuccess;
     case ncclComm::kFailed: *asyncError = comm->init_error; return ncclSuccess;

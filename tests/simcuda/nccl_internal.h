@@ -18,6 +18,8 @@
 #include <nccl.h>
 #pragma GCC visibility pop
 
+#include "nccl_process.h"
+
 #include <atomic>
 #include <map>
 #include <memory>
@@ -72,6 +74,8 @@ double modeled_us(const Work& w, int n);
 bool same_call(const Work& a, const Work& b);
 // memmove, skipped when dst == src (in place).
 void copy(void* dst, const void* src, size_t bytes);
+// out[i] = `op` over r of in[r][i], for i < count (ncclAvg divides by in.size()).
+void reduce_into(int type, int op, const std::vector<const void*>& in, size_t count, void* out);
 
 // -------------------------------------------------------------- cliques --
 
@@ -118,6 +122,10 @@ struct Clique {
   std::map<std::pair<int, int>, uint64_t> send_next[2], recv_next[2];  // (src, dst)
   std::vector<int> pending;             // per rank: direct ops not yet finished
   std::vector<uint64_t> split_next;     // per rank: ncclCommSplit calls so far
+
+  // Ranks in other processes (nccl_process.h): collectives meet there, not
+  // in `colls`. Null for a communicator of this process alone.
+  std::shared_ptr<Segment> segment;
 };
 
 }  // namespace ncclsim
@@ -139,6 +147,9 @@ struct ncclComm {
   // the init mutex of nccl_comm.cc), so that destroying it can withdraw it.
   std::vector<ncclComm*>* joined_in = nullptr;
   size_t joined_at = 0;
+  // ncclCommInitRank's rendezvous key (0: InitAll or Split), polled for
+  // peers in other processes while state == kInit.
+  uint64_t init_key = 0;
 };
 
 namespace ncclsim {

@@ -87,8 +87,36 @@ void number(Clique& c, int rank, int space, std::vector<Work>* works) {
   }
 }
 
+// A batch of a communicator across processes (nccl_process.h): its
+// collectives in call order, each meeting its peers in the segment and
+// holding the worker until its modeled end. The first failure becomes the
+// communicator's asynchronous error and ends the batch.
+void run_segment_batch(const Batch& b) {
+  Clique& c = *b.clique;
+  std::unique_lock<std::mutex> l(c.mu);
+  auto stop = [&c] {
+    std::lock_guard<std::mutex> g(c.mu);
+    return c.aborted;
+  };
+  for (const Work& w : b.works) {
+    if (c.aborted || c.error != ncclSuccess) break;
+    l.unlock();
+    Clock::time_point end;
+    ncclResult_t r = c.segment->collective(b.rank, w, stop, &end);
+    l.lock();
+    if (r != ncclSuccess) {
+      if (c.error == ncclSuccess) c.error = r;
+      c.cv.notify_all();
+      break;
+    }
+    hold(c, l, end);
+  }
+  if (!b.graph && --c.pending[b.rank] == 0) c.cv.notify_all();
+}
+
 void run_batch(const Batch& b) {
   Clique& c = *b.clique;
+  if (c.segment) return run_segment_batch(b);
   const int me = b.rank;
   const int space = b.graph ? kGraph : kDirect;
   std::unique_lock<std::mutex> l(c.mu);
@@ -255,6 +283,9 @@ const char* kind_name(Kind k) {
 ncclResult_t validate(ncclComm* comm, const Work& w) {
   const char* what = kind_name(w.kind);
   if (ncclResult_t r = usable(comm)) return r;
+  if (comm->clique->segment && !Segment::supported(w))
+    return fail(ncclInvalidUsage, std::string(what) + " across processes is not simulated "
+                                                      "(AllReduce, Reduce, Broadcast, AllGather are)");
   if (w.type < 0 || w.type >= ncclNumTypes) return fail(ncclInvalidArgument, std::string(what) + ": invalid datatype");
   if (w.op < 0 || w.op >= ncclNumOps) return fail(ncclInvalidArgument, std::string(what) + ": invalid reduction op");
   const int n = comm->nranks;

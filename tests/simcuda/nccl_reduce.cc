@@ -246,6 +246,10 @@ void copy(void* dst, const void* src, size_t bytes) {
   if (dst != src && bytes) std::memmove(dst, src, bytes);
 }
 
+void reduce_into(int type, int op, const std::vector<const void*>& in, size_t count, void* out) {
+  reduce_to(static_cast<ncclDataType_t>(type), static_cast<ncclRedOp_t>(op), in, count, {out});
+}
+
 void compute(const std::vector<Work>& args) {
   const Work& w = args[0];
   const int n = static_cast<int>(args.size());

@@ -35,6 +35,20 @@
 
 #define GPUSIM_EXPORT extern "C" __attribute__((visibility("default")))
 
+// Note [Internal calls]: one simulated API function never calls another
+// through its exported name. That name is interposable: under LD_PRELOAD a
+// call from cudaMallocPitch to cudaMalloc would reach gpuslack's cudaMalloc
+// hook, and the summary would count a call the application never made (the
+// real runtime's internal paths are invisible to an interposer). Such a call
+// goes through a hidden alias instead, bound inside the library at link
+// time: GPUSIM_INTERNAL_ALIAS(cudaError_t, cudaMalloc, (void**, size_t))
+// after the definition of cudaMalloc defines gpusim_internal_cudaMalloc;
+// GPUSIM_INTERNAL_DECL declares it in another file of the same library.
+#define GPUSIM_INTERNAL_DECL(ret_t, name, params) \
+  extern "C" __attribute__((visibility("hidden"))) ret_t gpusim_internal_##name params
+#define GPUSIM_INTERNAL_ALIAS(ret_t, name, params) \
+  extern "C" __attribute__((visibility("hidden"), alias(#name))) ret_t gpusim_internal_##name params
+
 namespace gpusim {
 
 using Clock = std::chrono::steady_clock;
@@ -47,7 +61,20 @@ struct Config {
   int device_count = 1;          // GPUSIM_DEVICE_COUNT
   size_t device_bytes = 8ull << 30;  // GPUSIM_DEVICE_MEMORY (bytes; K/M/G suffix)
   bool no_driver = false;        // GPUSIM_NO_DRIVER=1: cuInit fails
-  bool malloc_syncs = true;      // GPUSIM_MALLOC_SYNC=0: cudaMalloc does not wait for idle
+  // Where CUDA's documentation reads two ways, the Programming Guide's
+  // reading is the default (README.md, "Where the documentation is not
+  // clear"); tests/conformance checks each against a real device.
+  // GPUSIM_MALLOC_SYNC=1: cudaMalloc waits for the device to go idle; by
+  // default it is an implicit ordering point between streams only
+  // (Programming Guide, "Implicit Synchronization").
+  bool malloc_syncs = false;
+  // GPUSIM_PAGEABLE_ASYNC_BYTES (K/M/G suffix): pageable host-to-device
+  // copies of at most this many bytes do not drain their stream (Programming
+  // Guide, "Concurrent Execution between Host and Device": "memory copies
+  // from host to device of a memory block of 64 KB or less"); 0: every
+  // pageable copy drains (Runtime API, "API synchronization behavior").
+  size_t pageable_async_bytes = 64 << 10;
+  double nccl_timeout_s = 60;    // GPUSIM_NCCL_TIMEOUT_S: a cross-process rank waits this long for a peer
   // GPUSIM_NVML_THROTTLE=device:ratio[:reason]: that device's NVML reports
   // its SM clock at `ratio` of the maximum, the reason (an
   // nvmlClocksEventReason bit: sw_thermal unless named) and a high

@@ -234,6 +234,108 @@ TEST_F(Output, AFailureLineEscapesThePath) {
 }
 
 // Note [Periodic failures]
+// Note [Claimed names]: a job's files.
+Summary job_summary() {
+  Summary s = sample_summary();
+  s.rank = 3;
+  s.job.rank = 3;
+  s.job.id = "job 42/x";
+  return s;
+}
+
+TEST(FileNames, AJobsNamesCarryItsSanitizedIdAndRestart) {
+  Summary s = job_summary();
+  EXPECT_EQ("gpuslack-job_42_x-rank3.json", json_file_name(s));
+  EXPECT_EQ("gpuslack-job_42_x-rank3.prom", prometheus_file_name(s));
+  s.job.restart = 2;
+  EXPECT_EQ("gpuslack-job_42_x-rank3-restart2.txt", text_file_name(s));
+  s.rank = -1;  // a job id without a rank: the process's own name
+  EXPECT_EQ("gpuslack-node01-123.json", json_file_name(s));
+}
+
+TEST_F(Output, RewritesByTheSameProcessStayOneFile) {
+  Summary s = job_summary();
+  Options o;
+  o.output_dir = dir_;
+  o.text_summary = "off";
+  for (int i = 0; i < 3; ++i) {
+    s.wall_s = 10 + i;
+    write_summary(s, o);
+  }
+  EXPECT_EQ(std::vector<std::string>{"gpuslack-job_42_x-rank3.json"}, entries(dir_));
+  EXPECT_EQ(format_json(s), read_file(dir_ + "/gpuslack-job_42_x-rank3.json"));
+}
+
+TEST_F(Output, ANameAnotherProcessHoldsIsLeftAloneAndThePidIsAppended) {
+  Summary s = job_summary();
+  const std::string theirs = dir_ + "/gpuslack-job_42_x-rank3.json";
+  { std::ofstream(theirs) << "another process's summary"; }
+  Options o;
+  o.output_dir = dir_;
+  o.text_summary = "off";
+  write_summary(s, o);
+  s.wall_s = 99;
+  write_summary(s, o);  // the periodic rewrite goes to the same file
+  const std::string ours = "gpuslack-job_42_x-rank3-" + std::to_string(getpid()) + ".json";
+  EXPECT_EQ((std::vector<std::string>{ours, "gpuslack-job_42_x-rank3.json"}), entries(dir_));  // sorted
+  EXPECT_EQ("another process's summary", read_file(theirs));
+  EXPECT_EQ(format_json(s), read_file(dir_ + "/" + ours));
+}
+
+TEST_F(Output, ARestartedRankWritesItsOwnFile) {
+  Summary s = job_summary();
+  Options o;
+  o.output_dir = dir_;
+  o.text_summary = "off";
+  write_summary(s, o);
+  s.job.restart = 1;
+  write_summary(s, o);
+  EXPECT_EQ((std::vector<std::string>{"gpuslack-job_42_x-rank3-restart1.json", "gpuslack-job_42_x-rank3.json"}),
+            entries(dir_));
+}
+
+TEST_F(Output, MetricsGoToPrometheusDirAsTheJsonHoldsThem) {
+  Summary s = job_summary();
+  s.wall_s = 12.3456789012345;  // more digits than the JSON keeps
+  Options o;
+  o.output_dir = dir_ + "/json";
+  o.text_summary = "off";
+  o.prometheus_dir = dir_ + "/prom";
+  write_summary(s, o);
+  EXPECT_EQ(std::vector<std::string>{"gpuslack-job_42_x-rank3.prom"}, entries(o.prometheus_dir));
+  std::string metrics = read_file(o.prometheus_dir + "/gpuslack-job_42_x-rank3.prom");
+  EXPECT_NE(std::string::npos, metrics.find("gpuslack_wall_seconds_total{job_id=\"job 42/x\",rank=\"3\",local_rank=\"0\","
+                                            "restart=\"0\",host=\"node01\"} 12.3456789\n"))
+      << metrics;
+  EXPECT_EQ(std::string::npos, metrics.find("pid="));
+}
+
+TEST_F(Output, MetricsUnderATakenNameCarryThePid) {
+  Summary s = job_summary();
+  Options o;
+  o.json_summary = false;
+  o.text_summary = "off";
+  o.prometheus_dir = dir_;
+  { std::ofstream(dir_ + "/gpuslack-job_42_x-rank3.prom") << "# another process\n"; }
+  write_summary(s, o);
+  std::string metrics = read_file(dir_ + "/gpuslack-job_42_x-rank3-" + std::to_string(getpid()) + ".prom");
+  EXPECT_NE(std::string::npos, metrics.find(",pid=\"123\"}")) << metrics;
+}
+
+TEST_F(Output, AnUnwritablePrometheusDirIsOneFailureAndTheJsonIsWritten) {
+  Summary s = sample_summary();
+  { std::ofstream(dir_ + "/file") << "x"; }
+  Options o;
+  o.output_dir = dir_ + "/json";
+  o.text_summary = "off";
+  o.prometheus_dir = dir_ + "/file/prom";
+  std::vector<std::string> failures;
+  write_summary(s, o, &failures);
+  ASSERT_EQ(1u, failures.size());
+  EXPECT_NE(std::string::npos, failures[0].find(".prom")) << failures[0];
+  EXPECT_EQ(std::vector<std::string>{json_file_name(s)}, entries(o.output_dir));
+}
+
 TEST(PeriodicFailures, ToldOnceUntilAWriteSucceeds) {
   PeriodicFailures p;
   const std::vector<std::string> none;

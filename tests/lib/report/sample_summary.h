@@ -38,6 +38,12 @@ inline Summary sample_summary() {
   s.pid = 123;
   s.rank = 0;
   s.local_rank = 0;
+  s.job.rank = 0;
+  s.job.rank_from = "RANK";
+  s.job.local_rank = 0;
+  s.job.node = "node01";
+  s.job.launcher = "torchrun";
+  s.job.nccl_ranks = {{8, 0}, {2, 1}};
   s.wall_s = 12.5;
   s.started_utc = "2025-01-02T03:04:05Z";
   s.categories = categories(2.1, 0.825, 0, 3.2, 0.1, 12.5);

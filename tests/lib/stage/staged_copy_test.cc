@@ -250,6 +250,24 @@ TEST(StagedCopy, BehindABusyKernelAloneItReturnsAtOnce) {
   cudaStreamDestroy(s);
 }
 
+// Note [Small pageable copies]: natively a copy of 64 KB or less would not
+// have drained, so none is counted in the native estimate.
+TEST(StagedCopy, ASmallCopyBehindABusyKernelSkipsNoDrain) {
+  Stager st(config());
+  cudaStream_t s;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DeviceBuffer busy(4096), dev(Stager::kNativeAsyncH2dBytes);
+  std::vector<char> host = random_bytes(Stager::kNativeAsyncH2dBytes, 4);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, busy.p, 4096, 100000, 7, nullptr));
+  ASSERT_EQ(cudaSuccess, st.copy(call(dev.p, host.data(), host.size(), cudaMemcpyHostToDevice, s), &native, nullptr));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, std::memcmp(dev.p, host.data(), host.size()));
+  StagingStats stats = st.stats();
+  EXPECT_EQ(1u, stats.h2d.staged);
+  EXPECT_EQ(0u, stats.drains_measured + stats.drains_pending);
+  cudaStreamDestroy(s);
+}
+
 TEST(StagedCopy, BehindAnUnfinishedDeviceToHostCopyItWaitsForThatCopy) {
   reset_host_work();
   Stager st(config());

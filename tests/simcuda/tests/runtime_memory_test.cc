@@ -47,6 +47,27 @@ TEST(Copies, PageableHostToDeviceAsyncDrainsTheStreamThenReturns) {
   CUDA_OK(cudaStreamDestroy(s));
 }
 
+// README.md, "Where the documentation is not clear": by default a pageable
+// host-to-device copy of at most 64 KB is asynchronous to the host
+// (Programming Guide, "Concurrent Execution between Host and Device").
+TEST(Copies, SmallPageableHostToDeviceCopyDoesNotDrainTheStream) {
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  DevBuf d(64 << 10), busy(4096);
+  auto data = random_bytes(64 << 10, 6);
+  std::vector<unsigned char> src = data;
+  CUDA_OK(gpusim_busy_kernel(s, busy.p, 4096, kBusyUs, 1, nullptr));
+  auto t = Clock::now();
+  CUDA_OK(cudaMemcpy(d.p, src.data(), src.size(), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpyAsync(d.p, src.data(), src.size(), cudaMemcpyHostToDevice, s));
+  EXPECT_LT(ms_since(t), kFreeMs);
+  std::fill(src.begin(), src.end(), 0);  // staged: the buffer may be reused
+  std::vector<unsigned char> back(src.size());
+  CUDA_OK(cudaMemcpy(back.data(), d.p, back.size(), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(data, back);
+  CUDA_OK(cudaStreamDestroy(s));
+}
+
 TEST(Copies, PageableDeviceToHostAsyncReturnsWhenComplete) {
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
@@ -192,6 +213,29 @@ TEST(Allocation, OutOfMemoryPastCapacity) {
   CUDA_OK(cudaFree(a));
   CUDA_OK(cudaMalloc(&p, size_t{3} << 30));
   CUDA_OK(cudaFree(p));
+}
+
+// By default cudaMalloc is an implicit ordering point between streams
+// (Programming Guide, "Implicit Synchronization"), not a host wait.
+TEST(Allocation, MallocOrdersStreamsWithoutWaitingForTheDevice) {
+  cudaStream_t a, b;
+  CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  DevBuf busy(4096);
+  auto t0 = Clock::now();
+  CUDA_OK(gpusim_busy_kernel(a, busy.p, 4096, kBusyUs, 1, nullptr));
+  void* p = nullptr;
+  CUDA_OK(cudaMalloc(&p, 1 << 20));
+  EXPECT_LT(ms_since(t0), kFreeMs);  // the host did not wait
+  cudaEvent_t e;
+  CUDA_OK(cudaEventCreate(&e));
+  CUDA_OK(cudaEventRecord(e, b));
+  CUDA_OK(cudaEventSynchronize(e));  // b's work waited for a's kernel
+  EXPECT_GE(ms_since(t0), kBlockedMs);
+  CUDA_OK(cudaEventDestroy(e));
+  CUDA_OK(cudaFree(p));
+  CUDA_OK(cudaStreamDestroy(a));
+  CUDA_OK(cudaStreamDestroy(b));
 }
 
 TEST(Allocation, MallocAsyncIsStreamOrdered) {

@@ -100,13 +100,14 @@ TEST(Streams, NonBlockingStreamIgnoresLegacyStream) {
 }
 
 TEST(Streams, PerThreadDefaultStreamIsPerThreadAndBlocking) {
-  DevBuf d(4096);
+  // Both allocations first: a cudaMalloc between the two threads' work
+  // would order them (Programming Guide, "Implicit Synchronization").
+  DevBuf d(4096), e(4096);
   // Two threads' per-thread streams do not wait for each other.
   std::thread other([&] {
     EXPECT_EQ(cudaSuccess, gpusim_busy_kernel(cudaStreamPerThread, d.p, 4096, kBusyUs, 1, nullptr));
   });
   other.join();
-  DevBuf e(4096);
   auto t = Clock::now();
   CUDA_OK(cudaMemsetAsync(e.p, 0, 4096, cudaStreamPerThread));
   CUDA_OK(cudaStreamSynchronize(cudaStreamPerThread));

@@ -1,0 +1,110 @@
+// See job.h. Report time only: reads the environment.
+#include "report/job.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+#include "config/environment.h"
+
+namespace gpuslack {
+namespace report {
+namespace {
+
+// A non-negative decimal integer that fits an int, or -1.
+int parse_count(const char* text) {
+  if (text == nullptr || *text < '0' || *text > '9') return -1;
+  const int saved_errno = errno;
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  bool in_range = errno == 0;
+  errno = saved_errno;
+  if (!in_range || *end != '\0' || v < 0 || v > INT_MAX) return -1;
+  return static_cast<int>(v);
+}
+
+struct Reader {
+  EnvironmentLookup lookup;
+  void* context;
+
+  // The first of `names` that holds a count, and which; -1 if none does.
+  int count(std::initializer_list<const char*> names, const char** from = nullptr) const {
+    for (const char* name : names) {
+      int v = parse_count(lookup(name, context));
+      if (v >= 0) {
+        if (from) *from = name;
+        return v;
+      }
+    }
+    return -1;
+  }
+};
+
+const char* launcher_of(const char* rank_from) {
+  if (std::strcmp(rank_from, "RANK") == 0) return "torchrun";
+  if (std::strcmp(rank_from, "SLURM_PROCID") == 0) return "slurm";
+  if (std::strcmp(rank_from, "OMPI_COMM_WORLD_RANK") == 0) return "mpirun";
+  return "pmi";
+}
+
+const char* from_process_environment(const char* name, void*) {
+  return environment_variable(name);  // Note [Secure execution]
+}
+
+}  // namespace
+
+JobIdentity job_from(EnvironmentLookup lookup, void* context) {
+  Reader env{lookup, context};
+  JobIdentity job;
+  const char* rank_from = nullptr;
+  job.rank = env.count({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}, &rank_from);
+  if (rank_from) {
+    job.rank_from = rank_from;
+    job.launcher = launcher_of(rank_from);
+  }
+  job.local_rank = env.count({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"});
+  job.world_size = env.count({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"});
+  job.node_rank = env.count({"GROUP_RANK", "SLURM_NODEID"});
+  int restart = env.count({"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"});
+  job.restart = restart > 0 ? restart : 0;
+  for (const char* name :
+       {"GPUSLACK_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"}) {
+    const char* v = lookup(name, context);
+    if (v == nullptr || *v == '\0') continue;
+    // torchrun's --rdzv-id defaults to "none": every job would share it.
+    if (std::strcmp(name, "TORCHELASTIC_RUN_ID") == 0 && std::strcmp(v, "none") == 0) continue;
+    job.id.assign(v, strnlen(v, kMaxJobIdLength));
+    job.id_from = name;
+    break;
+  }
+  return job;
+}
+
+JobIdentity job_from_environment() { return job_from(from_process_environment, nullptr); }
+
+std::vector<NcclRank> nccl_ranks_of(const std::vector<nccl::CommRow>& communicators) {
+  std::vector<NcclRank> out;
+  for (const nccl::CommRow& c : communicators) {
+    NcclRank r{c.nranks, c.rank};
+    bool seen = false;
+    for (const NcclRank& o : out) seen = seen || o == r;
+    if (!seen) out.push_back(r);
+  }
+  return out;
+}
+
+std::string file_name_part(const std::string& text) {
+  std::string out = text.substr(0, 64);
+  for (char& c : out) {
+    bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                c == '_' || c == '-';
+    if (!keep) c = '_';
+  }
+  return out.empty() ? std::string("unknown") : out;
+}
+
+}  // namespace report
+}  // namespace gpuslack

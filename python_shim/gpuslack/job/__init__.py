@@ -1,0 +1,1 @@
+"""The job report: every rank's summary merged (python -m gpuslack merge)."""

@@ -1,0 +1,276 @@
+"""Reading per-rank summary files for the job report (load.py).
+
+What: turns the summary JSON files of a job's ranks (docs/summary.md) into
+compact Rank records that the rest of gpuslack.job reads, and says which
+files it could not use and why. Only the figures the report needs are kept
+(a few KiB per rank), so 4,096 ranks fit in well under a gigabyte.
+
+When: first step of `python -m gpuslack merge`. Files written before the
+job fields existed (no "job", "device_health", "series") load as well: their
+missing sections are None and the report says so.
+
+Bad files never stop the merge: an empty, truncated, non-JSON, foreign (JSON
+but not a gpuslack summary) or future-schema file is one Skipped entry with
+a one-line reason. Several files of the same rank (elastic restarts) keep
+the latest restart; the others become notes.
+"""
+import glob
+import json
+import os
+import re
+
+SCHEMA_VERSION = 1
+CATEGORIES = ("allocation", "copy", "collective", "sync", "other")
+IDLE_CAUSES = ("host_bound", "launch_bound", "allocation", "copies", "collectives", "sync", "other")
+BUSY_KINDS = ("compute", "communication", "copies", "memsets")
+
+
+class Skipped(Exception):
+    """A file the merge cannot use; str() is the one-line reason."""
+
+
+def expand(paths):
+    """The summary files named by paths: a folder gives its *.json files."""
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            # The merge's own job-report.json, when written into the folder, is not a rank.
+            files.extend(f for f in sorted(glob.glob(os.path.join(p, "*.json")))
+                         if os.path.basename(f) != "job-report.json")
+        else:
+            files.append(p)
+    return files
+
+
+def _parse(path):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise Skipped("cannot read: %s" % (e.strerror or e))
+    if not raw.strip():
+        raise Skipped("empty file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Skipped("not JSON (not UTF-8 text)")
+    def no_constants(name):
+        raise ValueError("%s is not a number a summary holds" % name)
+    try:
+        doc = json.loads(text, parse_constant=no_constants)
+    except ValueError as e:
+        if text.lstrip().startswith("{") and not text.rstrip().endswith("}"):
+            raise Skipped("truncated JSON (ends after %d bytes, unclosed)" % len(raw))
+        raise Skipped("not JSON (%s)" % getattr(e, "msg", e))
+    if not isinstance(doc, dict) or "schema_version" not in doc or "categories" not in doc \
+            or "wall_s" not in doc:
+        raise Skipped("not a gpuslack summary (JSON without schema_version, categories and wall_s)")
+    v = doc["schema_version"]
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise Skipped("not a gpuslack summary (schema_version %r)" % (v,))
+    if v > SCHEMA_VERSION:
+        raise Skipped("written by a newer gpuslack (schema_version %d; this merge reads %d)" % (v, SCHEMA_VERSION))
+    return doc
+
+
+def _num(x):
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
+
+
+def _gpu(doc):
+    t = doc.get("gpu_timeline")
+    if not isinstance(t, dict):
+        return None, "absent (a summary from before the GPU timeline)"
+    if t.get("status") != "measured" or not t.get("devices"):
+        return None, "%s: %s" % (t.get("status", "?"), t.get("detail") or "no device measured")
+    g = {"wall_s": 0.0, "busy_s": 0.0, "idle_s": 0.0, "busy": dict.fromkeys(BUSY_KINDS, 0.0),
+         "idle": dict.fromkeys(IDLE_CAUSES, 0.0), "devices": len(t["devices"])}
+    for d in t["devices"]:
+        g["wall_s"] += _num(d.get("wall_s"))
+        g["busy_s"] += _num(d.get("busy_s"))
+        g["idle_s"] += _num(d.get("idle_s"))
+        for k in BUSY_KINDS:
+            g["busy"][k] += _num((d.get("busy") or {}).get(k))
+        for k in IDLE_CAUSES:
+            g["idle"][k] += _num((d.get("idle") or {}).get(k))
+    return g, ""
+
+
+def _health(doc):
+    h = doc.get("device_health")
+    if not isinstance(h, dict):
+        return None, "absent (a summary from before device health)"
+    if h.get("status") != "measured":
+        return None, "%s: %s" % (h.get("status", "?"), h.get("detail") or "")
+    devs = []
+    for d in h.get("devices") or []:
+        devs.append({"device": d.get("device", 0), "name": d.get("name", ""),
+                     "throttled_samples": int(_num(d.get("throttled_samples"))),
+                     "samples": int(_num(d.get("samples"))),
+                     "clock_ratio_mean": _num(d.get("clock_ratio_mean")) or 1.0,
+                     "throttle_reasons": [r for r in d.get("throttle_reasons") or []
+                                          if r not in ("gpu_idle", "applications_clocks")],
+                     "temperature_c_max": _num(d.get("temperature_c_max")),
+                     "power_w_mean": _num(d.get("power_w_mean"))})
+    return devs, ""
+
+
+def _floats(v):
+    """A list of numbers as floats; [] when it is not one."""
+    try:
+        return [float(x) for x in v] if isinstance(v, list) else []
+    except (TypeError, ValueError):
+        return []
+
+
+def _series(doc):
+    s = doc.get("series")
+    if not isinstance(s, dict) or not _num(s.get("interval_s")):
+        return None
+    idle, used = [], []
+    for d in s.get("devices") or []:
+        if isinstance(d, dict):
+            idle.append(_floats(d.get("gpu_idle_share")))
+            used.append(_floats(d.get("memory_used_bytes")))
+    idle, used = [x for x in idle if x], [x for x in used if x]
+    if len(idle) > 1:   # the mean over the rank's devices
+        idle = [[sum(col) / len(col) for col in zip(*idle)]]
+    if len(used) > 1:   # the sum over the rank's devices
+        used = [[sum(col) for col in zip(*used)]]
+    return {"interval_s": _num(s["interval_s"]), "t0_s": _num(s.get("t0_s")),
+            "gpu_idle_share": idle[0] if idle else [], "memory_used_bytes": used[0] if used else [],
+            "reserved_bytes": _floats(s.get("reserved_bytes")), "allocated_bytes": _floats(s.get("allocated_bytes"))}
+
+
+def _symbol(frame):
+    """'main+0x99e (train_loop)' -> 'main (train_loop)'; 'lib.so+0x12' -> 'lib.so'."""
+    m = re.match(r"^(.*?)\+0x[0-9a-fA-F]+(.*)$", frame)
+    return (m.group(1) + m.group(2)) if m else frame
+
+
+def _collectives(doc):
+    c = doc.get("collectives")
+    if not isinstance(c, dict):
+        return None
+    rows = [{"op": r.get("op", "?"), "datatype": r.get("datatype", "?"), "size_bucket": int(_num(r.get("size_bucket"))),
+             "nranks": int(_num(r.get("nranks"))), "count": int(_num(r.get("count"))),
+             "bytes": _num(r.get("bytes")), "gpu_s": _num(r.get("gpu_s")), "timed": int(_num(r.get("timed"))),
+             "busbw_gbps": _num(r.get("busbw_gbps")), "algbw_gbps": _num(r.get("algbw_gbps"))}
+            for r in c.get("rows") or []]
+    expected = 0.0
+    for w in c.get("warnings") or []:
+        m = re.search(r"expected ([0-9.]+)", w)
+        if m:
+            expected = max(expected, float(m.group(1)))
+    return {"rows": rows, "env": dict(c.get("env") or {}), "gpu_s_estimated": _num(c.get("gpu_s_estimated")),
+            "expected_busbw_gbps": expected,
+            "communicators": [(int(_num(x.get("nranks"))), int(_num(x.get("rank")))) for x in c.get("communicators") or []]}
+
+
+def _memory(doc):
+    alloc = [a for a in doc.get("allocator") or [] if isinstance(a, dict)]
+    m = {"allocator": None, "pinned": None}
+    if alloc:
+        m["allocator"] = {k: sum(_num(a.get(k)) for a in alloc)
+                          for k in ("peak_allocated", "peak_reserved", "oom_retries", "stall_s", "failed_allocations")}
+        m["allocator"]["devices"] = len(alloc)
+    p = doc.get("pinned")
+    if isinstance(p, dict):
+        m["pinned"] = {k: _num(p.get(k)) for k in ("peak_pinned", "peak_live", "cap", "fallbacks", "stall_s")}
+    return m
+
+
+def rank_of(doc):
+    job = doc.get("job") if isinstance(doc.get("job"), dict) else {}
+    r = job.get("rank", doc.get("rank", -1))
+    return int(r) if isinstance(r, int) else -1
+
+
+def extract(doc, path):
+    """The Rank record of one parsed summary: what the report reads."""
+    job = doc.get("job") if isinstance(doc.get("job"), dict) else None
+    cats = doc.get("categories") or {}
+    gpu, gpu_why = _gpu(doc)
+    health, health_why = _health(doc)
+    sites = {}
+    for s in doc.get("call_sites") or []:
+        frames = s.get("frames") or []
+        key = (s.get("category", "?"), s.get("api", "?"), _symbol(frames[0]) if frames else "??")
+        acc = sites.setdefault(key, [0.0, 0])
+        acc[0] += _num(s.get("blocked_s"))
+        acc[1] += int(_num(s.get("count")))
+    rank = rank_of(doc)
+    return {
+        "file": path, "rank": rank, "host": (job or {}).get("node") or doc.get("host", "?"), "pid": doc.get("pid", 0),
+        "local_rank": doc.get("local_rank", -1), "job_id": (job or {}).get("id", ""),
+        "world_size": (job or {}).get("world_size", -1), "restart": int(_num((job or {}).get("restart"))),
+        "started_utc": doc.get("started_utc", ""), "wall_s": _num(doc.get("wall_s")), "lost_s": _num(doc.get("lost_s")),
+        "categories": {k: _num((cats.get(k) or {}).get("seconds")) for k in CATEGORIES},
+        "gpu": gpu, "gpu_missing": gpu_why, "health": health, "health_missing": health_why,
+        "has_job": job is not None, "series": _series(doc), "collectives": _collectives(doc),
+        "memory": _memory(doc), "sites": sites,
+    }
+
+
+def _read_one(path):
+    """(path, Rank record or None, why skipped)."""
+    try:
+        doc = _parse(path)
+    except Skipped as e:
+        return path, None, str(e)
+    try:
+        return path, extract(doc, path), ""
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+        return path, None, "not a gpuslack summary (a member of the wrong type: %s)" % e
+
+
+PARALLEL_FROM = 256     # files; fewer are read in this process
+
+
+def _read_all(files):
+    """Every file read and extracted: by a pool of processes (one per CPU, at
+    most 8) past PARALLEL_FROM files, since parsing JSON is most of a large
+    merge's time and each record sent back is a few KiB; in order."""
+    workers = min(8, os.cpu_count() or 1)
+    if len(files) >= PARALLEL_FROM and workers > 1:
+        try:
+            import multiprocessing
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                return pool.map(_read_one, files, chunksize=32)
+        except (OSError, ValueError, ImportError):
+            pass   # no fork or no pool here: read them in this process
+    return [_read_one(f) for f in files]
+
+
+def load(paths):
+    """(ranks, skipped, notes): ranks sorted by rank, one per rank (latest
+    restart); skipped [(file, reason)]; notes: lines about dropped restarts."""
+    records, skipped = [], []
+    for path, rec, why in _read_all(expand(paths)):
+        if rec is None:
+            skipped.append((path, why))
+        else:
+            records.append(rec)
+    by_rank, notes, unranked = {}, [], []
+    for r in records:
+        if r["rank"] < 0:
+            unranked.append(r)
+            continue
+        by_rank.setdefault(r["rank"], []).append(r)
+    ranks = []
+    for rank in sorted(by_rank):
+        group = sorted(by_rank[rank], key=lambda r: (r["restart"], r["started_utc"], r["file"]))
+        keep = group[-1]
+        for old in group[:-1]:
+            notes.append("rank %d: %s (restart %d) superseded by %s (restart %d)" % (
+                rank, os.path.basename(old["file"]), old["restart"], os.path.basename(keep["file"]), keep["restart"]))
+        keep["restarts_seen"] = len(group)
+        ranks.append(keep)
+    # Files without a rank (a single-process run): numbered after the ranked ones.
+    nxt = (ranks[-1]["rank"] + 1) if ranks else 0
+    for r in unranked:
+        notes.append("%s has no rank: reported as rank %d" % (os.path.basename(r["file"]), nxt))
+        r["rank"], r["restarts_seen"] = nxt, 1
+        ranks.append(r)
+        nxt += 1
+    return ranks, skipped, notes

@@ -1,0 +1,161 @@
+"""The job report as text (text.py): what a person reads first, in a
+terminal or a CI log. Every line starts with "gpuslack job: " (grep-able, as
+the per-rank summary's "gpuslack: ")."""
+from . import fmt
+
+CAT_NAMES = [("lost_s", "lost (alloc + copies + collectives)"), ("allocation", "allocation"),
+             ("copy", "copies"), ("collective", "collectives"), ("sync", "waiting for the GPU (not lost)")]
+IDLE_NAMES = [("host_bound", "host-bound"), ("launch_bound", "launch-bound"), ("allocation", "allocation"),
+              ("copies", "copies"), ("collectives", "collectives"), ("sync", "synchronization"), ("other", "other")]
+NODE_ROWS = 16
+
+
+def _worst(d):
+    return ", ".join("%d (%s)" % (w["rank"], fmt.seconds(w["value"])) for w in d["worst"][:3])
+
+
+def _dist_table(rows, title):
+    head = [title, "sum", "min", "p50", "max", "worst ranks"]
+    body = [[name, fmt.seconds(d["sum"]), fmt.seconds(d["min"]), fmt.seconds(d["p50"]), fmt.seconds(d["max"]),
+             _worst(d)] for name, d in rows]
+    return _table([head] + body)
+
+
+def _table(rows):
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:-1], widths[1:-1])] + [r[-1]]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
+
+
+def render(rep):
+    L = []
+    ids = ", ".join(rep["job_ids"]) or "(no job id)"
+    files = rep["files"]
+    L.append("job %s: %d ranks on %d nodes (%d files read, %d skipped)" % (
+        ids, rep["ranks"], rep["nodes"], files["read"], len(files["skipped"])))
+    tl = rep["time_lost"]
+    wall = tl["wall_s"]
+    L.append("time lost per rank: p50 %s of p50 wall %s; %s summed over ranks" % (
+        fmt.share(tl["lost_share"]["p50"]), fmt.seconds(wall["p50"]), fmt.seconds(tl["lost_s"]["sum"])))
+    L += _dist_table([(name, tl[k]) for k, name in CAT_NAMES], "host blocked in CUDA calls")
+    g = rep["gpu"]
+    if g:
+        L.append("GPU idle per rank (GPU timeline, %d ranks): p50 %s of its wall, %s summed" % (
+            g["ranks"], fmt.share(g["idle_share"]["p50"]), fmt.seconds(g["idle_s"]["sum"])))
+        L += _dist_table([("idle", g["idle_s"])] + [(n, g["idle"][k]) for k, n in IDLE_NAMES if g["idle"][k]["sum"] > 0],
+                         "GPU idle")
+    L += _stragglers(rep["stragglers"])
+    L += _nodes(rep["per_node"])
+    L += _collectives(rep["collectives"])
+    for d in rep["nccl_env_differences"]:
+        L.append("NCCL setting differs between ranks: %s: %s" % (d["name"], "; ".join(
+            "%s on %d ranks (%s)" % (v["value"], v["ranks"], fmt.ranks(v["example_ranks"], 4)) for v in d["values"])))
+    L += _memory(rep["memory"])
+    if rep["call_sites"]:
+        L.append("top call sites across ranks (merged by symbol):")
+        for s in rep["call_sites"][:5]:
+            L.append("  %s in %d calls to %s at %s (%s, %d ranks)" % (
+                fmt.seconds(s["blocked_s"]), s["count"], s["api"], s["symbol"], s["category"], s["ranks"]))
+    L += _missing(rep)
+    for f in files["skipped"]:
+        L.append("skipped %s: %s" % (f["file"], f["reason"]))
+    for n in files["notes"]:
+        L.append("note: " + n)
+    return "".join("gpuslack job: %s\n" % line for line in L)
+
+
+def _stragglers(s):
+    L = []
+    basis = {"gpu_timeline": "NCCL kernels' GPU time", "collectives_gpu_estimate": "collectives' GPU estimate",
+             "host_collective_time": "host time in NCCL calls"}[s["basis"]]
+    if not s["stragglers"]:
+        L.append("stragglers: none (collective wait from %s: p50 %s; no rank below it by more than %s)" % (
+            basis, fmt.seconds(s["median_wait_s"]), fmt.seconds(s["threshold_s"])))
+    else:
+        L.append("stragglers: %d of %d ranks hold the others back (collective wait from %s, median %s):" % (
+            len(s["stragglers"]), s["ranks"], basis, fmt.seconds(s["median_wait_s"])))
+        for x in s["stragglers"][:10]:
+            L.append("  rank %d on %s waited %s in collectives, %s less than the median: %s" % (
+                x["rank"], x["node"], fmt.seconds(x["wait_s"]), fmt.seconds(x["behind_s"]), "; ".join(x["causes"])))
+        if len(s["stragglers"]) > 10:
+            L.append("  and %d more stragglers" % (len(s["stragglers"]) - 10))
+        L.append("  nodes: %s" % ", ".join("%s (rank%s %s of %d)" % (
+            n["node"], "s" if len(n["straggler_ranks"]) > 1 else "", fmt.ranks(n["straggler_ranks"], 4), n["ranks"])
+            for n in s["nodes"][:8]))
+        L.append("  cost to the others: %s of collective wait beyond the stragglers' own (%s of their wall time)" % (
+            fmt.seconds(s["cost_s"]), fmt.share(s["cost_share"])))
+    L.append("  least collective wait: %s; most work: %s" % (
+        ", ".join(str(x["rank"]) for x in s["least_wait"][:5]), ", ".join(str(x["rank"]) for x in s["most_work"][:5])))
+    for t in s["throttled"][:10]:
+        L.append("throttled GPU: rank %d on %s (device %s): SM clock %s of max, %s%s" % (
+            t["rank"], t["node"], ",".join(map(str, t["devices"])), fmt.share(t["clock_ratio_mean"]),
+            ", ".join(t["reasons"]) or "clock below max", "; a straggler" if t["straggler"] else "; not a straggler"))
+    return L
+
+
+def _nodes(nodes):
+    if len(nodes) < 2:
+        return []
+    rows = [["node", "ranks", "lost", "GPU idle", "stragglers"]]
+    for n in nodes[:NODE_ROWS]:
+        rows.append([n["node"], str(n["ranks"]), fmt.seconds(n["lost_s"]),
+                     fmt.share(n["gpu_idle_s"] / n["gpu_wall_s"]) if n["gpu_wall_s"] else "-",
+                     fmt.ranks(n["stragglers"], 4) or "-"])
+    more = ["  and %d more nodes" % (len(nodes) - NODE_ROWS)] if len(nodes) > NODE_ROWS else []
+    return ["per node (most time lost first):"] + _table(rows) + more
+
+
+def _collectives(c):
+    if not c["groups"]:
+        return []
+    exp = c["expected_busbw_gbps"]
+    L = ["collectives across ranks%s:" % (" (expected busbw %.1f GB/s)" % exp if exp else "")]
+    rows = [["comm", "op", "type", "size", "ranks", "calls", "bytes", "GPU", "busbw min", "p50", "max", "below exp."]]
+    for g in c["groups"]:
+        b = g["busbw_gbps"]
+        rows.append(["%d ranks" % g["nranks"], g["op"], g["datatype"], fmt.size_bucket(g["size_bucket"]),
+                     str(g["ranks"]), str(g["count"]), fmt.nbytes(g["bytes"]), fmt.seconds(g["gpu_s"]),
+                     "%.2f" % b["min"], "%.2f" % b["p50"], "%.2f" % b["max"],
+                     str(g["below_expected_count"]) if exp else "-"])
+    L += _table(rows)
+    for g in c["groups"]:
+        if g["below_expected"]:
+            more = g["below_expected_count"] - min(8, len(g["below_expected"]))
+            L.append("  %s %s below %.1f GB/s: ranks %s%s (slowest first)" % (
+                g["op"], fmt.size_bucket(g["size_bucket"]), exp,
+                ", ".join(str(x["rank"]) for x in g["below_expected"][:8]), " and %d more" % more if more else ""))
+    return L
+
+
+def _memory(m):
+    L = []
+    a = m["allocator"]
+    if a:
+        L.append("vmm allocator on %d ranks: peak reserved p50 %s, max %s (rank %s); peak allocated p50 %s; "
+                 "OOM retries %d" % (a["ranks"], fmt.nbytes(a["peak_reserved_bytes"]["p50"]),
+                                     fmt.nbytes(a["peak_reserved_bytes"]["max"]),
+                                     a["peak_reserved_bytes"]["worst"][0]["rank"],
+                                     fmt.nbytes(a["peak_allocated_bytes"]["p50"]), a["oom_retries"]))
+    p = m["pinned"]
+    if p:
+        L.append("pinned heap on %d ranks: peak pinned p50 %s, max %s; fallbacks %d" % (
+            p["ranks"], fmt.nbytes(p["peak_pinned_bytes"]["p50"]), fmt.nbytes(p["peak_pinned_bytes"]["max"]),
+            p["fallbacks"]))
+    return L
+
+
+def _missing(rep):
+    L = []
+    n, why = rep["missing"], rep["missing_why"]
+    if n["gpu_timeline"]:
+        L.append("GPU figures missing on %d of %d ranks (host-side figures only there): %s" % (
+            n["gpu_timeline"], rep["ranks"], why.get("gpu_timeline", "")))
+    if n["device_health"]:
+        L.append("device health missing on %d of %d ranks (throttling cannot be checked there): %s" % (
+            n["device_health"], rep["ranks"], why.get("device_health", "")))
+    if n["series"]:
+        L.append("figures over time missing on %d of %d ranks" % (n["series"], rep["ranks"]))
+    return L

@@ -1,0 +1,142 @@
+// One rank of a communicator across processes, for nccl_process_test.cc:
+//   nccl_process_rank <id-hex> <rank> <nranks> <delay-ms> <mode>
+// joins the id's communicator on device 0 of its own (simulated) process,
+// then runs all-reduces of int32 (sum: one under the 4 MiB window, one over
+// it, in place), a broadcast and an all-gather, checking every result; then
+// sleeps `delay-ms` and runs one timed all-reduce. Prints
+//   "rank R ok timed_ms T"   (T: the timed all-reduce's GPU time, events)
+// or "rank R error <what>" and exits 1. Modes: "run"; "die": exits 3 right
+// after the init, never arriving at a collective; "one": only the first
+// all-reduce.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int rank_ = -1;
+
+[[noreturn]] void die(const std::string& what) {
+  std::printf("rank %d error %s\n", rank_, what.c_str());
+  std::fflush(stdout);
+  _exit(1);  // nothing to tear down (and no leak report) on this path
+}
+
+void nccl(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) die(std::string(what) + ": " + ncclGetErrorString(r) + ": " + ncclGetLastError(nullptr));
+}
+void cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Waits for the stream; a collective that failed on it is the comm's
+// asynchronous error.
+void finish(ncclComm_t comm, cudaStream_t s, const char* what) {
+  cuda(cudaStreamSynchronize(s), what);
+  ncclResult_t async = ncclSuccess;
+  nccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
+  if (async != ncclSuccess) die(std::string(what) + ": " + ncclGetErrorString(async) + ": " + ncclGetLastError(comm));
+}
+
+int32_t val(int r, size_t i) { return static_cast<int32_t>(r * 1000003 + i * 7 + 1); }
+
+void check_all_reduce(ncclComm_t comm, cudaStream_t s, int n, size_t count) {
+  std::vector<int32_t> h(count);
+  for (size_t i = 0; i < count; ++i) h[i] = val(rank_, i);
+  int32_t* d = nullptr;
+  cuda(cudaMalloc(&d, count * 4), "cudaMalloc");
+  cuda(cudaMemcpy(d, h.data(), count * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  nccl(ncclAllReduce(d, d, count, ncclInt32, ncclSum, comm, s), "ncclAllReduce");
+  finish(comm, s, "all-reduce");
+  cuda(cudaMemcpy(h.data(), d, count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  for (size_t i = 0; i < count; ++i) {
+    int64_t want = 0;
+    for (int r = 0; r < n; ++r) want += val(r, i);
+    if (h[i] != static_cast<int32_t>(want)) die("all-reduce of " + std::to_string(count) + " wrong at " + std::to_string(i));
+  }
+  cuda(cudaFree(d), "cudaFree");
+}
+
+void check_broadcast_and_all_gather(ncclComm_t comm, cudaStream_t s, int n) {
+  const size_t count = 1000;
+  std::vector<int32_t> h(count * n);
+  for (size_t i = 0; i < count; ++i) h[i] = val(rank_, i);
+  int32_t *send, *recv;
+  cuda(cudaMalloc(&send, count * 4), "cudaMalloc");
+  cuda(cudaMalloc(&recv, count * n * 4), "cudaMalloc");
+  cuda(cudaMemcpy(send, h.data(), count * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  nccl(ncclBroadcast(send, recv, count, ncclInt32, n - 1, comm, s), "ncclBroadcast");
+  finish(comm, s, "broadcast");
+  cuda(cudaMemcpy(h.data(), recv, count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  for (size_t i = 0; i < count; ++i)
+    if (h[i] != val(n - 1, i)) die("broadcast wrong at " + std::to_string(i));
+  nccl(ncclAllGather(send, recv, count, ncclInt32, comm, s), "ncclAllGather");
+  finish(comm, s, "all-gather");
+  cuda(cudaMemcpy(h.data(), recv, count * n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i)
+      if (h[r * count + i] != val(r, i)) die("all-gather wrong at block " + std::to_string(r));
+  cuda(cudaFree(send), "cudaFree");
+  cuda(cudaFree(recv), "cudaFree");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: nccl_process_rank <id-hex> <rank> <nranks> <delay-ms> <run|die|one>\n");
+    return 2;
+  }
+  ncclUniqueId id{};
+  const char* hex = argv[1];
+  if (std::strlen(hex) != 2 * sizeof(id.internal)) die("bad id");
+  for (size_t i = 0; i < sizeof(id.internal); ++i) id.internal[i] = static_cast<char>(std::stoi(std::string(hex + 2 * i, 2), nullptr, 16));
+  rank_ = std::atoi(argv[2]);
+  const int n = std::atoi(argv[3]);
+  const int delay_ms = std::atoi(argv[4]);
+  const std::string mode = argv[5];
+  cuda(cudaSetDevice(0), "cudaSetDevice");
+  ncclComm_t comm = nullptr;
+  nccl(ncclCommInitRank(&comm, n, id, rank_), "ncclCommInitRank");
+  if (mode == "die") _exit(3);
+  cudaStream_t s;
+  cuda(cudaStreamCreate(&s), "cudaStreamCreate");
+  check_all_reduce(comm, s, n, 1001);
+  if (mode == "one") {
+    nccl(ncclCommDestroy(comm), "ncclCommDestroy");
+    cuda(cudaStreamDestroy(s), "cudaStreamDestroy");
+    std::printf("rank %d ok\n", rank_);
+    return 0;
+  }
+  check_all_reduce(comm, s, n, (5u << 20) / 4 + 3);  // two windows, the last partial
+  check_broadcast_and_all_gather(comm, s, n);
+  // Every rank is here at about the same time: the timed all-reduce starts
+  // late only on the delayed rank.
+  float* grads;
+  cuda(cudaMalloc(&grads, 1 << 20), "cudaMalloc");
+  cudaEvent_t a, b;
+  cuda(cudaEventCreate(&a), "cudaEventCreate");
+  cuda(cudaEventCreate(&b), "cudaEventCreate");
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  cuda(cudaEventRecord(a, s), "cudaEventRecord");
+  nccl(ncclAllReduce(grads, grads, (1 << 20) / 4, ncclFloat32, ncclSum, comm, s), "ncclAllReduce");
+  cuda(cudaEventRecord(b, s), "cudaEventRecord");
+  finish(comm, s, "timed all-reduce");
+  float ms = 0;
+  cuda(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+  nccl(ncclCommDestroy(comm), "ncclCommDestroy");
+  cuda(cudaEventDestroy(a), "cudaEventDestroy");
+  cuda(cudaEventDestroy(b), "cudaEventDestroy");
+  cuda(cudaFree(grads), "cudaFree");
+  cuda(cudaStreamDestroy(s), "cudaStreamDestroy");
+  std::printf("rank %d ok timed_ms %.3f\n", rank_, ms);
+  return 0;
+}

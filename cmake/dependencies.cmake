@@ -58,6 +58,18 @@ add_library(gpuslack_cupti_headers INTERFACE)
 target_include_directories(gpuslack_cupti_headers INTERFACE "${_cupti_include}")
 target_link_libraries(gpuslack_cupti_headers INTERFACE CUDA::toolkit)
 
+# NVML's header (nvml.h), from the nvidia-nvml-dev wheel that scripts/deps.sh
+# unpacks (the toolkit installed here has none). Header only: NVML is loaded
+# at run time (lib/cuda/nvml_api.h), never linked.
+set(GPUSLACK_NVML_HEADERS_VERSION 13.0.87)  # keep equal to NVML_HEADERS_VERSION in scripts/deps.sh
+set(_nvml_include "${GPUSLACK_DEPS_DIR}/nvml-headers-${GPUSLACK_NVML_HEADERS_VERSION}/include")
+if(NOT EXISTS "${_nvml_include}/nvml.h")
+  message(FATAL_ERROR "gpuslack: nvml.h not found under ${_nvml_include}; "
+                      "run scripts/deps.sh first (README, Quick start)")
+endif()
+add_library(gpuslack_nvml_headers INTERFACE)
+target_include_directories(gpuslack_nvml_headers SYSTEM INTERFACE "${_nvml_include}")
+
 # spdlog + fmt header-only. Debian's spdlog forces external fmt and its
 # header-only target links the shared libfmt (with FMT_SHARED, which makes
 # fmt's API visible): point it at fmt's header-only target instead.

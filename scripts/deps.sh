@@ -32,6 +32,10 @@ CUPTI_HEADERS_VERSION=13.2.86
 # The CUDA 12 runtime whose ABI the hooks also serve (keep equal to
 # GPUSLACK_CUDART12_HEADERS_VERSION in cmake/dependencies.cmake).
 CUDART12_HEADERS_VERSION=12.9.79
+# NVML's header (nvml.h: the toolkit here has none), for the device health
+# sampler that loads libnvidia-ml at run time (keep equal to
+# GPUSLACK_NVML_HEADERS_VERSION in cmake/dependencies.cmake).
+NVML_HEADERS_VERSION=13.0.87
 # Bump when the way a dependency is built changes, so its cache is rebuilt
 # (keep equal to GPUSLACK_*_RECIPE in cmake/dependencies.cmake).
 ABSEIL_RECIPE=1
@@ -201,5 +205,9 @@ fetch_wheel_headers nvidia-cuda-cupti "$CUPTI_HEADERS_VERSION" nvidia/cu13/inclu
 # (scripts/check_cuda12_abi.py, ctest cuda12.hooked_rows_abi).
 fetch_wheel_headers nvidia-cuda-runtime-cu12 "$CUDART12_HEADERS_VERSION" nvidia/cuda_runtime/include \
   cuda_runtime_api.h "$CACHE/cudart12-headers-$CUDART12_HEADERS_VERSION"
+# NVML's header (nvml.h), from the nvidia-nvml-dev wheel: headers only, NVML
+# is loaded at run time (lib/cuda/nvml_api.h).
+fetch_wheel_headers nvidia-nvml-dev "$NVML_HEADERS_VERSION" nvidia/cu13/include nvml.h \
+  "$CACHE/nvml-headers-$NVML_HEADERS_VERSION"
 
 echo "$CACHE"

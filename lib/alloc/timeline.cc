@@ -41,6 +41,7 @@ void Timeline::decimate() {
 
 Timeline::Samples Timeline::samples() const {
   Samples s;
+  s.origin_ticks = origin_;
   double tick = clock::tick_seconds();
   auto add = [&](const Sample& x) {
     s.t_s.push_back(static_cast<double>(x.start - origin_) * tick);

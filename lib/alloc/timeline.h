@@ -26,6 +26,7 @@ class Timeline {
     std::vector<double> t_s;  // window start, seconds since the allocator was made
     std::vector<uint64_t> allocated;  // highest in the window
     std::vector<uint64_t> reserved;
+    uint64_t origin_ticks = 0;  // when the allocator was made (t_s 0), in clock::ticks()
   };
 
   Timeline();

@@ -108,6 +108,11 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
                                       escaped_input(o.allocator)));
     o.allocator = "native";
   }
+  if (o.device_health != "auto" && o.device_health != "off") {
+    errors->push_back(absl::StrFormat("GPUSLACK_CONF: device_health:%s is not one of auto, off; using \"auto\"",
+                                      escaped_input(o.device_health)));
+    o.device_health = "auto";
+  }
   if (o.gpu_timeline != "auto" && o.gpu_timeline != "on" && o.gpu_timeline != "off") {
     errors->push_back(absl::StrFormat("GPUSLACK_CONF: gpu_timeline:%s is not one of auto, on, off; using \"auto\"",
                                       escaped_input(o.gpu_timeline)));
@@ -136,6 +141,7 @@ Options secure_options() {
   o.nvtx = false;
   o.gpu_timeline = "off";  // no library loaded from paths the environment names
   o.prometheus_dir.clear();
+  o.device_health = "off";  // no library loaded, no thread started for it
   return o;
 }
 

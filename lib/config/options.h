@@ -106,7 +106,9 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(launch_bound_gap_us, double, 20.0, between(0, 1e6),                                            \
     "gpu_timeline: idle gaps no longer than this with no blocking call in flight are launch-bound") \
   X(prometheus_dir, std::string, "", kNoRange,                                                     \
-    "node_exporter textfile metrics here, every summary_interval_s (15 s when 0) and at exit (\"\": off)")
+    "node_exporter textfile metrics here, every summary_interval_s (15 s when 0) and at exit (\"\": off)") \
+  X(device_health, std::string, "auto", kNoRange,                                                  \
+    "SM clock, throttle reasons, temperature and power of each GPU from NVML, once a second: auto, off")
 
 struct Options {
 #define GPUSLACK_OPTION_FIELD(key, type, def, range, doc) type key = def;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/health_series.h"
 #include "report/utf8.h"
 
 namespace gpuslack {
@@ -601,6 +602,10 @@ std::string format_json(const Summary& s) {
     w.key("pinned");
     pinned(s.pinned.stats, &w);
   }
+  w.key("device_health");
+  write_device_health(s.device_health, &w);
+  w.key("series");
+  write_series(s.series, &w);
   w.end_object();
   return w.take();
 }

@@ -24,6 +24,7 @@
 #include "build_info.h"
 #include "report/collectives.h"
 #include "report/gpu_timeline.h"
+#include "report/series.h"
 #include "report/staging.h"
 #include "report/symbolize.h"
 
@@ -251,6 +252,10 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.staging = build_staging(threads, run);
   s.pinned = run.pinned;
   s.gpu_timeline = build_gpu_timeline(run.gpu_timeline, run.top_call_sites);
+  s.device_health.status = run.device_health.status;
+  s.device_health.detail = run.device_health.detail;
+  s.device_health.devices = run.device_health.devices;
+  s.series = build_series(run);
   return s;
 }
 

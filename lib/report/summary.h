@@ -16,6 +16,7 @@
 
 #include "alloc/device_stats.h"
 #include "alloc/timeline.h"
+#include "health/sampler.h"
 #include "ledger/api_call.h"
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
@@ -201,6 +202,29 @@ struct GpuTimelineSection {
   uint64_t buffer_bytes_peak = 0;
 };
 
+// NVML's view of each device (health/sampler.h): "device_health".
+struct DeviceHealthSection {
+  health::Status status = health::Status::kOff;
+  std::string detail;  // why unavailable
+  std::vector<health::DeviceHealth> devices;
+};
+
+// Figures over time, all in buckets of interval_s from t0_s after
+// started_utc (report/series.h): "series".
+struct SeriesDevice {
+  int device = 0;
+  std::vector<double> gpu_idle_share;     // [] when the GPU timeline did not measure it
+  std::vector<double> memory_used_bytes;  // NVML, end of each bucket; [] when unavailable
+  std::vector<double> sm_clock_ratio;     // NVML, mean per bucket; [] when unavailable
+};
+struct SeriesSection {
+  double interval_s = 1.0;
+  double t0_s = 0;
+  std::vector<SeriesDevice> devices;
+  std::vector<double> reserved_bytes;   // allocator:vmm, all devices; [] when native
+  std::vector<double> allocated_bytes;
+};
+
 struct Summary {
   int schema_version = kSchemaVersion;
   std::string gpuslack_version;
@@ -232,6 +256,8 @@ struct Summary {
   StagingSection staging;
   PinnedSection pinned;                 // "pinned" in the JSON only when present
   GpuTimelineSection gpu_timeline;
+  DeviceHealthSection device_health;
+  SeriesSection series;
 };
 
 // Facts about the process that the ledger does not hold.
@@ -255,6 +281,8 @@ struct RunInfo {
   stage::StagingStats staging;
   PinnedSection pinned;                 // session.cc fills it
   timeline::Snapshot gpu_timeline;      // session.cc fills it (timeline::snapshot())
+  health::Snapshot device_health;       // session.cc fills it (health::snapshot())
+  uint64_t series_origin_ticks = 0;     // the series' origin (base/time_buckets.h)
 };
 
 // Builds the summary from ledger figures. Symbolizes call-site frames.

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "report/gpu_timeline.h"
+#include "report/health_series.h"
 #include "report/json_fields.h"
 #include "report/json_reader.h"
 
@@ -364,6 +365,8 @@ Summary summary(const Fields& f) {
   if (f.object("staging", &v)) s.staging = staging(Fields(*v, "staging"));
   if (f.object("pinned", &v)) s.pinned = pinned(Fields(*v, "pinned"));
   if (f.object("gpu_timeline", &v)) s.gpu_timeline = read_gpu_timeline(Fields(*v, "gpu_timeline"));
+  if (f.object("device_health", &v)) s.device_health = read_device_health(Fields(*v, "device_health"));
+  if (f.object("series", &v)) s.series = read_series(Fields(*v, "series"));
   return s;
 }
 

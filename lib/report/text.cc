@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/health_series.h"
 #include "report/utf8.h"
 
 namespace gpuslack {
@@ -512,6 +513,7 @@ std::string format_text(const Summary& summary) {
   gpu_headline(summary, &out);
   headline(summary, &out);
   gpu_details(summary, &out);
+  for (const std::string& text : device_health_lines(summary.device_health)) line(&out, printable(text));
   call_tables(summary, &out);
   copy_table(summary, &out);
   collective_table(summary, &out);

@@ -14,6 +14,8 @@
 #include "config/options.h"
 #include "cuda/nccl_api.h"
 #include "base/clock.h"
+#include "base/time_buckets.h"
+#include "health/sampler.h"
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
 #include "ledger/host_activity.h"
@@ -112,6 +114,7 @@ void on_fork_child() {
   sync::events_after_fork_child();
   reporter_after_fork_child();
   timeline::after_fork_child();
+  health::after_fork_child();
 }
 
 }  // namespace
@@ -146,6 +149,11 @@ void start(const ApiCall* const* calls, int n_calls) {
   const Options& o = options();  // first use: parses GPUSLACK_CONF, logs problems
   clock::calibrate_start();
   g_start_seconds = clock::monotonic_seconds();
+  set_series_origin_ticks(clock::ticks());
+  // Device health samples on the reporter thread (health/sampler.h); the
+  // knob is off in a secure process (secure_options).
+  const bool health_on = o.device_health != "off";
+  health::configure(health_on, g_start_seconds);
   format_utc_now(g_started_utc);
   nvtx::set_enabled(o.nvtx);
   nccl::set_collective_timing_every(o.collective_timing_every);
@@ -168,7 +176,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   // Metrics are written every summary interval, or every
   // kMetricsIntervalS when there is none (report/prometheus.h).
   start_reporter(o.summary_interval_s > 0 || o.prometheus_dir.empty() ? o.summary_interval_s : report::kMetricsIntervalS,
-                 o.signals);
+                 o.signals, health_on ? &health::sample : nullptr);
   timeline::start();  // per gpu_timeline; once (a forked child's is off)
   detail::g_active.store(true, std::memory_order_release);
   log::debug("session started (pid {})", static_cast<int>(getpid()));
@@ -203,7 +211,10 @@ report::RunInfo run_info(const char* reason) {
   }
   run.collective_timing_every = o.collective_timing_every < 1 ? 1 : o.collective_timing_every;
   run.expected_busbw_gbps = o.expected_busbw_gbps;
+  run.series_origin_ticks = series_origin_ticks();
   if (g_forked_child) return run;
+  health::sample_if_ready();
+  run.device_health = health::snapshot();
   for (int d = 0; d < alloc::kMaxDevices; ++d) {
     alloc::DeviceAllocator* a = alloc::existing_allocator(d);
     if (!a) continue;

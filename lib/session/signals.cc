@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -29,6 +30,8 @@ std::atomic<uint64_t> g_done{0};       // signal summaries finished
 struct sigaction g_previous[NSIG];
 std::atomic<bool> g_installed[NSIG];
 double g_interval_s = 0;
+void (*g_tick)() = nullptr;  // start_reporter's `tick`
+constexpr double kTickSeconds = 1.0;
 int g_pipe_read = -1;
 
 void sleep_ms(long ms) {
@@ -79,23 +82,35 @@ void signal_set(sigset_t* set) {
 
 const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal"; }
 
+double monotonic_now_s() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
 void* reporter_main(void*) {
   // The handler never runs here (it would wait for itself): start_reporter
   // created this thread with the signals blocked.
   pthread_setname_np(pthread_self(), "gpuslack-report");
 
-  int timeout_ms = g_interval_s > 0 ? static_cast<int>(std::lround(g_interval_s * 1000)) : -1;
-  timespec next;
-  clock_gettime(CLOCK_MONOTONIC, &next);
+  constexpr double kNever = HUGE_VAL;
+  double next_summary = g_interval_s > 0 ? monotonic_now_s() + g_interval_s : kNever;
+  double next_tick = g_tick ? monotonic_now_s() : kNever;  // the first tick right away
   for (;;) {
-    pollfd p{g_pipe_read, POLLIN, 0};
-    int wait_ms = timeout_ms;
-    if (timeout_ms >= 0) {
-      timespec now;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      double left = (next.tv_sec - now.tv_sec) * 1e3 + (next.tv_nsec - now.tv_nsec) / 1e6 + timeout_ms;
-      wait_ms = left > 0 ? static_cast<int>(left) : 0;
+    double now = monotonic_now_s();
+    if (now >= next_tick) {
+      g_tick();
+      next_tick = now + kTickSeconds;
+      continue;
     }
+    if (now >= next_summary) {
+      next_summary = now + g_interval_s;
+      write_summary("periodic");
+      continue;
+    }
+    const double wake = std::min(next_tick, next_summary);
+    const int wait_ms = wake == kNever ? -1 : static_cast<int>(std::ceil((wake - now) * 1000));
+    pollfd p{g_pipe_read, POLLIN, 0};
     int r = poll(&p, 1, wait_ms);
     if (r < 0 && errno == EINTR) continue;
     if (r > 0 && (p.revents & POLLIN)) {
@@ -106,10 +121,6 @@ void* reporter_main(void*) {
       continue;
     }
     if (r > 0) return nullptr;  // pipe closed or broken
-    if (r == 0 && timeout_ms >= 0) {
-      clock_gettime(CLOCK_MONOTONIC, &next);
-      write_summary("periodic");
-    }
   }
 }
 
@@ -154,14 +165,15 @@ void install_handlers() {
 
 }  // namespace
 
-void start_reporter(double interval_s, bool signals) {
-  if (interval_s <= 0 && !signals) return;
+void start_reporter(double interval_s, bool signals, void (*tick)()) {
+  if (interval_s <= 0 && !signals && !tick) return;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     log::warn("cannot start the reporter ({}); the summary is written at exit only", std::strerror(errno));
     return;
   }
   g_interval_s = interval_s;
+  g_tick = tick;
   g_pipe_read = fds[0];
   pthread_t thread;
   pthread_attr_t attr;

@@ -1,5 +1,8 @@
 // The reporter: a thread that writes the summary every summary_interval_s,
-// and on SIGTERM/SIGINT, then lets the signal act as it did before.
+// and on SIGTERM/SIGINT, then lets the signal act as it did before. It also
+// runs the session's once-a-second `tick` (the device health sampler,
+// health/sampler.h): gpuslack's one background thread for such work, so no
+// NVML call ever runs on an application thread.
 //
 // Note [Signals]: formatting a summary is not async-signal-safe, so the
 // handler only writes the signal number into a pipe and waits (up to 3 s,
@@ -37,9 +40,11 @@
 namespace gpuslack {
 namespace session {
 
-// Starts the reporter thread if `interval_s` > 0 or `signals` is set, and
-// installs the handlers when `signals` is set.
-void start_reporter(double interval_s, bool signals);
+// Starts the reporter thread if `interval_s` > 0, `signals` is set or
+// `tick` is given, and installs the handlers when `signals` is set. `tick`
+// (may be null) runs on the reporter when it starts, then about once a
+// second.
+void start_reporter(double interval_s, bool signals, void (*tick)());
 
 // In a forked child: the parent's reporter thread does not exist here;
 // disarm the handlers' pipe so they only chain, until a new session starts.

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "base/clock.h"
+#include "base/time_buckets.h"
 #include "ledger/host_activity.h"
 #include "timeline/sink.h"
 #include "timeline/timeline_analysis.h"
@@ -36,6 +37,8 @@ class AnalysisSink : public Sink {
     // making its sink, and no record can precede that.
     a.start_ticks = clock::ticks();
     a.launch_bound_gap_ticks = o.launch_bound_gap_ticks;
+    a.series_origin_ticks = series_origin_ticks();
+    a.tick_seconds = o.tick_seconds;
     a.short_kernel_ticks = o.tick_seconds > 0 ? static_cast<uint64_t>(kShortKernelSeconds / o.tick_seconds) : 0;
     return a;
   }

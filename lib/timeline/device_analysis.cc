@@ -14,7 +14,9 @@ DeviceAnalysis::DeviceAnalysis(uint64_t start_ticks, const AnalysisOptions& opti
       reach_any_(start_ticks),
       short_reach_(start_ticks),
       marks_(start_ticks, /*open_at_start=*/false, 0, options.worst_steps),
-      intervals_(start_ticks, /*open_at_start=*/true, first_interval, options.worst_steps) {
+      intervals_(start_ticks, /*open_at_start=*/true, first_interval, options.worst_steps),
+      series_origin_(options.series_origin_ticks),
+      series_tick_s_(options.tick_seconds) {
   for (uint64_t& r : reach_) r = start_ticks;
 }
 
@@ -122,6 +124,7 @@ void DeviceAnalysis::charge_gap(uint64_t from, uint64_t to, IdleAttributor& gaps
   gaps.attribute(reach_any_, from, to, [this](const IdleCharge& c, uint64_t b, uint64_t e) {
     const uint64_t d = e - b;
     idle_[static_cast<int>(c.cause)] += d;
+    if (series_tick_s_ > 0) idle_series_.add_span(series_seconds(b), series_seconds(e));
     if (c.call != nullptr) idle_by_site_[{c.call, c.site_key}] += d;
     if (e <= next_boundary_) {  // the common case: inside one step of each kind
       marks_.add_idle_within_step(b, e);
@@ -147,6 +150,8 @@ void DeviceAnalysis::fill(uint64_t now, bool from_marks, const std::vector<ledge
 
 void DeviceAnalysis::write(bool from_marks, double tick_seconds, SiteFramesFn frames, DeviceTimeline* out) const {
   const auto secs = [tick_seconds](uint64_t t) { return static_cast<double>(t) * tick_seconds; };
+  out->idle_series = idle_series_;
+  out->series_end_s = series_tick_s_ > 0 ? series_seconds(pos_) : 0;
   uint64_t busy = 0, idle = 0;
   for (int k = 0; k < kBusyCount; ++k) {
     busy += busy_[k];

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "base/absl_containers.h"
+#include "base/time_buckets.h"
 #include "ledger/host_activity.h"
 #include "timeline/gpu_activity.h"
 #include "timeline/idle_attribution.h"
@@ -70,6 +71,10 @@ struct AnalysisOptions {
   uint64_t short_kernel_ticks = 0;      // 10 us in ticks: shorter kernels are "short"
   size_t top_kernels = 10;
   size_t worst_steps = 5;
+  // The idle series (DeviceTimeline::idle_series): its origin, and seconds
+  // per tick (0: no series).
+  uint64_t series_origin_ticks = 0;
+  double tick_seconds = 0;
 };
 
 class DeviceAnalysis {
@@ -118,6 +123,10 @@ class DeviceAnalysis {
   uint64_t late_ticks() const { return late_ticks_; }
 
   static bool is_kernel(Busy k) { return k == Busy::kCompute || k == Busy::kCommunication; }
+  // Seconds from the series' origin to `ticks` (negative before it).
+  double series_seconds(uint64_t ticks) const {
+    return static_cast<double>(static_cast<int64_t>(ticks - series_origin_)) * series_tick_s_;
+  }
 
  private:
   struct Span {
@@ -162,6 +171,10 @@ class DeviceAnalysis {
   uint64_t next_boundary_ = UINT64_MAX;  // the earlier of theirs
   uint64_t late_records_ = 0;
   uint64_t late_ticks_ = 0;
+  // Idle per second of the run: fixed memory, no allocation (time_buckets.h).
+  uint64_t series_origin_;
+  double series_tick_s_;
+  TimeBuckets idle_series_{TimeBuckets::Reduce::kSum};
 };
 
 }  // namespace timeline

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "base/time_buckets.h"
 #include "ledger/api_call.h"
 
 namespace gpuslack {
@@ -117,6 +118,11 @@ struct DeviceTimeline {
   uint64_t kernels = 0;             // kernel records: every kernel that ran, <<<>>> ones too
   uint64_t launches = 0;            // launches through the launch API, counted by the hooks (all devices)
   Steps steps;
+  // Idle seconds per bucket of the run, from the series' origin
+  // (time_buckets.h: series_origin_ticks); the window measured ends at
+  // series_end_s (seconds from that origin). For the summary's "series".
+  TimeBuckets idle_series{TimeBuckets::Reduce::kSum};
+  double series_end_s = 0;
 };
 
 struct Snapshot {

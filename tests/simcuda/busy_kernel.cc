@@ -76,7 +76,8 @@ GPUSIM_EXPORT long gpusim_calls(const char* name) {
 // ...): timed, never computed.
 void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks, const void* func) {
   charge(config().launch_us);
-  double us = config().kernel_us + config().kernel_per_block_us * static_cast<double>(blocks);
+  double us = (config().kernel_us + config().kernel_per_block_us * static_cast<double>(blocks)) *
+              kernel_slowdown(s ? s->device : 0);
   OpInfo info;
   info.kind = OpKind::kKernel;
   info.blocks = blocks;
@@ -87,7 +88,7 @@ void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks, const void* func) {
 void gpusim::launch_flops(CUstream_st* s, double flops, const char* name) {
   charge(config().launch_us);
   double rate = config().gemm_tflops > 0 ? config().gemm_tflops : 50;
-  double us = config().kernel_us + flops / (rate * 1e6);
+  double us = (config().kernel_us + flops / (rate * 1e6)) * kernel_slowdown(s ? s->device : 0);
   OpInfo info;
   info.kind = OpKind::kKernel;
   info.blocks = 1;

@@ -40,6 +40,38 @@ void read_double(const char* field_name, double* field) {
   }
 }
 
+// GPUSIM_NVML_THROTTLE=device:ratio[:reason] (Config::throttle_*).
+void read_throttle(const char* spec, Config* c) {
+  static constexpr struct {
+    const char* name;
+    unsigned long long bit;  // nvmlClocksEventReason* (nvml.h)
+  } kReasons[] = {{"sw_power_cap", 0x4}, {"hw_slowdown", 0x8}, {"sync_boost", 0x10}, {"sw_thermal", 0x20},
+                  {"hw_thermal", 0x40}, {"hw_power_brake", 0x80}};
+  int device = -1, used = 0;
+  double ratio = 0;
+  if (std::sscanf(spec, "%d:%lf%n", &device, &ratio, &used) != 2 || device < 0 || !(ratio > 0 && ratio <= 1)) {
+    std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVML_THROTTLE=%s (want device:ratio[:reason], 0 < ratio <= 1)\n",
+                 spec);
+    return;
+  }
+  unsigned long long bit = 0x20;  // sw_thermal
+  if (spec[used] == ':') {
+    bit = 0;
+    for (const auto& r : kReasons)
+      if (std::strcmp(spec + used + 1, r.name) == 0) bit = r.bit;
+    if (!bit) {
+      std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVML_THROTTLE=%s (unknown reason)\n", spec);
+      return;
+    }
+  } else if (spec[used] != '\0') {
+    std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVML_THROTTLE=%s (want device:ratio[:reason])\n", spec);
+    return;
+  }
+  c->throttle_device = device;
+  c->throttle_ratio = ratio;
+  c->throttle_reason = bit;
+}
+
 Config load() {
   Config c;
   if (const char* v = std::getenv("GPUSIM_DEVICE_COUNT")) c.device_count = std::atoi(v);
@@ -51,6 +83,7 @@ Config load() {
   if (c.nccl_timeout_s <= 0) c.nccl_timeout_s = 60;
   if (const char* v = std::getenv("GPUSIM_PAGEABLE_ASYNC_BYTES"))
     c.pageable_async_bytes = parse_bytes(v, c.pageable_async_bytes);
+  if (const char* v = std::getenv("GPUSIM_NVML_THROTTLE")) read_throttle(v, &c);
 #define GPUSIM_COST(field) read_double(#field, &c.field)
   GPUSIM_COST(pinned_h2d_gbps); GPUSIM_COST(pinned_d2h_gbps); GPUSIM_COST(pageable_gbps);
   GPUSIM_COST(d2d_gbps); GPUSIM_COST(memset_gbps); GPUSIM_COST(copy_latency_us);
@@ -107,6 +140,11 @@ std::vector<std::unique_ptr<Fault>>* load_faults() {
 const Config& config() {
   static const Config* c = new Config(load());
   return *c;
+}
+
+double kernel_slowdown(int device) {
+  const Config& c = config();
+  return device == c.throttle_device && c.throttle_ratio > 0 ? 1.0 / c.throttle_ratio : 1.0;
 }
 
 bool should_fail(const char* name) {

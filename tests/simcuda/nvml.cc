@@ -7,7 +7,14 @@
 // NVML's header (nvml.h) is not part of the CUDA toolkit installed here: the
 // types below are NVML's, declared with the values of its header. Only the
 // calls that take no structure, or whose structures are not read, are
-// defined; #13 extends this with clocks and throttling.
+// defined, plus nvmlMemory_t (three 64-bit counts) for the memory info.
+//
+// Device health (gpuslack's health/sampler.h): clocks, clock event reasons,
+// temperature, power and memory, with H200-like figures: SM clock 1980 MHz
+// of 1980, no event reason, 52 °C, 420 W of a 700 W limit, memory used as
+// the simulated device counts it. GPUSIM_NVML_THROTTLE=device:ratio[:reason]
+// (sim.h, Config::throttle_*) makes one device report its clock at `ratio`
+// of the maximum, that reason and 86 °C.
 //
 // An NVML call with arguments it cannot answer (an unknown handle) says so
 // through log_unanswered. A function that is missing altogether shows as a
@@ -27,6 +34,11 @@ typedef struct nvmlPciInfo_st nvmlPciInfo_t;
 typedef int nvmlGpuP2PCapsIndex_t;
 typedef int nvmlGpuP2PStatus_t;
 typedef int nvmlIntNvLinkDeviceType_t;
+typedef int nvmlClockType_t;
+typedef int nvmlTemperatureSensors_t;
+typedef struct nvmlMemory_st {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
 }
 
 namespace {
@@ -39,6 +51,11 @@ constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
 constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
 constexpr nvmlReturn_t NVML_ERROR_DRIVER_NOT_LOADED = 9;
 constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_OK = 0;
+constexpr nvmlClockType_t NVML_CLOCK_SM = 1;
+constexpr nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU = 0;
+constexpr unsigned kMaxSmMhz = 1980;
+
+bool throttled(int d) { return d == gpusim::config().throttle_device; }
 
 std::atomic<int> g_inits{0};
 
@@ -213,4 +230,66 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t h, u
   int d;
   if (nvmlReturn_t r = check(h, "nvmlDeviceGetNvLinkRemotePciInfo", &d)) return r;
   return NVML_ERROR_NOT_SUPPORTED;
+}
+
+// ---- device health (gpuslack's health/sampler.h) ----
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t h, nvmlClockType_t type, unsigned int* mhz) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetMaxClockInfo", &d)) return r;
+  if (!mhz) return NVML_ERROR_INVALID_ARGUMENT;
+  if (type != NVML_CLOCK_SM) return NVML_ERROR_NOT_SUPPORTED;
+  *mhz = kMaxSmMhz;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t h, nvmlClockType_t type, unsigned int* mhz) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetClockInfo", &d)) return r;
+  if (!mhz) return NVML_ERROR_INVALID_ARGUMENT;
+  if (type != NVML_CLOCK_SM) return NVML_ERROR_NOT_SUPPORTED;
+  *mhz = throttled(d) ? static_cast<unsigned>(kMaxSmMhz * gpusim::config().throttle_ratio + 0.5) : kMaxSmMhz;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t h, unsigned long long* reasons) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetCurrentClocksEventReasons", &d)) return r;
+  if (!reasons) return NVML_ERROR_INVALID_ARGUMENT;
+  *reasons = throttled(d) ? gpusim::config().throttle_reason : 0;
+  return NVML_SUCCESS;
+}
+// The name before driver 535 (same bits).
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t h, unsigned long long* reasons) {
+  return nvmlDeviceGetCurrentClocksEventReasons(h, reasons);
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, nvmlTemperatureSensors_t sensor,
+                                                   unsigned int* celsius) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetTemperature", &d)) return r;
+  if (!celsius) return NVML_ERROR_INVALID_ARGUMENT;
+  if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_NOT_SUPPORTED;
+  *celsius = throttled(d) ? 86 : 52;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int* milliwatts) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetPowerUsage", &d)) return r;
+  if (!milliwatts) return NVML_ERROR_INVALID_ARGUMENT;
+  *milliwatts = 420000;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t h, unsigned int* milliwatts) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetEnforcedPowerLimit", &d)) return r;
+  if (!milliwatts) return NVML_ERROR_INVALID_ARGUMENT;
+  *milliwatts = 700000;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t* memory) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetMemoryInfo", &d)) return r;
+  if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  const size_t cap = gpusim::config().device_bytes, used = gpusim::Memory::get().used(d);
+  memory->total = cap;
+  memory->used = used;
+  memory->free = used < cap ? cap - used : 0;
+  return NVML_SUCCESS;
 }

@@ -75,6 +75,13 @@ struct Config {
   // pageable copy drains (Runtime API, "API synchronization behavior").
   size_t pageable_async_bytes = 64 << 10;
   double nccl_timeout_s = 60;    // GPUSIM_NCCL_TIMEOUT_S: a cross-process rank waits this long for a peer
+  // GPUSIM_NVML_THROTTLE=device:ratio[:reason]: that device's NVML reports
+  // its SM clock at `ratio` of the maximum, the reason (an
+  // nvmlClocksEventReason bit: sw_thermal unless named) and a high
+  // temperature; its kernels take 1/ratio as long.
+  int throttle_device = -1;
+  double throttle_ratio = 1.0;
+  unsigned long long throttle_reason = 0;
 
   double pinned_h2d_gbps = 50;   // DMA, pinned host -> device
   double pinned_d2h_gbps = 50;   // DMA, device -> pinned host
@@ -108,6 +115,9 @@ struct Config {
   double gemm_tflops = 50;          // FLOP rate of a math-library kernel (TFLOP/s)
 };
 const Config& config();
+// How much longer a kernel on `device` takes than the cost model says (1
+// unless GPUSIM_NVML_THROTTLE names the device).
+double kernel_slowdown(int device);
 
 // Host-side cost of an API call: the calling thread loses `us` of wall time
 // (spinning below 20 us, where sleeping is too coarse; sleeping above).

@@ -207,6 +207,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
   EXPECT_EQ("stderr", secure.text_summary);
   EXPECT_FALSE(secure.nvtx);
   EXPECT_EQ("off", secure.gpu_timeline);  // libcupti is looked for where CUDA_HOME says
+  EXPECT_EQ("off", secure.device_health);  // no NVML loaded, no thread started for it
   // The same environment in a plain process is read.
   EXPECT_EQ("/etc/evil.log", plain.log_file);
   EXPECT_EQ("/etc/evil", plain.output_dir);
@@ -216,6 +217,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
   defaults.json_summary = Options().json_summary;
   defaults.nvtx = Options().nvtx;
   defaults.gpu_timeline = Options().gpu_timeline;
+  defaults.device_health = Options().device_health;
   Options def;
 #define SAME_AS_DEFAULT(k, type, d, range, doc) EXPECT_EQ(def.k, defaults.k) << #k;
   GPUSLACK_OPTIONS(SAME_AS_DEFAULT)
@@ -224,7 +226,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
 
 TEST(Options, DocHasOneLinePerKnob) {
   std::vector<std::string> doc = options_doc();
-  ASSERT_EQ(30u, doc.size());
+  ASSERT_EQ(31u, doc.size());
   EXPECT_EQ(0u, doc[0].find("log_level (string, default \"warn\"): "));
   EXPECT_EQ(0u, doc[1].find("log_file (string, default \"\"): "));
   EXPECT_EQ(0u, doc[5].find("summary_interval_s (non-negative number, default 0, range 0, or 0.1 to 604800): "))

@@ -177,6 +177,34 @@ inline Summary sample_summary_with_gpu_timeline() {
   d1.idle_s = 412;
   d1.idle_by[0] = 412;
   g.devices.push_back(d1);
+  // Device health: device 1 throttled (sw_thermal) in 4 of 10 samples.
+  s.device_health.status = health::Status::kMeasured;
+  health::DeviceHealth h;
+  h.device = 1;
+  h.name = "NVIDIA H200";
+  h.uuid = "GPU-0f0e0d0c-0b0a-0908-0706-050403020100";
+  h.samples = 10;
+  h.sm_clock_mhz_mean = 1830;
+  h.sm_clock_mhz_min = 1500;
+  h.sm_clock_max_mhz = 1980;
+  h.clock_ratio_mean = 0.924242;
+  h.throttled_samples = 4;
+  h.throttle_reasons = {"gpu_idle", "sw_thermal"};
+  h.temperature_c_mean = 71;
+  h.temperature_c_max = 86;
+  h.power_w_mean = 540;
+  h.power_limit_w = 700;
+  h.memory_used_bytes_max = 80ull << 30;
+  s.device_health.devices.push_back(h);
+  s.series.interval_s = 2;
+  SeriesDevice sd;
+  sd.device = 1;
+  sd.gpu_idle_share = {0.5, 0.25, 1};
+  sd.memory_used_bytes = {1e9, 2e9, 2e9};
+  sd.sm_clock_ratio = {1, 0.757576, 0.757576};
+  s.series.devices.push_back(sd);
+  s.series.reserved_bytes = {2097152, 4194304, 4194304};
+  s.series.allocated_bytes = {1048576, 3145728, 0};
   return s;
 }
 

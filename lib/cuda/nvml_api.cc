@@ -1,0 +1,77 @@
+#include "cuda/nvml_api.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+namespace gpuslack {
+namespace cuda {
+namespace {
+
+constexpr const char* kSoname = "libnvidia-ml.so.1";
+
+std::once_flag g_once;
+const NvmlApi* g_api = nullptr;
+std::string* g_why = nullptr;
+
+template <typename Fn>
+bool resolve(void* lib, const char* name, Fn* slot) {
+  *slot = reinterpret_cast<Fn>(dlsym(lib, name));
+  if (!*slot) *g_why = std::string(kSoname) + " has no " + name;
+  return *slot != nullptr;
+}
+
+void load() {
+  g_why = new std::string();
+  void* lib = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    *g_why = std::string(kSoname) + " not found";
+    return;
+  }
+  auto* api = new NvmlApi();
+  // The newer name of the clock event reasons first, then the older one.
+  api->clocks_event_reasons = reinterpret_cast<decltype(api->clocks_event_reasons)>(
+      dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
+  if (!api->clocks_event_reasons)
+    api->clocks_event_reasons = reinterpret_cast<decltype(api->clocks_event_reasons)>(
+        dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+  bool ok = resolve(lib, "nvmlInit_v2", &api->init) && resolve(lib, "nvmlShutdown", &api->shutdown) &&
+            resolve(lib, "nvmlErrorString", &api->error_string) &&
+            resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", &api->handle_by_pci_bus_id) &&
+            resolve(lib, "nvmlDeviceGetName", &api->name) && resolve(lib, "nvmlDeviceGetUUID", &api->uuid) &&
+            resolve(lib, "nvmlDeviceGetClockInfo", &api->clock_info) &&
+            resolve(lib, "nvmlDeviceGetMaxClockInfo", &api->max_clock_info) &&
+            resolve(lib, "nvmlDeviceGetTemperature", &api->temperature) &&
+            resolve(lib, "nvmlDeviceGetPowerUsage", &api->power_usage) &&
+            resolve(lib, "nvmlDeviceGetEnforcedPowerLimit", &api->enforced_power_limit) &&
+            resolve(lib, "nvmlDeviceGetMemoryInfo", &api->memory_info);
+  if (ok && !api->clocks_event_reasons) {
+    *g_why = std::string(kSoname) + " has no nvmlDeviceGetCurrentClocksEventReasons";
+    ok = false;
+  }
+  if (!ok) {
+    delete api;
+    dlclose(lib);
+    return;
+  }
+  g_api = api;  // leaked on purpose, like the library: used until the process ends
+}
+
+}  // namespace
+
+const NvmlApi* nvml() {
+  std::call_once(g_once, load);
+  return g_api;
+}
+
+const char* why_no_nvml() { return g_api || !g_why ? "" : g_why->c_str(); }
+
+const char* nvml_error_text(const NvmlApi* api, nvmlReturn_t r) {
+  if (api && api->error_string)
+    if (const char* text = api->error_string(r)) return text;
+  return "NVML error";
+}
+
+}  // namespace cuda
+}  // namespace gpuslack

@@ -1,0 +1,48 @@
+// The NVML functions the device health sampler calls (health/sampler.h),
+// found at run time in libnvidia-ml.so.1, never linked (docs/design.md,
+// principle 2): the driver's own library, so the loader's search finds it
+// wherever the driver is installed.
+//
+// nvml() loads the table once and returns it, or nullptr when the library
+// is missing or lacks a required entry point; why_no_nvml() says which. It
+// does not call nvmlInit: the caller does, off the application's threads.
+// Clock event reasons: nvmlDeviceGetCurrentClocksEventReasons, or in a
+// driver older than 535 its former name ...ClocksThrottleReasons (the same
+// signature and bits); one of the two is required.
+//
+// Thread safety: any thread; the table is immutable once published.
+#pragma once
+
+#include <nvml.h>
+
+namespace gpuslack {
+namespace cuda {
+
+// NVML's signatures (nvml.h), written out rather than taken with decltype:
+// nvmlDeviceGetTemperature is marked deprecated in NVML 13's header, and
+// is still what every driver answers.
+struct NvmlApi {
+  nvmlReturn_t (*init)();  // nvmlInit_v2
+  nvmlReturn_t (*shutdown)();
+  const char* (*error_string)(nvmlReturn_t result);
+  nvmlReturn_t (*handle_by_pci_bus_id)(const char* bus_id, nvmlDevice_t* device);  // _v2
+  nvmlReturn_t (*name)(nvmlDevice_t device, char* name, unsigned int length);
+  nvmlReturn_t (*uuid)(nvmlDevice_t device, char* uuid, unsigned int length);
+  nvmlReturn_t (*clock_info)(nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz);
+  nvmlReturn_t (*max_clock_info)(nvmlDevice_t device, nvmlClockType_t type, unsigned int* mhz);
+  nvmlReturn_t (*clocks_event_reasons)(nvmlDevice_t device, unsigned long long* reasons);
+  nvmlReturn_t (*temperature)(nvmlDevice_t device, nvmlTemperatureSensors_t sensor, unsigned int* celsius);
+  nvmlReturn_t (*power_usage)(nvmlDevice_t device, unsigned int* milliwatts);
+  nvmlReturn_t (*enforced_power_limit)(nvmlDevice_t device, unsigned int* milliwatts);
+  nvmlReturn_t (*memory_info)(nvmlDevice_t device, nvmlMemory_t* memory);
+};
+
+const NvmlApi* nvml();
+// Why nvml() returned nullptr ("" when it did not, or before the first call).
+const char* why_no_nvml();
+
+// NVML's text for `r` when the table has it, else the number.
+const char* nvml_error_text(const NvmlApi* api, nvmlReturn_t r);
+
+}  // namespace cuda
+}  // namespace gpuslack

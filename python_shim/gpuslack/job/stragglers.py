@@ -22,7 +22,6 @@ import heapq
 from . import stats
 
 MIN_RANKS = 3            # fewer ranks have no majority to compare against
-CLOCK_RATIO_THROTTLED = 0.9
 
 
 def _basis(ranks):
@@ -46,10 +45,15 @@ def wait_and_work(r, basis):
 
 
 def throttled(r):
-    """The throttled devices of one rank: [{device, clock_ratio_mean, reasons, ...}]."""
+    """The throttled devices of one rank: [{device, clock_ratio_mean, reasons, ...}].
+
+    A device throttled when NVML gave a slowdown reason in some sample
+    (throttled_samples: gpu_idle and applications_clocks do not count). A
+    low mean clock alone is no evidence: a real GPU clocks down whenever it
+    idles, and clock_ratio_mean averages those samples too."""
     out = []
     for d in r["health"] or []:
-        if (d["throttled_samples"] > 0 and d["throttle_reasons"]) or d["clock_ratio_mean"] < CLOCK_RATIO_THROTTLED:
+        if d["throttled_samples"] > 0 and d["throttle_reasons"]:
             out.append(d)
     return out
 

@@ -75,7 +75,8 @@ class Stragglers(unittest.TestCase):
     def test_a_throttled_gpu_is_tied_to_its_straggler(self):
         ranks = [rank(r, wait=2.0, work=5.0) for r in range(8)]
         ranks[5] = rank(5, wait=1.0, work=6.0, clock=0.85, reasons=["sw_thermal", "gpu_idle"][:1])
-        ranks[6] = rank(6, wait=2.0, work=5.0, clock=0.8)     # throttled, yet keeps pace: not a straggler
+        ranks[6] = rank(6, wait=2.0, work=5.0, clock=0.8, reasons=["hw_slowdown"])  # keeps pace: not a straggler
+        ranks[7] = rank(7, wait=2.0, work=5.0, clock=0.6)     # clocked down while idle, no reason: not throttled
         s = stragglers.find(ranks)
         self.assertEqual([x["rank"] for x in s["stragglers"]], [5])
         self.assertTrue(s["stragglers"][0]["throttled"])

@@ -1,16 +1,16 @@
-// The interposed dlsym and dlvsym: a lookup of a hooked driver function
+// The interposed dlsym: a lookup of a hooked driver function
 // (driver_hook_table.h) on a handle whose scope finds libcuda.so.1's own
 // function gets gpuslack's hook of it, as cuGetProcAddress does
 // (entry_points.h); every other lookup is the C library's, unchanged.
 //
-// Note [dlsym keeps its caller]: glibc's dlsym and dlvsym read their
+// Note [dlsym keeps its caller]: glibc's dlsym reads its
 // caller's return address. RTLD_NEXT searches the objects after the
 // caller's; RTLD_DEFAULT searches the caller's scope (a library loaded
 // RTLD_LOCAL sees its own dependencies) and names the caller in dlerror()'s
 // text. A wrapper that called the real dlsym would move every such lookup
 // to libgpuslack.so: a sanitizer's or another tool's dlsym(RTLD_NEXT,
-// "malloc") would find the wrong function, or itself. So dlsym and dlvsym
-// are a few instructions of assembly that JUMP (never call) to the C
+// "malloc") would find the wrong function, or itself. So dlsym is
+// a few instructions of assembly that JUMP (never call) to the C
 // library's function for RTLD_NEXT, RTLD_DEFAULT and any name that does not
 // start with "cu": the C library then sees the caller's own return address
 // on the stack and answers exactly as without gpuslack, dlerror() included.
@@ -46,7 +46,11 @@
 // gpuslack's other code that says dlsym (NVTX's headers, looking up an
 // injection library's initializer by handle) comes here and is passed on.
 //
-// x86-64 glibc only; elsewhere dlsym and dlvsym are not interposed.
+// dlvsym is not interposed: libcuda.so.1 exports its functions without
+// symbol versions (versions live in the names: cuMemAlloc_v2), so dlvsym of
+// a driver function on its handle finds nothing, with gpuslack or without.
+//
+// x86-64 glibc only; elsewhere dlsym is not interposed.
 #include <dlfcn.h>
 
 #if defined(__x86_64__) && defined(__GLIBC__)
@@ -104,9 +108,6 @@ extern "C" {
 __attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) void* gpuslack_libc_dlsym() {
   return reinterpret_cast<void*>(gpuslack::cuda::libc_dlsym());
 }
-__attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) void* gpuslack_libc_dlvsym() {
-  return reinterpret_cast<void*>(gpuslack::cuda::libc_dlvsym());
-}
 
 __attribute__((visibility("hidden"))) void* gpuslack_dlsym_by_handle(void* handle, const char* name, void* caller) {
   gpuslack::cuda::DlsymFn real = gpuslack::cuda::libc_dlsym();
@@ -116,18 +117,9 @@ __attribute__((visibility("hidden"))) void* gpuslack_dlsym_by_handle(void* handl
   return gpuslack::interpose::by_handle(name, p, caller, [&] { real(handle, name); });
 }
 
-__attribute__((visibility("hidden"))) void* gpuslack_dlvsym_by_handle(void* handle, const char* name,
-                                                                      const char* version, void* caller) {
-  gpuslack::cuda::DlvsymFn real = gpuslack::cuda::libc_dlvsym();
-  if (!real) return nullptr;
-  void* p = real(handle, name, version);
-  if (!p) return p;
-  return gpuslack::interpose::by_handle(name, p, caller, [&] { real(handle, name, version); });
-}
-
 }  // extern "C"
 
-// dlsym(handle, name) and dlvsym(handle, name, version): Note [dlsym keeps
+// dlsym(handle, name): Note [dlsym keeps
 // its caller]. RTLD_DEFAULT is 0, RTLD_NEXT is -1. To the C library's
 // function: a jump, with the arguments and the stack as they came (its
 // address is found by a call that saves the argument registers and keeps
@@ -173,45 +165,6 @@ dlsym:
   ret
   .cfi_endproc
   .size dlsym, .-dlsym
-
-  .p2align 4
-  .globl dlvsym
-  .type dlvsym, @function
-dlvsym:
-  .cfi_startproc
-  testq %rdi, %rdi
-  je 1f
-  cmpq $-1, %rdi
-  je 1f
-  testq %rsi, %rsi
-  je 1f
-  cmpb $0x63, (%rsi)
-  jne 1f
-  cmpb $0x75, 1(%rsi)
-  jne 1f
-  movq (%rsp), %rcx
-  jmp gpuslack_dlvsym_by_handle
-1:
-  pushq %rdi
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  pushq %rdx
-  .cfi_adjust_cfa_offset 8
-  call gpuslack_libc_dlvsym
-  popq %rdx
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
-  testq %rax, %rax
-  je 2f
-  jmp *%rax
-2:
-  ret
-  .cfi_endproc
-  .size dlvsym, .-dlvsym
 )");
 
 #endif  // __x86_64__ && __GLIBC__

@@ -7,7 +7,7 @@
 // pointer are the real lookup's. Not timed, not in the ledger, no session
 // started: the hooks handed out do that when they are called.
 //
-// dlsym and dlvsym on a handle of libcuda.so.1 hand out the same hooks
+// dlsym on a handle of libcuda.so.1 hand out the same hooks
 // (dl_hooks.cc), under the same rule (Note [Only the function the hook
 // forwards to]).
 #include <cuda.h>

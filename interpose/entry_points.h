@@ -6,7 +6,7 @@
 // that exact variant instead of the driver's pointer, so that a program
 // that calls the driver only through such pointers (PyTorch's expandable
 // segments, JAX/XLA, Triton) is seen as one that calls the exported names.
-// dl_hooks.cc does the same for dlsym/dlvsym on a handle of libcuda.so.1.
+// dl_hooks.cc does the same for dlsym on a handle of libcuda.so.1.
 //
 // Not to be included outside interpose/.
 //

@@ -1,4 +1,4 @@
-// The C library's dlsym and dlvsym, found by reading its dynamic symbol
+// The C library's dlsym, found by reading its dynamic symbol
 // table (real_dl.h says why no lookup by name will do).
 //
 // Every function here is uninstrumented and calls no other function: a
@@ -20,7 +20,6 @@ namespace cuda {
 namespace {
 
 void* g_dlsym = nullptr;
-void* g_dlvsym = nullptr;
 
 // One loaded object's dynamic symbol table.
 struct Image {
@@ -115,17 +114,14 @@ GPUSLACK_UNINSTRUMENTED void* find_in(const Image& im, const char* name) {
   return nullptr;
 }
 
-GPUSLACK_UNINSTRUMENTED void find_both() {
+GPUSLACK_UNINSTRUMENTED void find_dlsym() {
   for (const link_map* m = _r_debug.r_map; m; m = m->l_next) {
     if (!m->l_name) continue;
     const char* b = base_name(m->l_name);
     if (!starts_with(b, "libc.so") && !starts_with(b, "libdl.so")) continue;
     Image im;
     if (!read_image(m, &im)) continue;
-    void* s = find_in(im, "dlsym");
-    void* v = find_in(im, "dlvsym");
-    if (s && v) {
-      __atomic_store_n(&g_dlvsym, v, __ATOMIC_RELEASE);
+    if (void* s = find_in(im, "dlsym")) {
       __atomic_store_n(&g_dlsym, s, __ATOMIC_RELEASE);
       return;
     }
@@ -137,25 +133,15 @@ GPUSLACK_UNINSTRUMENTED void find_both() {
 GPUSLACK_UNINSTRUMENTED DlsymFn libc_dlsym() {
   void* p = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
   if (!p) {
-    find_both();
+    find_dlsym();
     p = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
   }
   return reinterpret_cast<DlsymFn>(p);
 }
 
-GPUSLACK_UNINSTRUMENTED DlvsymFn libc_dlvsym() {
-  if (!__atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE)) find_both();
-  return reinterpret_cast<DlvsymFn>(__atomic_load_n(&g_dlvsym, __ATOMIC_ACQUIRE));
-}
-
 void* real_dlsym(void* handle, const char* name) {
   DlsymFn f = libc_dlsym();
   return f ? f(handle, name) : nullptr;
-}
-
-void* real_dlvsym(void* handle, const char* name, const char* version) {
-  DlvsymFn f = libc_dlvsym();
-  return f ? f(handle, name, version) : nullptr;
 }
 
 }  // namespace cuda

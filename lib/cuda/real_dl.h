@@ -1,6 +1,6 @@
-// The C library's own dlsym and dlvsym, for gpuslack's code.
+// The C library's own dlsym, for gpuslack's code.
 //
-// libgpuslack.so defines dlsym and dlvsym itself (interpose/dl_hooks.cc), so
+// libgpuslack.so defines dlsym itself (interpose/dl_hooks.cc), so
 // that a program's lookup of a driver function on a handle of libcuda.so.1
 // gets gpuslack's hook. Inside libgpuslack.so the name `dlsym` then means
 // that definition, not the C library's: preloaded, libgpuslack.so comes
@@ -28,19 +28,16 @@ namespace gpuslack {
 namespace cuda {
 
 using DlsymFn = void* (*)(void*, const char*);
-using DlvsymFn = void* (*)(void*, const char*, const char*);
 
-// The C library's dlsym and dlvsym, or nullptr where none is found (not
+// The C library's dlsym, or nullptr where none is found (not
 // glibc). Uninstrumented (see above).
 DlsymFn libc_dlsym();
-DlvsymFn libc_dlvsym();
 
-// dlsym and dlvsym of the C library; for RTLD_NEXT and RTLD_DEFAULT the
+// dlsym of the C library; for RTLD_NEXT and RTLD_DEFAULT the
 // caller is the calling object of gpuslack (libgpuslack.so, or the test
 // executable that links the core). nullptr (and dlerror() untouched) when
 // the C library's are not found.
 void* real_dlsym(void* handle, const char* name);
-void* real_dlvsym(void* handle, const char* name, const char* version);
 
 }  // namespace cuda
 }  // namespace gpuslack

@@ -10,11 +10,11 @@ bad() { echo "seal: $*"; fail=1; }
 [ -f "$so" ] || { echo "seal: no such file: $so"; exit 2; }
 
 # 1. Exports: only hooked CUDA/NCCL/CUPTI API symbols and gpuslack_*, and
-#    dlsym/dlvsym: a driver function looked up on a handle of libcuda.so.1
+#    dlsym: a driver function looked up on a handle of libcuda.so.1
 #    is handed out hooked (interpose/dl_hooks.cc); nothing else of libc.
 while read -r sym; do
   case "$sym" in
-    cuda*|cu[A-Z]*|cupti*|nccl*|pnccl*|gpuslack_*|dlsym|dlvsym) ;;
+    cuda*|cu[A-Z]*|cupti*|nccl*|pnccl*|gpuslack_*|dlsym) ;;
     *) bad "exports $sym" ;;
   esac
 done < <(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//')

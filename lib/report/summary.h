@@ -22,6 +22,7 @@
 #include "nccl/communicators.h"
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
+#include "report/finding.h"
 #include "report/job.h"
 #include "stage/staging_stats.h"
 #include "timeline/timeline.h"
@@ -241,6 +242,9 @@ struct Summary {
   double lost_s = 0;     // all threads, allocation + copies + collectives
   double lost_share = 0;  // lost_s / wall_s (may exceed 1 with many threads)
   std::vector<CategoryTime> categories;  // all threads, every category in enum order
+  // What leaks and how to fix it, most costly first (lib/findings/; the
+  // session fills it after build_summary).
+  std::vector<Finding> findings;
   ThreadRow worst_thread;                // the thread that lost most
   // Every live thread with a hooked call and the exited ones that lost most
   // (at most ledger::kListedExitedThreads), most lost first; the other

@@ -1,0 +1,10 @@
+// The allocator rules (lib/findings/findings.h). Filled in by issue 17's work.
+#include "findings/findings.h"
+
+namespace gpuslack {
+namespace findings {
+
+void allocator_rules(const report::Summary&, const Context&, std::vector<report::Finding>*) {}
+
+}  // namespace findings
+}  // namespace gpuslack

@@ -68,6 +68,11 @@ class Html(unittest.TestCase):
         self.assertEqual(dom.count("<svg"), 5, "two stacked bars, heatmap, memory, busbw")
         self.assertTrue("expected 0.3 GB/s" in dom, "expected 0.3 GB/s")
         self.assertTrue("NCCL_ALGO" in dom, "NCCL_ALGO")
+        found = re.search(r'<section id="findings">(.*?)</section>', dom, re.S)
+        self.assertIsNotNone(found, "no findings section")
+        self.assertLess(dom.index('id="findings"'), dom.index('id="stragglers"'))
+        self.assertIn("Rank %d on node000 holds the other ranks back" % job["slow"], found.group(1))
+        self.assertIn("nccl_env_mismatch", found.group(1))
         self.assertTrue("written by a newer gpuslack" in dom, "written by a newer gpuslack")
 
     def test_a_console_error_is_caught(self):

@@ -127,8 +127,24 @@ class Merge(unittest.TestCase):
         self.assertIn("rank %d on %s" % (job["throttled"], self.node_of_throttled), p.stdout)
         self.assertIn("rank %d on %s" % (job["slow"], self.node_of_slow), p.stdout)
         self.assertIn("throttled GPU: rank %d" % job["throttled"], p.stdout)
-        if self.nccl_settings_differ:
-            self.assertIn("NCCL setting differs", p.stdout)
+        # The findings: one per straggler with its cause, one for NCCL settings
+        # that differ (where they do); each rank's merged once per rule, present
+        # or not (the ranks' summaries may predate findings); most costly first.
+        strag_f = {f["worst_rank"]: f for f in rep["findings"] if f["rule"] == "straggler"}
+        self.assertEqual(sorted(strag_f), sorted([job["slow"], job["throttled"]]))
+        self.assertIn("its host is slow", strag_f[job["slow"]]["title"])
+        self.assertIn("its GPU throttles", strag_f[job["throttled"]]["title"])
+        for f in strag_f.values():
+            self.assertGreater(f["cost_s_total"], 0)
+        mismatch = [f for f in rep["findings"] if f["rule"] == "nccl_env_mismatch"]
+        self.assertEqual(len(mismatch), 1 if self.nccl_settings_differ else 0)
+        rules = [f["rule"] for f in rep["findings"] if f["scope"] == "ranks"]
+        self.assertEqual(len(rules), len(set(rules)))
+        costs = [f["cost_s_total"] for f in rep["findings"] if f["cost_measured"]]
+        self.assertEqual(costs, sorted(costs, reverse=True))
+        self.assertTrue(p.stdout.splitlines()[2].startswith("gpuslack job: findings ("), p.stdout[:600])
+        self.assertIn("[straggler]", p.stdout)
+        self.assertEqual("[nccl_env_mismatch]" in p.stdout, self.nccl_settings_differ)
         for line in p.stdout.splitlines():
             self.assertTrue(line.startswith("gpuslack job: "), line)
         # The HTML: one file, nothing to fetch.
@@ -217,7 +233,8 @@ class Merge(unittest.TestCase):
         with open(os.path.join(ranks, "job-report.json")) as f:
             rep = json.load(f)
         for breaks in (lambda r: r.pop("stragglers"), lambda r: r.update(unknown=1),
-                       lambda r: r["stragglers"].update(cost_s=-1), lambda r: r.update(report_version=2)):
+                       lambda r: r["stragglers"].update(cost_s=-1), lambda r: r.update(report_version=2),
+                       lambda r: r["missing"].pop("findings"), lambda r: r.pop("findings")):
             broken = json.loads(json.dumps(rep))
             breaks(broken)
             self.assertNotEqual(validate(broken), [])

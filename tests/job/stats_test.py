@@ -63,6 +63,17 @@ class Stragglers(unittest.TestCase):
         self.assertEqual(s["nodes"], [{"node": "node0", "straggler_ranks": [3], "ranks": 4}])
         self.assertEqual(s["basis"], "gpu_timeline")
 
+    def test_each_straggler_gets_what_the_others_waited_for_it(self):
+        ranks = [rank(r, wait=2.0, work=5.0) for r in range(8)]
+        ranks[3] = rank(3, wait=0.5, work=6.5)     # arrives last: everyone waits for it
+        ranks[5] = rank(5, wait=1.5, work=5.5)     # arrives before rank 3, after the rest
+        s = stragglers.find(ranks)
+        by = {x["rank"]: x for x in s["stragglers"]}
+        self.assertAlmostEqual(by[3]["others_wait_s"], 6 * 1.5 + 1.0)   # six at 2.0 s, rank 5 at 1.5 s
+        self.assertAlmostEqual(by[5]["others_wait_s"], 6 * 0.5)         # rank 3 waited less than rank 5
+        self.assertEqual((by[3]["cause_ids"], by[5]["cause_ids"]), (["more_work"], ["more_work"]))
+        self.assertAlmostEqual(s["cost_s"], by[5]["others_wait_s"])     # the job's: beyond both
+
     def test_noise_alone_names_no_straggler(self):
         ranks = [rank(r, wait=2.0 + 0.02 * (r % 3), work=5.0) for r in range(16)]
         s = stragglers.find(ranks)
@@ -81,6 +92,7 @@ class Stragglers(unittest.TestCase):
         self.assertEqual([x["rank"] for x in s["stragglers"]], [5])
         self.assertTrue(s["stragglers"][0]["throttled"])
         self.assertIn("GPU throttled", s["stragglers"][0]["causes"][0])
+        self.assertEqual(s["stragglers"][0]["cause_ids"], ["throttled"])
         self.assertEqual({t["rank"]: t["straggler"] for t in s["throttled"]}, {5: True, 6: False})
 
     def test_idle_and_application_clocks_are_not_throttling(self):
@@ -95,6 +107,8 @@ class Stragglers(unittest.TestCase):
         s = stragglers.find(ranks)
         self.assertEqual([x["rank"] for x in s["stragglers"]], [2])
         self.assertIn("host-bound", " ".join(s["stragglers"][0]["causes"]))
+        self.assertEqual(s["stragglers"][0]["cause_ids"], ["host_bound"])
+        self.assertAlmostEqual(s["stragglers"][0]["extra_host_bound_s"], 1.2)
         self.assertEqual(s["throttled"], [])
 
     def test_without_device_health_the_cause_says_so(self):
@@ -102,6 +116,7 @@ class Stragglers(unittest.TestCase):
         ranks[4] = rank(4, wait=0.5, work=6.5, health=False)
         s = stragglers.find(ranks)
         self.assertIn("device health not measured", s["stragglers"][0]["causes"][0])
+        self.assertEqual(s["stragglers"][0]["cause_ids"], ["health_missing"])
         self.assertEqual(s["health_missing_ranks"], 8)
 
     def test_without_a_gpu_timeline_host_collective_time_is_the_basis(self):

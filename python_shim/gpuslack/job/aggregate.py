@@ -6,7 +6,7 @@ renderers read only this dict, so they never disagree.
 """
 import os
 
-from . import load, stats, stragglers
+from . import findings, load, stats, stragglers
 
 LOST = ("allocation", "copy", "collective")
 TIME_GRID = 120          # columns of the over-time figures
@@ -194,7 +194,8 @@ def build(ranks, skipped, notes, expected_busbw=0.0):
     missing = {"gpu_timeline": sum(1 for r in ranks if not r["gpu"]),
                "device_health": sum(1 for r in ranks if r["health"] is None),
                "series": sum(1 for r in ranks if not r["series"]),
-               "job": sum(1 for r in ranks if not r["has_job"])}
+               "job": sum(1 for r in ranks if not r["has_job"]),
+               "findings": sum(1 for r in ranks if r["findings"] is None)}
     why = {}
     for r in ranks:
         if not r["gpu"]:
@@ -220,7 +221,7 @@ def build(ranks, skipped, notes, expected_busbw=0.0):
                   "skipped": [{"file": f, "reason": why_} for f, why_ in skipped], "notes": notes},
         "ranks": len(ranks), "nodes": len({r["host"] for r in ranks}),
         "world_size": max([r["world_size"] for r in ranks] or [-1]),
-        "missing": missing, "missing_why": why,
+        "missing": missing, "missing_why": why, "findings": findings.build(ranks, strag),
         "time_lost": _time_lost(ranks), "gpu": _gpu(ranks), "per_node": _nodes(ranks, strag),
         "stragglers": strag, "collectives": _collectives(ranks, expected_busbw),
         "nccl_env_differences": _nccl_env(ranks), "memory": _memory(ranks),

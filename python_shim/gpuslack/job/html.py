@@ -34,6 +34,11 @@ td:last-child{min-width:8em}
 .note{color:#5b6670;font-size:13px}
 .warn{color:#8a4b00;font-size:13px}
 ul{margin:4px 0 4px 18px;padding:0}li{margin:2px 0}
+.finding{border-left:4px solid #c0392b;padding:4px 12px;margin:0 0 12px}
+.finding.unmeasured{border-left-color:#8a4b00}
+.finding h3{font-size:15px;margin:0 0 4px}.finding .rule{color:#5b6670;font-weight:normal;font-size:12px}
+.finding p,.finding ul{margin:3px 0;font-size:13px}.finding code{white-space:pre-wrap}
+.fix{background:#eef7ee;padding:4px 8px;border-radius:4px}
 """
 
 HOST_SEGMENTS = [("allocation", "allocation", "#e74c3c"), ("copy", "copies", "#f39c12"),
@@ -136,6 +141,7 @@ def render(rep):
     cards = [("%d" % rep["ranks"], "ranks on %d nodes" % rep["nodes"], False),
              (fmt.share(tl["lost_share"]["p50"]), "time lost, p50 rank", False),
              (fmt.share(g["idle_share"]["p50"]) if g else "n/a", "GPU idle, p50 rank", False),
+             ("%d" % len(rep["findings"]), "findings", bool(rep["findings"])),
              ("%d" % len(rep["stragglers"]["stragglers"]), "stragglers", bool(strag)),
              (fmt.seconds(rep["stragglers"]["cost_s"]), "others' wait for them", bool(strag)),
              ("%d" % len(rep["stragglers"]["throttled"]), "throttled GPUs", bool(rep["stragglers"]["throttled"]))]
@@ -146,6 +152,7 @@ def render(rep):
          '<div class="cards">%s</div>' % "".join('<div class="card%s"><b>%s</b><span>%s</span></div>' % (
              " bad" if bad else "", _e(v), _e(label)) for v, label, bad in cards)]
     P.append(_missing(rep))
+    P.append(_findings(rep))
     P.append(_stragglers(rep))
     P.append("<section id=\"where\"><h2>Where the time went, per rank</h2>")
     hl = {str(r) for r in strag} if len(pr) <= MAX_BARS else {
@@ -173,6 +180,50 @@ def render(rep):
     P.append(_files(rep))
     P.append("</main></body></html>\n")
     return "".join(P)
+
+
+FINDINGS_SHOWN = 12
+
+
+def _finding_cost(f, n):
+    if f["rule"] == "straggler" and f["scope"] == "job":
+        return "The other ranks waited <b>%s</b> for it at collectives (%s of their wall time)." % (
+            fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_max"]))
+    on = "On <b>%d of %d ranks</b> (%s)" % (f["ranks"], n, _e(fmt.ranks(f["rank_list"], 8)))
+    if not f["cost_measured"]:
+        return on + "; cost not measured."
+    idle = "; GPU idle %s" % fmt.seconds(f["gpu_idle_s_total"]) if f["gpu_idle_s_total"] is not None else ""
+    return "%s: <b>%s</b> summed, %s of a rank's wall on average, %s at most (rank %d)%s." % (
+        on, fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_mean"]), fmt.share(f["cost_share_max"]),
+        f["worst_rank"], idle)
+
+
+def _findings(rep):
+    fs, old = rep["findings"], rep["missing"]["findings"]
+    out = ["<section id=\"findings\"><h2>Findings</h2>"]
+    if old:
+        out.append("<p class=\"warn\">%d of %d ranks' summaries predate findings: merged as ranks with none.</p>"
+                   % (old, rep["ranks"]))
+    if not fs:
+        out.append("<p>None: no rule fired on any rank or across ranks.</p>")
+    for i, f in enumerate(fs[:FINDINGS_SHOWN]):
+        out.append('<div class="finding%s"><h3>%d. %s <span class="rule">%s</span></h3><p>%s</p>' % (
+            "" if f["cost_measured"] else " unmeasured", i + 1, _e(f["title"]), _e(f["rule"]),
+            _finding_cost(f, rep["ranks"])))
+        if f["evidence"]:
+            label = "Evidence on rank %d, where it cost most" % f["worst_rank"] \
+                if f["scope"] == "ranks" and f["ranks"] > 1 else "Evidence"
+            out.append("<p>%s:</p><ul>%s</ul>" % (label, "".join(
+                "<li>%s: <b>%s</b></li>" % (_e(e["name"]), _e(e["value"])) for e in f["evidence"][:8])))
+        if f["where"]:
+            out.append("<p>At:</p><ul>%s</ul>" % "".join(
+                "<li><code>%s</code></li>" % _e("\n".join(site[:4])) for site in f["where"][:3]))
+        if f["fix"]:
+            out.append('<p class="fix"><b>Fix:</b> %s</p>' % _e(f["fix"]))
+        out.append("</div>")
+    if len(fs) > FINDINGS_SHOWN:
+        out.append("<p class=\"note\">and %d more findings (job-report.json lists all)</p>" % (len(fs) - FINDINGS_SHOWN))
+    return "".join(out) + "</section>"
 
 
 def _missing(rep):
@@ -252,11 +303,6 @@ def _collectives(rep):
                    "max", "below expected", "slowest ranks"], rows)]
     if not exp:
         out.append("<p class=\"note\">No expected bus bandwidth (expected_busbw_gbps, or merge --expected-busbw).</p>")
-    diffs = rep["nccl_env_differences"]
-    if diffs:
-        out.append("<h2>NCCL settings that differ between ranks</h2>" + _table(
-            ["variable", "values"], [[d["name"], "; ".join("%s on %d ranks (%s)" % (
-                v["value"], v["ranks"], fmt.ranks(v["example_ranks"], 4)) for v in d["values"])] for d in diffs]))
     return "".join(out) + "</section>"
 
 

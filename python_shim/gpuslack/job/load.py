@@ -6,8 +6,8 @@ files it could not use and why. Only the figures the report needs are kept
 (a few KiB per rank), so 4,096 ranks fit in well under a gigabyte.
 
 When: first step of `python -m gpuslack merge`. Files written before the
-job fields existed (no "job", "device_health", "series") load as well: their
-missing sections are None and the report says so.
+job fields existed (no "job", "device_health", "series", "findings") load as
+well: their missing sections are None and the report says so.
 
 Bad files never stop the merge: an empty, truncated, non-JSON, foreign (JSON
 but not a gpuslack summary) or future-schema file is one Skipped entry with
@@ -180,6 +180,37 @@ def _memory(doc):
     return m
 
 
+def _text(x):
+    return x if isinstance(x, str) else ""
+
+
+def _list(x):
+    return x if isinstance(x, list) else []
+
+
+def _findings(doc):
+    """The rank's findings (docs/summary.schema.json "findings"), None when
+    the summary predates them. An entry without a rule name is dropped; a
+    member of the wrong type reads as empty, as elsewhere in this file."""
+    f = doc.get("findings")
+    if not isinstance(f, list):
+        return None
+    out = []
+    for x in f:
+        if not isinstance(x, dict) or not _text(x.get("rule")):
+            continue
+        idle = x.get("gpu_idle_s")
+        out.append({"rule": x["rule"], "title": _text(x.get("title")), "cost_s": max(0.0, _num(x.get("cost_s"))),
+                    "cost_share": min(1.0, max(0.0, _num(x.get("cost_share")))),
+                    "gpu_idle_s": max(0.0, _num(idle)) if isinstance(idle, (int, float)) and
+                    not isinstance(idle, bool) and idle >= 0 else None,
+                    "evidence": [{"name": _text(e.get("name")), "value": _text(e.get("value"))}
+                                 for e in _list(x.get("evidence")) if isinstance(e, dict)],
+                    "where": [[_text(fr) for fr in site] for site in _list(x.get("where")) if isinstance(site, list)],
+                    "fix": _text(x.get("fix"))})
+    return out
+
+
 def rank_of(doc):
     job = doc.get("job") if isinstance(doc.get("job"), dict) else {}
     r = job.get("rank", doc.get("rank", -1))
@@ -208,7 +239,7 @@ def extract(doc, path):
         "categories": {k: _num((cats.get(k) or {}).get("seconds")) for k in CATEGORIES},
         "gpu": gpu, "gpu_missing": gpu_why, "health": health, "health_missing": health_why,
         "has_job": job is not None, "series": _series(doc), "collectives": _collectives(doc),
-        "memory": _memory(doc), "sites": sites,
+        "memory": _memory(doc), "sites": sites, "findings": _findings(doc),
     }
 
 

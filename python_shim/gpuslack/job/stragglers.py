@@ -13,10 +13,19 @@ Wait comes, best first, from the GPU timeline (NCCL kernels' busy time: a
 kernel spins while it waits for its peers), else from the collectives' GPU
 estimate, else from host time in NCCL calls; all ranks use the same basis.
 
+Each straggler also gets what the others waited for it alone
+(others_wait_s: every other rank's collective wait beyond its own, summed:
+the time they spent at collectives it had not reached yet). Two stragglers'
+figures overlap (while the later one is awaited, so is the earlier one's
+lag), so they are not added up; cost_s above is the job's.
+
 Throttled GPUs (device_health: throttle reasons other than idle or
 application clocks, or a mean SM clock under 90% of the maximum) are listed
-and tied to the stragglers they explain. Pure functions; no state.
+and tied to the stragglers they explain; each straggler's cause_ids name its
+causes for the job report's findings (job/job_rules.py). Pure functions; no
+state.
 """
+import bisect
 import heapq
 
 from . import stats
@@ -58,6 +67,13 @@ def throttled(r):
     return out
 
 
+def _wait_beyond(sorted_waits, suffix, w):
+    """Sum over the waits above w of (wait - w): the others' wait beyond w
+    (the rank's own wait adds nothing)."""
+    i = bisect.bisect_right(sorted_waits, w)
+    return max(0.0, suffix[i] - w * (len(sorted_waits) - i))
+
+
 def find(ranks, top=10):
     basis = _basis(ranks) if ranks else "host_collective_time"
     ww = {r["rank"]: wait_and_work(r, basis) for r in ranks}
@@ -94,26 +110,35 @@ def find(ranks, top=10):
                                    "temperature_c_max": max(d["temperature_c_max"] for d in devs),
                                    "straggler": r["rank"] in strag_ranks})
     by_rank_throttle = {t["rank"]: t for t in throttled_list}
+    sorted_waits = sorted(waits)
+    suffix = [0.0] * (len(sorted_waits) + 1)      # suffix[i]: sum of sorted_waits[i:]
+    for i in range(len(sorted_waits) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + sorted_waits[i]
     out_stragglers = []
     for r in sorted(stragglers, key=lambda r: ww[r["rank"]][0]):
         w, k = ww[r["rank"]]
-        causes = []
+        causes, cause_ids = [], []
         t = by_rank_throttle.get(r["rank"])
         if t:
+            cause_ids.append("throttled")
             causes.append("GPU throttled: SM clock %.0f%% of max (%s)%s" % (
                 100 * t["clock_ratio_mean"], ", ".join(t["reasons"]) or "clock below max",
                 ", %.0f C max" % t["temperature_c_max"] if t["temperature_c_max"] else ""))
         extra_host = r["gpu"]["idle"]["host_bound"] - med_host_bound if r["gpu"] else 0.0
         if extra_host > threshold:
+            cause_ids.append("host_bound")
             causes.append("host-bound: its GPU idled %.3g s more than the median rank's with no CUDA call in flight "
                           "(data loading, CPU, Python)" % extra_host)
         if not causes:
+            cause_ids.append("more_work" if r["health"] is not None else "health_missing")
             causes.append("GPU not throttled and no extra host-bound idle: more work on this rank (input imbalance?)"
                           if r["health"] is not None else
                           "device health not measured: %s" % r["health_missing"])
         out_stragglers.append({"rank": r["rank"], "node": r["host"], "wait_s": w, "work_s": k,
                                "behind_s": med_wait - w, "work_excess_s": k - med_work,
-                               "throttled": bool(t), "causes": causes})
+                               "throttled": bool(t), "causes": causes, "cause_ids": cause_ids,
+                               "extra_host_bound_s": max(0.0, extra_host),
+                               "others_wait_s": _wait_beyond(sorted_waits, suffix, w)})
     nodes = {}
     for s in out_stragglers:
         nodes.setdefault(s["node"], []).append(s["rank"])

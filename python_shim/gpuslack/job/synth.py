@@ -14,7 +14,11 @@ about the same time and meets the others at the all-reduce; a slow rank
 idle), a throttled rank (--throttled) computes slower at 85% of its SM clock;
 every rank then waits in the collective until the last one arrives, so the
 slow and throttled ranks wait least and the rest wait for them (the NCCL
-kernels' busy time, lower bus bandwidth). --restarted writes, for those
+kernels' busy time, lower bus bandwidth). Findings (the summary's
+"findings", lib/report/finding.h): a template's are scaled to the rank's
+wall time; generate(findings=) replaces them per rank (finding() makes one);
+generate(nccl_env=) sets a rank's NCCL variables (default: NCCL_ALGO Tree on
+the last node of a job of several nodes, Ring elsewhere). --restarted writes, for those
 ranks, an older restart-0 file beside the restart-1 one; --bad-files adds an
 empty, a truncated, a non-JSON, a foreign and a future-schema file.
 
@@ -64,6 +68,17 @@ def _rank_doc(template, rank, n, args, rng, arrive_max, plan):
     doc["lost_s"], doc["lost_share"] = lost, lost / wall
     for s in doc.get("call_sites") or []:
         s["blocked_s"] *= f * rng.uniform(0.8, 1.2)
+    if args.findings is not None:
+        doc["findings"] = args.findings(rank, wall)
+        if doc["findings"] is None:
+            del doc["findings"]
+    for x in doc.get("findings") or []:
+        if not isinstance(x, dict) or not isinstance(x.get("cost_s"), (int, float)):
+            continue                 # a malformed entry, kept as it is
+        if args.findings is None:
+            x["cost_s"] *= f
+            x["gpu_idle_s"] = x["gpu_idle_s"] * f if isinstance(x.get("gpu_idle_s"), (int, float)) else None
+        x["cost_share"] = min(1.0, x["cost_s"] / wall)
     idle_total = max(0.0, wall - compute - wait - 0.003)
     weights = {"host_bound": 0.3, "launch_bound": 0.05, "allocation": 0.35, "copies": 0.1, "collectives": 0.02,
                "sync": 0.15, "other": 0.03}
@@ -89,7 +104,8 @@ def _rank_doc(template, rank, n, args, rng, arrive_max, plan):
         col["communicators"] = [{"nranks": n, "rank": rank, "device": local, "alive": False, "aborted": False}]
         for row in col["rows"]:
             row["nranks"] = n
-        col["env"] = {"NCCL_IB_HCA": "mlx5", "NCCL_ALGO": "Tree" if node == (n - 1) // args.ranks_per_node and n > args.ranks_per_node else "Ring"}
+        col["env"] = args.nccl_env(rank) if args.nccl_env else {
+            "NCCL_IB_HCA": "mlx5", "NCCL_ALGO": "Tree" if node == (n - 1) // args.ranks_per_node and n > args.ranks_per_node else "Ring"}
         col["warnings"] = ["all-reduce ran at %.1f GB/s bus bandwidth, expected %.1f" % (busbw, args.expected_busbw)] \
             if busbw is not None and busbw < args.expected_busbw / 2 else []
     for a in doc.get("allocator") or []:
@@ -131,11 +147,23 @@ def _rank_doc(template, rank, n, args, rng, arrive_max, plan):
     return doc
 
 
+def finding(rule, cost_s, title=None, gpu_idle_s=None, evidence=(), where=(), fix=None):
+    """One finding as a rank's summary holds it (cost_share is set from the
+    rank's wall time when written)."""
+    return {"rule": rule, "title": title or "%s leaks time" % rule, "cost_s": cost_s, "cost_share": 0.0,
+            "gpu_idle_s": gpu_idle_s, "evidence": [{"name": k, "value": v} for k, v in evidence],
+            "where": [list(site) for site in where], "fix": fix or "fix %s" % rule}
+
+
 def generate(templates, out_dir, n, seed=1, ranks_per_node=8, slow=(), throttled=(), restarted=(),
-             job_id="4242", expected_busbw=0.3, series_buckets=60):
-    """Writes n rank files into out_dir; returns their paths."""
+             job_id="4242", expected_busbw=0.3, series_buckets=60, findings=None, nccl_env=None):
+    """Writes n rank files into out_dir; returns their paths. findings:
+    f(rank, wall_s) -> the rank's findings list (or None: no "findings"
+    member, a summary from before them); nccl_env: f(rank) -> its NCCL
+    variables."""
     args = argparse.Namespace(ranks_per_node=ranks_per_node, slow=set(slow), throttled=set(throttled),
-                              job_id=job_id, expected_busbw=expected_busbw, series_buckets=series_buckets)
+                              job_id=job_id, expected_busbw=expected_busbw, series_buckets=series_buckets,
+                              findings=findings, nccl_env=nccl_env)
     rng = random.Random(seed)
     os.makedirs(out_dir, exist_ok=True)
     base = min(t["wall_s"] for t in templates) or 10.0

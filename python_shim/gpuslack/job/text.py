@@ -1,6 +1,10 @@
 """The job report as text (text.py): what a person reads first, in a
 terminal or a CI log. Every line starts with "gpuslack job: " (grep-able, as
-the per-rank summary's "gpuslack: ")."""
+the per-rank summary's "gpuslack: "). Order: the headline (ranks, time
+lost), the findings (findings.py: what leaks, what it cost, the fix; each
+wrapped at 78 columns after the prefix), then the tables."""
+import textwrap
+
 from . import fmt
 
 CAT_NAMES = [("lost_s", "lost (alloc + copies + collectives)"), ("allocation", "allocation"),
@@ -40,6 +44,7 @@ def render(rep):
     wall = tl["wall_s"]
     L.append("time lost per rank: p50 %s of p50 wall %s; %s summed over ranks" % (
         fmt.share(tl["lost_share"]["p50"]), fmt.seconds(wall["p50"]), fmt.seconds(tl["lost_s"]["sum"])))
+    L += _findings(rep)
     L += _dist_table([(name, tl[k]) for k, name in CAT_NAMES], "host blocked in CUDA calls")
     g = rep["gpu"]
     if g:
@@ -50,9 +55,6 @@ def render(rep):
     L += _stragglers(rep["stragglers"])
     L += _nodes(rep["per_node"])
     L += _collectives(rep["collectives"])
-    for d in rep["nccl_env_differences"]:
-        L.append("NCCL setting differs between ranks: %s: %s" % (d["name"], "; ".join(
-            "%s on %d ranks (%s)" % (v["value"], v["ranks"], fmt.ranks(v["example_ranks"], 4)) for v in d["values"])))
     L += _memory(rep["memory"])
     if rep["call_sites"]:
         L.append("top call sites across ranks (merged by symbol):")
@@ -65,6 +67,51 @@ def render(rep):
     for n in files["notes"]:
         L.append("note: " + n)
     return "".join("gpuslack job: %s\n" % line for line in L)
+
+
+WIDTH = 78
+FINDINGS_SHOWN = 10
+
+
+def _wrap(text, indent, more=3):
+    return textwrap.wrap(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + more),
+                         break_on_hyphens=False, break_long_words=False) or [" " * indent]
+
+
+def _cost(f, n_ranks):
+    if f["scope"] == "job" and f["rule"] == "straggler":
+        return "cost %s of the other ranks' waiting (%s of their wall time)" % (
+            fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_max"]))
+    where = "on %d of %d ranks (%s)" % (f["ranks"], n_ranks, fmt.ranks(f["rank_list"], 6))
+    if not f["cost_measured"]:
+        return where + "; cost not measured"
+    idle = "; GPU idle %s" % fmt.seconds(f["gpu_idle_s_total"]) if f["gpu_idle_s_total"] is not None else ""
+    return "%s; cost %s summed, %s of wall on average, %s on rank %d%s" % (
+        where, fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_mean"]), fmt.share(f["cost_share_max"]),
+        f["worst_rank"], idle)
+
+
+def _findings(rep):
+    fs, n = rep["findings"], rep["ranks"]
+    old = rep["missing"]["findings"]
+    predate = " (%d of %d ranks' summaries predate findings)" % (old, n) if old else ""
+    if not fs:
+        return ["findings: none%s" % predate]
+    L = ["findings (%d, most costly first)%s:" % (len(fs), predate)]
+    for i, f in enumerate(fs[:FINDINGS_SHOWN]):
+        L += _wrap("%d. %s [%s]" % (i + 1, f["title"], f["rule"]), 2, 3)
+        L += _wrap(_cost(f, n), 5)
+        if f["scope"] == "ranks" and f["ranks"] > 1 and (f["evidence"] or f["where"]):
+            L += _wrap("on rank %d, where it cost most:" % f["worst_rank"], 5)
+        for e in f["evidence"][:6]:
+            L += _wrap("- %s: %s" % (e["name"], e["value"]), 5, 2)
+        for frame in (f["where"] or [[]])[0][:3]:    # the costliest call site, innermost frames
+            L += _wrap("at " + frame, 5)
+        if f["fix"]:
+            L += _wrap("fix: " + f["fix"], 5)
+    if len(fs) > FINDINGS_SHOWN:
+        L.append("  and %d more findings (job-report.json lists all)" % (len(fs) - FINDINGS_SHOWN))
+    return L
 
 
 def _stragglers(s):

@@ -199,11 +199,11 @@ def _findings(doc):
     for x in f:
         if not isinstance(x, dict) or not _text(x.get("rule")):
             continue
-        idle = x.get("gpu_idle_s")
+        idle = x.get("gpu_idle_s")          # null (or -1): the timeline did not measure it
+        idle = float(idle) if isinstance(idle, (int, float)) and not isinstance(idle, bool) and idle >= 0 else None
         out.append({"rule": x["rule"], "title": _text(x.get("title")), "cost_s": max(0.0, _num(x.get("cost_s"))),
                     "cost_share": min(1.0, max(0.0, _num(x.get("cost_share")))),
-                    "gpu_idle_s": max(0.0, _num(idle)) if isinstance(idle, (int, float)) and
-                    not isinstance(idle, bool) and idle >= 0 else None,
+                    "gpu_idle_s": idle,
                     "evidence": [{"name": _text(e.get("name")), "value": _text(e.get("value"))}
                                  for e in _list(x.get("evidence")) if isinstance(e, dict)],
                     "where": [[_text(fr) for fr in site] for site in _list(x.get("where")) if isinstance(site, list)],

@@ -37,7 +37,7 @@ ul{margin:4px 0 4px 18px;padding:0}li{margin:2px 0}
 .finding{border-left:4px solid #c0392b;padding:4px 12px;margin:0 0 12px}
 .finding.unmeasured{border-left-color:#8a4b00}
 .finding h3{font-size:15px;margin:0 0 4px}.finding .rule{color:#5b6670;font-weight:normal;font-size:12px}
-.finding p,.finding ul{margin:3px 0;font-size:13px}.finding code{white-space:pre-wrap}
+.finding p{margin:3px 0;font-size:13px}.finding ul{margin:3px 0 3px 18px;font-size:13px}.finding code{white-space:pre-wrap}
 .fix{background:#eef7ee;padding:4px 8px;border-radius:4px}
 """
 

@@ -49,8 +49,10 @@ def simulated_job_folder(folder):
     multi-rank demo) runs RANKS demo ranks on the simulated device under the
     libgpuslack.so of GPUSLACK_SO: rank SLOW's host work delayed 40 ms each
     step (a slow loader), rank THROTTLED's device throttled through the
-    simulated NVML (85% clock, sw_thermal: its 15 ms kernels take 1/0.85 as
-    long), every all-reduce coupling the ranks across processes. Every
+    simulated NVML (70% clock, sw_thermal: its 15 ms kernels take 1/0.7 as
+    long, about 25 ms more a step: at 85% its lag, about 130 ms over the run,
+    came within the straggler threshold when a loaded machine spread the
+    others' waits), every all-reduce coupling the ranks across processes. Every
     collective is timed (one in 8 over a dozen steps is too few to rank by)
     and the GPU timeline is on (the simulated r580 driver's CUPTI allows one
     subscriber, so auto would leave it off)."""
@@ -58,7 +60,7 @@ def simulated_job_folder(folder):
     env = dict(os.environ, GPUSIM_COST_KERNEL_US="15000")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "simulate_job.py"), "--build", build,
                         "--ranks", str(RANKS), "--ranks-per-node", "4", "--slow-rank", str(SLOW), "--slow-ms", "40",
-                        "--throttle-rank", str(THROTTLED), "--job-id", "4242", "--out", folder,
+                        "--throttle-rank", str(THROTTLED), "--throttle", "0.7:sw_thermal", "--job-id", "4242", "--out", folder,
                         "--conf", "collective_timing_every:1,gpu_timeline:on", "--", "--kernel-us", "15000"],
                        env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""The GPU-timeline and collective rules on the simulated device: each
+fires on a scenario of bench/demo/train_loop that leaks what it names, and
+stays quiet on a near miss (Note [A false finding is a bug] in
+lib/report/finding.h).
+
+Each scenario runs train_loop under gpuslack (LD_PRELOAD) on the simulated
+device with gpu_timeline:on and every collective timed, reads its JSON
+summary back and runs findings::evaluate over it (evaluate_summary: the
+session does not write findings yet). The scenarios:
+
+  host_bound      --decode-ms 40: the host "decodes" each batch with no CUDA
+                  call in flight; near miss: no decoding.
+  launch_bound    200 layers of tiny work (--hidden 1 --batch 1), kernels of
+                  1 us launched at 15 us each (GPUSIM_COST_KERNEL_US,
+                  GPUSIM_COST_LAUNCH_US); near miss: 1 ms kernels, the
+                  launches run ahead of the GPU.
+  collective_bandwidth  64 MiB all-reduces over 2 GPUs at 20 GB/s bus
+                  (GPUSIM_COST_NCCL_GBPS) judged against fabric nvlink4
+                  (370); near miss: the same run judged against pcie4 (17),
+                  and a link that meets nvlink4's figure.
+  latency_bound_collectives  1 MiB of gradients in 64 all-reduces of 16 KiB
+                  with 300 us of latency each (GPUSIM_COST_NCCL_LATENCY_US);
+                  near miss: the same gradients in one all-reduce.
+
+Environment: TRAIN_LOOP, GPUSLACK_SO, GPUSIM_DIR, EVALUATE_SUMMARY (CMake).
+"""
+import glob
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+ENV = os.environ
+
+
+def run_findings(args, sim_env, evaluate_args=(), devices=1):
+    """Runs train_loop with `args` under gpuslack; returns {rule: text}."""
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(ENV)
+        env.update({
+            "LD_LIBRARY_PATH": ENV["GPUSIM_DIR"],
+            "LD_PRELOAD": ENV["GPUSLACK_SO"],
+            "GPUSIM_DEVICE_COUNT": str(devices),
+            "GPUSLACK_OUTPUT": out,
+            "GPUSLACK_CONF": "gpu_timeline:on,collective_timing_every:1,text_summary:off",
+        })
+        env.update(sim_env)
+        r = subprocess.run([ENV["TRAIN_LOOP"]] + args, env=env, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise AssertionError(f"train_loop {args} failed: {r.stdout}\n{r.stderr}")
+        docs = glob.glob(os.path.join(out, "gpuslack-*.json"))
+        if len(docs) != 1:
+            raise AssertionError(f"no summary: {docs}\n{r.stderr}")
+        results = []
+        for extra in evaluate_args or [()]:
+            e = subprocess.run([ENV["EVALUATE_SUMMARY"], docs[0]] + list(extra), capture_output=True, text=True,
+                               timeout=60)
+            if e.returncode != 0:
+                raise AssertionError(f"evaluate_summary failed: {e.stderr}")
+            found = {}
+            for block in re.split(r"(?m)^(?=finding )", e.stdout):
+                m = re.match(r"finding (\S+) ", block)
+                if m:
+                    found[m.group(1)] = block
+            print(f"train_loop {' '.join(args)} {sim_env} {' '.join(extra)}:\n{e.stdout or '  (no finding)'}")
+            results.append(found)
+        return results if evaluate_args else results[0]
+
+
+class TimelineRules(unittest.TestCase):
+    def test_host_bound_fires_when_the_host_decodes(self):
+        found = run_findings(["--steps", "6", "--decode-ms", "40", "--hidden", "64", "--grad-mib", "1"], {})
+        self.assertIn("host_bound", found)
+        self.assertIn("GPU idle, host_bound", found["host_bound"])
+
+    def test_host_bound_near_miss_without_decoding(self):
+        found = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "1"], {})
+        self.assertNotIn("host_bound", found)
+
+    def test_launch_bound_fires_on_tiny_kernels(self):
+        found = run_findings(["--steps", "4", "--layers", "200", "--hidden", "1", "--batch", "1", "--kernel-us", "1",
+                              "--grad-mib", "1"],
+                             {"GPUSIM_COST_KERNEL_US": "1", "GPUSIM_COST_LAUNCH_US": "15"})
+        self.assertIn("launch_bound", found)
+        self.assertNotIn("host_bound", found)
+
+    def test_launch_bound_near_miss_with_long_kernels(self):
+        found = run_findings(["--steps", "4", "--layers", "200", "--hidden", "1", "--batch", "1", "--kernel-us", "1000",
+                              "--grad-mib", "1"],
+                             {"GPUSIM_COST_KERNEL_US": "1000", "GPUSIM_COST_LAUNCH_US": "15"})
+        self.assertNotIn("launch_bound", found)
+
+
+class CollectiveRules(unittest.TestCase):
+    def test_collective_bandwidth_fires_below_the_fabric_and_not_above(self):
+        slow, pcie = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "64"],
+                                  {"GPUSIM_COST_NCCL_GBPS": "20"},
+                                  evaluate_args=[("--fabric", "nvlink4"), ("--fabric", "pcie4")], devices=2)
+        self.assertIn("collective_bandwidth", slow)
+        self.assertRegex(slow["collective_bandwidth"], r"expected: 370 GB/s \(fabric nvlink4")
+        self.assertIn("communicator: within one node", slow["collective_bandwidth"])
+        self.assertIn("NCCL_ALGO: unset", slow["collective_bandwidth"])
+        # The same figures on a PCIe 4 node are healthy.
+        self.assertNotIn("collective_bandwidth", pcie)
+
+    def test_collective_bandwidth_near_miss_at_the_links_speed(self):
+        found = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "64"],
+                             {"GPUSIM_COST_NCCL_GBPS": "20"},
+                             evaluate_args=[("--fabric", "nvlink4", "--expected-busbw", "30")], devices=2)[0]
+        self.assertNotIn("collective_bandwidth", found)
+
+    def test_latency_bound_fires_on_many_small_buckets(self):
+        found = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "1", "--grad-buckets", "64"],
+                             {"GPUSIM_COST_NCCL_LATENCY_US": "300"},
+                             evaluate_args=[("--pytorch",)], devices=2)[0]
+        self.assertIn("latency_bound_collectives", found)
+        self.assertIn("bucket_cap_mb", found["latency_bound_collectives"])
+
+    def test_latency_bound_near_miss_with_one_bucket(self):
+        found = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "1"],
+                             {"GPUSIM_COST_NCCL_LATENCY_US": "300"}, devices=2)
+        self.assertNotIn("latency_bound_collectives", found)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -8,10 +8,13 @@
 // launch_bound: a device idled in gaps between launches no longer than
 //   launch_bound_gap_us (the GPU ran out of work while the host launched)
 //   for at least kMinShare of its window. Cost: that idle time.
+// Where the program marks steps, the median step must idle kMinShare too
+// (steady state, not start-up).
 //
 // Both are GPU idle time: gpu_idle_s is set, cost_share is of the
 // summary's wall time. Neither has call sites (no hooked call was in flight).
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "findings/findings.h"
@@ -22,6 +25,15 @@ namespace {
 
 inline constexpr double kMinShare = 0.10;  // of the device's measured window
 inline constexpr double kMinSeconds = 0.01;
+inline constexpr uint64_t kMinSteps = 3;   // marked steps enough to judge the steady state
+
+// Steady state: where the program marks its steps (gpuslack_step), the
+// median step must idle at least kMinShare too, so idle time spent before
+// the loop (start-up, loading a model) is not taken for the loop's.
+bool idles_in_steady_state(const report::GpuDeviceRow& d) {
+  if (!d.steps.from_marks || d.steps.count < kMinSteps) return true;
+  return 1 - d.steps.busy_share_p50 >= kMinShare;
+}
 
 // The device that idled most for `cause`, or nullptr when none did enough.
 const report::GpuDeviceRow* worst_device(const report::Summary& s, timeline::Idle cause) {
@@ -29,6 +41,7 @@ const report::GpuDeviceRow* worst_device(const report::Summary& s, timeline::Idl
   const int i = static_cast<int>(cause);
   for (const report::GpuDeviceRow& d : s.gpu_timeline.devices) {
     if (d.wall_s <= 0 || d.idle_by[i] < kMinSeconds || d.idle_by[i] < kMinShare * d.wall_s) continue;
+    if (!idles_in_steady_state(d)) continue;
     if (!worst || d.idle_by[i] > worst->idle_by[i]) worst = &d;
   }
   return worst;

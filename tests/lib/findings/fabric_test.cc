@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+
 namespace gpuslack {
 namespace findings {
 namespace {
@@ -41,6 +46,20 @@ TEST(Fabric, EveryLinkHasAFigure) {
     EXPECT_EQ(l, find_link(l->name));
   }
   EXPECT_EQ(9, n);
+}
+
+TEST(Fabric, TheKnobAcceptsEveryLinkOfTheTable) {
+  for (const Link* l = links(); l->name; ++l) {
+    std::vector<std::string> errors;
+    Options o = parse_options((std::string("fabric:") + l->name + "+ib400").c_str(), nullptr, &errors);
+    EXPECT_TRUE(errors.empty()) << l->name;
+    EXPECT_EQ(std::string(l->name) + "+ib400", o.fabric);
+  }
+  std::vector<std::string> errors;
+  Options o = parse_options("fabric:nvlink9", nullptr, &errors);
+  ASSERT_EQ(1u, errors.size());
+  EXPECT_NE(std::string::npos, errors[0].find("fabric:nvlink9 is not auto or one of")) << errors[0];
+  EXPECT_EQ("auto", o.fabric);
 }
 
 TEST(Fabric, ExpectationByShape) {

@@ -80,6 +80,19 @@ TEST(HostBound, IdleChargedToBlockingCallsIsNotHostBound) {
   EXPECT_TRUE(run(measured(Idle::kSync, 5)).empty());
 }
 
+TEST(HostBound, IdleBeforeTheLoopIsNotSteadyState) {
+  report::Summary s = measured(Idle::kHostBound, 4);
+  report::GpuDeviceRow& d = s.gpu_timeline.devices[0];
+  d.steps.from_marks = true;
+  d.steps.busy_share_p50 = 0.95;  // the marked steps kept the GPU busy
+  EXPECT_TRUE(run(s).empty());
+  d.steps.busy_share_p50 = 0.6;
+  EXPECT_EQ(1u, run(s).size());
+  d.steps.busy_share_p50 = 0.95;
+  d.steps.count = 2;  // too few steps to judge
+  EXPECT_EQ(1u, run(s).size());
+}
+
 TEST(HostBound, NothingWhenTheTimelineDidNotMeasure) {
   report::Summary s = measured(Idle::kHostBound, 5);
   for (auto st : {timeline::Status::kOff, timeline::Status::kHeldByOther, timeline::Status::kUnavailable,

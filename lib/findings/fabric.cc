@@ -70,10 +70,11 @@ bool parse_fabric(std::string_view knob, Fabric* out, std::string* error) {
   *out = Fabric{};
   if (knob.empty() || knob == "auto") return true;
   Fabric f;
-  while (!knob.empty()) {
+  for (bool more = true; more;) {
     size_t plus = knob.find('+');
     std::string_view word = knob.substr(0, plus);
-    knob = plus == std::string_view::npos ? std::string_view() : knob.substr(plus + 1);
+    more = plus != std::string_view::npos;
+    if (more) knob = knob.substr(plus + 1);
     const Link* l = find_link(word);
     if (!l) {
       *error = "fabric:" + std::string(word) + " is not one of auto, nvlink3, nvlink4, nvlink5, pcie4, pcie5, ib200, "

@@ -94,7 +94,8 @@ struct Args {
 
 const char kUsage[] =
     "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G] "
-    "[--kernel-us K] [--decode-ms D] [--grad-buckets N] [--layers L] [--world-from-env] [--rendezvous DIR] [--slow-rank R --slow-ms MS]\n";
+    "[--kernel-us K] [--decode-ms D] [--grad-buckets N] [--layers L] [--world-from-env] [--rendezvous DIR] "
+    "[--slow-rank R --slow-ms MS]\n";
 
 Args parse(int argc, char** argv) {
   Args a;

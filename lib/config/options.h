@@ -86,7 +86,7 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(expected_busbw_gbps, double, 0.0, between(0, 100000),                                          \
     "expected bus bandwidth of large collectives, GB/s: a warning and a finding below half (0: fabric)") \
   X(fabric, std::string, "auto", kNoRange,                                                         \
-    "the link collectives cross (expected bus bandwidth): auto, nvlink3/4/5, pcie4/5, ib200/400, roce200/400, node+network") \
+    "the link collectives cross, for their expected bus bandwidth: auto, nvlink4, ib400, nvlink4+ib400, ...") \
   X(stage_copies, bool, true, kNoRange,                                                            \
     "copy pageable host memory through gpuslack's pinned staging (no stream drain)")               \
   X(exact_copy_semantics, bool, false, kNoRange,                                                   \

@@ -52,7 +52,7 @@ report::Finding idle_finding(const report::Summary& s, const report::GpuDeviceRo
   const double idle = d.idle_by[static_cast<int>(cause)];
   f.cost_s = idle;
   f.gpu_idle_s = idle;
-  const double wall = s.wall_s > 0 ? s.wall_s : d.wall_s;
+  const double wall = std::max(s.wall_s, d.wall_s);  // the longer: a share never overstated
   f.cost_share = std::min(1.0, idle / wall);
   f.evidence.emplace_back("device", absl::StrFormat("%d", d.device));
   f.evidence.emplace_back(absl::StrFormat("GPU idle, %s", timeline::idle_key(cause)),

@@ -135,7 +135,8 @@ TEST(CollectiveBandwidth, AcrossNodesExpectsTheNetworkAndSuggestsTree) {
   auto out = run(s, "nvlink4+ib400");
   ASSERT_EQ(1u, out.size());
   EXPECT_EQ("across nodes", evidence(out[0], "communicator"));
-  EXPECT_NE(std::string::npos, evidence(out[0], "expected").find("40 GB/s (fabric ib400")) << evidence(out[0], "expected");
+  EXPECT_NE(std::string::npos, evidence(out[0], "expected").find("40 GB/s (fabric ib400"))
+      << evidence(out[0], "expected");
   EXPECT_NE(std::string::npos, out[0].fix.find("NCCL_ALGO=Tree")) << out[0].fix;
   EXPECT_NE(std::string::npos, out[0].fix.find("NET/IB")) << out[0].fix;
   // 25 GB/s is healthy for the network, though far below NVLink.

@@ -24,7 +24,7 @@ namespace findings {
 namespace {
 
 inline constexpr double kMinShare = 0.10;  // of the device's measured window
-inline constexpr double kMinSeconds = 0.01;
+inline constexpr double kMinSeconds = 0.05;
 inline constexpr uint64_t kMinSteps = 3;   // marked steps enough to judge the steady state
 
 // Steady state: where the program marks its steps (gpuslack_step), the

@@ -223,11 +223,15 @@ namespace {
 TEST(LatencyBound, CallsOfSeveralRanksHereCountPerRank) {
   report::Summary s = with_ranks(2);  // one process, two GPUs: each call twice
   s.wall_s = 1;
-  s.collectives.rows.push_back(all_reduce(14, 2, 2000, 30e-6, 0.5));
+  s.collectives.rows.push_back(all_reduce(14, 2, 4000, 30e-6, 0.5));
   auto out = run(s, "auto");
   ASSERT_EQ(1u, out.size());
-  EXPECT_NEAR(30e-6 * (1000 - 1), out[0].cost_s, 1e-9);
-  EXPECT_EQ("1000, 16 MiB in all", evidence(out[0], "calls under 1 MiB, per rank"));
+  EXPECT_NEAR(30e-6 * (2000 - 2), out[0].cost_s, 1e-9);
+  EXPECT_EQ("2000, 31 MiB in all", evidence(out[0], "calls under 1 MiB, per rank"));
+  // The same calls, counted once per process, would cost 60 ms; per rank,
+  // half of 2000 calls (30 ms) is below the threshold.
+  s.collectives.rows[0] = all_reduce(14, 2, 2000, 30e-6, 0.5);
+  EXPECT_TRUE(run(s, "auto").empty());
 }
 
 }  // namespace

@@ -27,8 +27,13 @@ session does not write findings yet). The scenarios:
                   communicator within one node), and 32 MiB calls on the
                   same link (latency may still matter there: not judged).
   latency_bound_collectives  1 MiB of gradients in 64 all-reduces of 16 KiB
-                  with 300 us of latency each (GPUSIM_COST_NCCL_LATENCY_US);
+                  with 1 ms of latency each (GPUSIM_COST_NCCL_LATENCY_US);
                   near miss: the same gradients in one all-reduce.
+
+The scenarios rest on modeled times, so a host starved of CPU for
+milliseconds at a time (a machine loaded far past its cores) turns a
+launch-bound gap into a host-bound one: a scenario that must fire is run
+once more before it fails (a near miss is run once and must never fire).
 
 Environment: TRAIN_LOOP, GPUSLACK_SO, GPUSIM_DIR, EVALUATE_SUMMARY (CMake).
 """
@@ -76,9 +81,18 @@ def run_findings(args, sim_env, evaluate_args=(), devices=1, conf=""):
         return results if evaluate_args else results[0]
 
 
+def fires(rule, *args, **kwargs):
+    """run_findings until `rule` fires, twice at most; the last result."""
+    found = run_findings(*args, **kwargs)
+    if rule not in (found[0] if isinstance(found, list) else found):
+        print(f"{rule} did not fire; once more")
+        found = run_findings(*args, **kwargs)
+    return found
+
+
 class TimelineRules(unittest.TestCase):
     def test_host_bound_fires_when_the_host_decodes(self):
-        found = run_findings(["--steps", "6", "--decode-ms", "40", "--hidden", "64", "--grad-mib", "1"], {})
+        found = fires("host_bound", ["--steps", "6", "--decode-ms", "40", "--hidden", "64", "--grad-mib", "1"], {})
         self.assertIn("host_bound", found)
         self.assertIn("GPU idle, host_bound", found["host_bound"])
 
@@ -87,10 +101,11 @@ class TimelineRules(unittest.TestCase):
         self.assertNotIn("host_bound", found)
 
     def test_launch_bound_fires_on_tiny_kernels(self):
-        found = run_findings(["--steps", "3", "--layers", "300", "--hidden", "1", "--batch", "1", "--kernel-us", "1",
-                              "--grad-mib", "1"],
-                             {"GPUSIM_COST_KERNEL_US": "1", "GPUSIM_COST_LAUNCH_US": "150"},
-                             conf=",launch_bound_gap_us:1000")
+        found = fires("launch_bound",
+                      ["--steps", "3", "--layers", "300", "--hidden", "1", "--batch", "1", "--kernel-us", "1",
+                       "--grad-mib", "1"],
+                      {"GPUSIM_COST_KERNEL_US": "1", "GPUSIM_COST_LAUNCH_US": "150"},
+                      conf=",launch_bound_gap_us:1000")
         self.assertIn("launch_bound", found)
         self.assertIn("GPU idle, launch_bound", found["launch_bound"])
 
@@ -104,8 +119,9 @@ class TimelineRules(unittest.TestCase):
 
 class CollectiveRules(unittest.TestCase):
     def test_collective_bandwidth_fires_below_the_link_and_not_at_it(self):
-        slow, met, network = run_findings(
-            ["--steps", "3", "--hidden", "64", "--grad-mib", "64"], {"GPUSIM_COST_NCCL_GBPS": "0.2"},
+        slow, met, network = fires(
+            "collective_bandwidth", ["--steps", "3", "--hidden", "64", "--grad-mib", "64"],
+            {"GPUSIM_COST_NCCL_GBPS": "0.2"},
             evaluate_args=[("--fabric", "nvlink4"), ("--fabric", "nvlink4", "--expected-busbw", "0.3"),
                            ("--fabric", "ib400")], devices=2)
         self.assertIn("collective_bandwidth", slow)
@@ -122,15 +138,16 @@ class CollectiveRules(unittest.TestCase):
         self.assertNotIn("collective_bandwidth", found)
 
     def test_latency_bound_fires_on_many_small_buckets(self):
-        found = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "1", "--grad-buckets", "64"],
-                             {"GPUSIM_COST_NCCL_LATENCY_US": "300"},
-                             evaluate_args=[("--pytorch",)], devices=2)[0]
+        found = fires("latency_bound_collectives",
+                      ["--steps", "6", "--hidden", "64", "--grad-mib", "1", "--grad-buckets", "64"],
+                      {"GPUSIM_COST_NCCL_LATENCY_US": "1000"},
+                      evaluate_args=[("--pytorch",)], devices=2)[0]
         self.assertIn("latency_bound_collectives", found)
         self.assertIn("bucket_cap_mb", found["latency_bound_collectives"])
 
     def test_latency_bound_near_miss_with_one_bucket(self):
         found = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "1"],
-                             {"GPUSIM_COST_NCCL_LATENCY_US": "300"}, devices=2)
+                             {"GPUSIM_COST_NCCL_LATENCY_US": "1000"}, devices=2)
         self.assertNotIn("latency_bound_collectives", found)
 
 

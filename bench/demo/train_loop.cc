@@ -14,7 +14,8 @@
 //     that long (spin_kernel.cu; on the simulated device the cost model's
 //     kernel time, GPUSIM_COST_KERNEL_US, applies instead);
 //   - frees the activations (cudaFree);
-//   - all-reduces the gradients over every visible device (NCCL);
+//   - all-reduces the gradients over every visible device (NCCL), in
+//     --grad-buckets calls of equal size (DDP's buckets; 1 by default);
 //   - synchronizes, and reports the step's time;
 //   - with --decode-ms, "decodes" the next batch on the host before the
 //     step (CPU work with no CUDA call in flight, as a data loader's image
@@ -31,7 +32,7 @@
 // in their all-reduce.
 //
 // Usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G]
-//                   [--kernel-us K] [--decode-ms D]
+//                   [--kernel-us K] [--decode-ms D] [--grad-buckets N] [--layers L]
 //                   [--world-from-env] [--rendezvous DIR] [--slow-rank R --slow-ms MS]
 // (the first W steps, 1 by default, are the warm-up: the steady-state
 // figures printed at the end count the steps after them)
@@ -81,6 +82,8 @@ struct Args {
   size_t batch = 8;
   unsigned seed = 1;
   size_t grad_mib = 64;  // float32 gradients all-reduced each step
+  size_t grad_buckets = 1;  // ... in this many all-reduces
+  int layers = 4;           // forward and backward: this many layers of work
   long kernel_us = 0;    // a kernel per layer of this many us; 0: none
   long decode_ms = 0;    // host "decoding" before each step; 0: none
   bool world_from_env = false;  // multi-process mode even without WORLD_SIZE
@@ -91,7 +94,8 @@ struct Args {
 
 const char kUsage[] =
     "usage: train_loop [--steps N] [--warmup W] [--hidden H] [--batch B] [--seed S] [--grad-mib G] "
-    "[--kernel-us K] [--decode-ms D] [--world-from-env] [--rendezvous DIR] [--slow-rank R --slow-ms MS]\n";
+    "[--kernel-us K] [--decode-ms D] [--grad-buckets N] [--layers L] [--world-from-env] [--rendezvous DIR] "
+    "[--slow-rank R --slow-ms MS]\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -126,6 +130,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--seed") a.seed = static_cast<unsigned>(v);
     else if (k == "--grad-mib") a.grad_mib = static_cast<size_t>(v);
     else if (k == "--kernel-us") a.kernel_us = v;
+    else if (k == "--grad-buckets") a.grad_buckets = static_cast<size_t>(v);
+    else if (k == "--layers") a.layers = static_cast<int>(v);
     else if (k == "--decode-ms") a.decode_ms = v;
     else if (k == "--slow-ms") a.slow_ms = v;
     else {
@@ -265,8 +271,8 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMalloc(&act_a, act_bytes));
       CHECK_CUDA(cudaMalloc(&act_b, act_bytes));
       CHECK_CUDA(cudaMalloc(&scratch, act_bytes / 4 + 512 * (len % 7)));
-      // "Forward and backward" (reading r.input): four layers of copies and memsets.
-      for (int layer = 0; layer < 4; ++layer) {
+      // "Forward and backward" (reading r.input): layers of copies and memsets (4 by default).
+      for (int layer = 0; layer < args.layers; ++layer) {
         CHECK_CUDA(cudaMemsetAsync(act_a, layer, act_bytes, r.stream));
         CHECK_CUDA(cudaMemcpyAsync(act_b, act_a, act_bytes, cudaMemcpyDeviceToDevice, r.stream));
         CHECK_CUDA(cudaMemsetAsync(scratch, 0, act_bytes / 4, r.stream));
@@ -281,10 +287,16 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMemcpyAsync(ranks[0].grads, probe_in, kProbe * sizeof(float), cudaMemcpyHostToDevice,
                                  ranks[0].stream));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (Rank& r : ranks)
-      CHECK_NCCL(ncclAllReduce(r.grads, r.grads, grad_count, ncclFloat32, ncclSum, r.comm, r.stream));
-    CHECK_NCCL(ncclGroupEnd());
+    // The gradients in grad_buckets all-reduces (the last takes the rest).
+    const size_t per_bucket = grad_count / args.grad_buckets;
+    for (size_t b = 0; b < args.grad_buckets; ++b) {
+      const size_t first = b * per_bucket;
+      const size_t n = b + 1 == args.grad_buckets ? grad_count - first : per_bucket;
+      CHECK_NCCL(ncclGroupStart());
+      for (Rank& r : ranks)
+        CHECK_NCCL(ncclAllReduce(r.grads + first, r.grads + first, n, ncclFloat32, ncclSum, r.comm, r.stream));
+      CHECK_NCCL(ncclGroupEnd());
+    }
     if (world.on)
       CHECK_CUDA(cudaMemcpyAsync(probe_out, ranks[0].grads, kProbe * sizeof(float), cudaMemcpyDeviceToHost,
                                  ranks[0].stream));

@@ -1,8 +1,10 @@
 #include "config/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -117,6 +119,26 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
     errors->push_back(absl::StrFormat("GPUSLACK_CONF: gpu_timeline:%s is not one of auto, on, off; using \"auto\"",
                                       escaped_input(o.gpu_timeline)));
     o.gpu_timeline = "auto";
+  }
+  // fabric: the names of findings/fabric.cc's table (fabric_test checks
+  // that the two agree), one link or a node's and a network's joined by '+'.
+  {
+    static const char* const kFabricWords[] = {"nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5",
+                                               "ib200",   "ib400",   "roce200", "roce400"};
+    bool ok = true;
+    if (o.fabric != "auto") {
+      std::vector<std::string> words = absl::StrSplit(o.fabric, '+');
+      ok = words.size() <= 2;
+      for (const std::string& w : words)
+        ok = ok && std::find(std::begin(kFabricWords), std::end(kFabricWords), w) != std::end(kFabricWords);
+    }
+    if (!ok) {
+      errors->push_back(absl::StrFormat(
+          "GPUSLACK_CONF: fabric:%s is not auto or one of nvlink3, nvlink4, nvlink5, pcie4, pcie5, ib200, ib400, "
+          "roce200, roce400 (a node's link and a network joined by '+'); using \"auto\"",
+          escaped_input(o.fabric)));
+      o.fabric = "auto";
+    }
   }
   if (o.text_summary != "stderr" && o.text_summary != "file" && o.text_summary != "off") {
     errors->push_back(absl::StrFormat(

@@ -84,7 +84,9 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(collective_timing_every, int, 8, between(1, 1000000),                                          \
     "time the GPU side of one NCCL call in this many (each costs two events)")                     \
   X(expected_busbw_gbps, double, 0.0, between(0, 100000),                                          \
-    "warn when large collectives run below half this bus bandwidth (0: off)")                      \
+    "expected bus bandwidth of large collectives, GB/s: a warning and a finding below half (0: fabric)") \
+  X(fabric, std::string, "auto", kNoRange,                                                         \
+    "the link collectives cross, for their expected bus bandwidth: auto, nvlink4, ib400, nvlink4+ib400, ...") \
   X(stage_copies, bool, true, kNoRange,                                                            \
     "copy pageable host memory through gpuslack's pinned staging (no stream drain)")               \
   X(exact_copy_semantics, bool, false, kNoRange,                                                   \

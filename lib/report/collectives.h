@@ -6,7 +6,10 @@
 // The bandwidth check: a row of 64 MiB or more per call with timed calls
 // whose busbw is below half of expected_busbw_gbps gets one warning line,
 // "all-reduce ran at X GB/s bus bandwidth, expected Y" (per operation, the
-// largest such bucket). No check when expected_busbw_gbps is 0.
+// largest such bucket). No check when expected_busbw_gbps is 0. The advice
+// is the collective_bandwidth finding (findings/collective_rules.cc), over
+// the same rows with the same threshold and also from the fabric knob; the
+// warning stays as the section's raw flag, which the job report merges.
 //
 // Thread safety: a pure function of its inputs and the environment.
 #pragma once

@@ -1,0 +1,46 @@
+// evaluate_summary FILE [--fabric F] [--expected-busbw G] [--pytorch]:
+// reads a JSON summary back (report/summary_reader.h), runs
+// findings::evaluate over it and prints each finding, one "finding RULE
+// cost_s=S share=X gpu_idle_s=I" line, then its evidence as "  NAME: VALUE"
+// and its fix as "  fix: ...". For the scenarios on the simulated device
+// (scenarios_test.py), before the session writes findings itself.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "findings/findings.h"
+#include "report/summary_reader.h"
+
+int main(int argc, char** argv) {
+  using namespace gpuslack;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: evaluate_summary FILE [--fabric F] [--expected-busbw G] [--pytorch]\n");
+    return 2;
+  }
+  findings::Context c;
+  c.fabric = "auto";
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--fabric") && i + 1 < argc) c.fabric = argv[++i];
+    else if (!std::strcmp(argv[i], "--expected-busbw") && i + 1 < argc) c.expected_busbw_gbps = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--pytorch")) c.pytorch = true;
+    else {
+      std::fprintf(stderr, "evaluate_summary: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  report::Summary s;
+  std::string error;
+  if (!report::read_summary_file(argv[1], &s, &error)) {
+    std::fprintf(stderr, "evaluate_summary: %s\n", error.c_str());
+    return 1;
+  }
+  for (const report::Finding& f : findings::evaluate(s, c)) {
+    std::printf("finding %s cost_s=%.6f share=%.6f gpu_idle_s=%.6f\n", f.rule.c_str(), f.cost_s, f.cost_share,
+                f.gpu_idle_s);
+    std::printf("  title: %s\n", f.title.c_str());
+    for (const auto& [name, value] : f.evidence) std::printf("  %s: %s\n", name.c_str(), value.c_str());
+    std::printf("  fix: %s\n", f.fix.c_str());
+  }
+  return 0;
+}

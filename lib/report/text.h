@@ -22,7 +22,15 @@
 // Columns are aligned per table. Empty categories and empty sections are
 // left out.
 //
-// Thread safety: a pure function of its argument.
+// Lines of prose wrap at 80 columns, continuation lines indented
+// (wrap.h); table rows keep their columns.
+//
+// TextDetail::kShort is the first lines only: the GPU's, the headline and
+// its context line (and the findings, once they follow the headline); the
+// writer (output.h) adds where the full summary is. config's summary_detail
+// chooses.
+//
+// Thread safety: a pure function of its arguments.
 #pragma once
 
 #include <string>
@@ -32,7 +40,9 @@
 namespace gpuslack {
 namespace report {
 
-std::string format_text(const Summary& summary);
+enum class TextDetail { kFull, kShort };
+
+std::string format_text(const Summary& summary, TextDetail detail = TextDetail::kFull);
 
 }  // namespace report
 }  // namespace gpuslack

@@ -19,16 +19,28 @@ cd "$(dirname "$0")/.."
 dir=${1:-build}
 shift || true
 out=${GPUSLACK_DEMO_OUT:-$dir/quickstart}
+[ -f "$dir/libgpuslack.so" ] || { echo "demo-compare: $dir/libgpuslack.so not built; run scripts/build.sh $dir" >&2; exit 1; }
+library=$(cd "$dir" && pwd)/libgpuslack.so
 rm -rf "$out"
 mkdir -p "$out"
 measure=gpu_timeline:on,text_summary:file
-echo "demo-compare: the demo natively, then under gpuslack measuring only, then with its fixes on"
-scripts/demo.sh "$dir" "$@" > "$out/native.log" 2>&1
-env GPUSLACK_CONF="$measure,allocator:native,pin:false,stage_copies:false,output_dir:$out/before" \
-  LD_PRELOAD="$PWD/$dir/libgpuslack.so" scripts/demo.sh "$dir" "$@" > "$out/before.log" 2>&1
-env GPUSLACK_CONF="$measure,allocator:vmm,output_dir:$out/after" \
-  LD_PRELOAD="$PWD/$dir/libgpuslack.so" scripts/demo.sh "$dir" "$@" > "$out/after.log" 2>&1
-head -n 1 "$out/native.log" | sed 's/^demo: /demo-compare: /'
+# One run, its output in $out/$1.log; on failure, the log's end and exit.
+run() {
+  local name=$1
+  shift
+  if ! "$@" > "$out/$name.log" 2>&1; then
+    echo "demo-compare: the $name run failed; its output ($out/$name.log) ends:" >&2
+    tail -n 20 "$out/$name.log" >&2
+    exit 1
+  fi
+}
+echo "demo-compare: the demo natively, under gpuslack measuring only, then fixing"
+run native scripts/demo.sh "$dir" "$@"
+run before env GPUSLACK_CONF="$measure,allocator:native,pin:false,stage_copies:false,output_dir:$out/before" \
+  LD_PRELOAD="$library" scripts/demo.sh "$dir" "$@"
+run after env GPUSLACK_CONF="$measure,allocator:vmm,output_dir:$out/after" \
+  LD_PRELOAD="$library" scripts/demo.sh "$dir" "$@"
+head -n 1 "$out/native.log" | sed 's/^demo: /demo-compare: /' | fold -s -w 80
 echo
 PYTHONPATH=python_shim python3 -m gpuslack compare --native-log "$out/native.log" \
   --labels "before: measured" "after: fixes on" "$out"/before/*.json "$out"/after/*.json

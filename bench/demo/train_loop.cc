@@ -355,6 +355,14 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   std::printf("train_loop: median step %.2f ms over %d steps (min %.2f, max %.2f)\n", sorted[sorted.size() / 2],
               args.steps, sorted.front(), sorted.back());
+  if (args.steps > args.warmup) {
+    // The steps gpuslack's marks delimit (the first mark ends the warm-up),
+    // its median as the summary takes it: nearest rank.
+    std::vector<double> steady(step_ms.begin() + args.warmup, step_ms.end());
+    std::sort(steady.begin(), steady.end());
+    std::printf("train_loop: median step in steady state (steps %d..%d): %.2f ms\n", args.warmup, args.steps - 1,
+                steady[(steady.size() + 1) / 2 - 1]);
+  }
   if (args.decode_ms > 0)
     std::printf("train_loop: host decoding %ld ms per step, %.0f ms in total (checksum %u)\n", args.decode_ms,
                 static_cast<double>(args.decode_ms) * args.steps, decoded);

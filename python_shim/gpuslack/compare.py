@@ -24,14 +24,16 @@ summary (docs/summary.schema.json), read as plain JSON (no library needed):
   GPU idle                 gpu_timeline: idle over wall, summed over devices.
 
 A figure a summary does not hold prints "-". The native column takes the
-median step and, on the simulated device, the device synchronizations by
-cudaFree from the lines the demo prints (bench/demo/train_loop.cc).
+median step (of the steady state: the steps the marks delimit) and, on the
+simulated device, the device synchronizations by cudaFree from the lines
+the demo prints (bench/demo/train_loop.cc).
 
 Findings: the "findings" array of each summary (lib/report/finding.h), the
 before run's in full (what leaks, cost, evidence, where, fix), then what is
 left in the after run; a summary written before findings existed says so.
 """
 import json
+import os
 import re
 import textwrap
 
@@ -92,7 +94,8 @@ def read_native_log(path):
     None where it printed none."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
-    m = re.search(r"^train_loop: median step ([0-9.]+) ms", text, re.M)
+    m = (re.search(r"^train_loop: median step in steady state \(steps [0-9.]+\): ([0-9.]+) ms", text, re.M)
+         or re.search(r"^train_loop: median step ([0-9.]+) ms", text, re.M))
     s = re.search(r"^train_loop: device synchronizations by cudaFree in all: (\d+)", text, re.M)
     return (float(m.group(1)) / 1e3 if m else None), (int(s.group(1)) if s else None)
 
@@ -182,8 +185,8 @@ def format_compare(before, after, native=None, labels=("before", "after"), paths
     out += _wrap("device synchronizations: calls that waited for the whole device (cudaDeviceSynchronize, "
                  "and each cudaFree/cudaFreeHost the CUDA runtime served).", "", "  ")
     if native and native[0] and median_step_s(before):
-        out += _wrap("measuring alone (before against no gpuslack): median step %+.1f%%."
-                     % ((median_step_s(before) / native[0] - 1) * 100), "", "  ")
+        out += _wrap("median step, before against no gpuslack: %+.1f%% (what measuring costs, and the noise of "
+                     "one run each)." % ((median_step_s(before) / native[0] - 1) * 100), "", "  ")
     out.append("")
     out += findings_lines(before, "What gpuslack found (%s)" % labels[0])
     out += findings_lines(after, "Left with its fixes on (%s)" % labels[1], full=False)
@@ -202,5 +205,6 @@ def run(before_path, after_path, native_log=None, labels=("before", "after")):
     except (CompareError, OSError) as e:
         print("gpuslack compare: %s" % e, file=sys.stderr)
         return 2
-    sys.stdout.write(format_compare(before, after, native, labels, (before_path, after_path)))
+    shown = [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p for p in (before_path, after_path)]
+    sys.stdout.write(format_compare(before, after, native, labels, shown))
     return 0

@@ -73,7 +73,7 @@ def test_the_table_holds_each_summarys_figures_within_80_columns(tmp_path):
     assert re.search(r"^median step +199\.0 ms +200\.0 ms +70\.0 ms$", text, re.M), text
     assert re.search(r"^device synchronizations +10 +12 +2$", text, re.M), text
     assert re.search(r"^GPU idle \(share of wall\) +- +40\.0% +10\.0%$", text, re.M), text
-    assert "measuring alone (before against no gpuslack): median step +0.5%." in text
+    assert "median step, before against no gpuslack: +0.5% (what measuring costs" in text
     # Summaries from a gpuslack without findings say so, rather than nothing.
     assert "What gpuslack found (before: measured): this summary holds no findings" in text
 
@@ -122,7 +122,8 @@ def test_the_quickstarts_last_screen_on_the_simulated_device(tmp_path):
     r = subprocess.run([os.path.join(ROOT, "scripts", "demo-compare.sh"), build, "--steps", "6"], env=env,
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert all(len(l) <= 80 for l in r.stdout.splitlines()), r.stdout
+    # 80 columns, but for a line that is one word: a path (here under a long tmp folder), never cut.
+    assert all(len(l) <= 80 or len(l.split()) == 1 for l in r.stdout.splitlines()), r.stdout
     [before_path] = [os.path.join(tmp_path, "before", f) for f in os.listdir(tmp_path / "before") if f.endswith(".json")]
     [after_path] = [os.path.join(tmp_path, "after", f) for f in os.listdir(tmp_path / "after") if f.endswith(".json")]
     before, after = (json.load(open(p)) for p in (before_path, after_path))
@@ -145,7 +146,8 @@ def test_the_quickstarts_last_screen_on_the_simulated_device(tmp_path):
     assert cells("GPU idle (share of wall)")[1:] == [
         "%.1f%%" % (d["gpu_timeline"]["devices"][0]["idle_s"] / d["gpu_timeline"]["devices"][0]["wall_s"] * 100)
         for d in (before, after)]
-    native_median = re.search(r"median step ([0-9.]+) ms", (tmp_path / "native.log").read_text())[1]
+    native_median = re.search(r"median step in steady state \(steps 1\.\.5\): ([0-9.]+) ms",
+                              (tmp_path / "native.log").read_text())[1]
     assert cells("median step")[0] == "%.1f ms" % float(native_median)
     assert "What gpuslack found (before: measured)" in out and "Left with its fixes on (after: fixes on)" in out
     assert out.rstrip().endswith(after_path) or after_path in out

@@ -102,7 +102,15 @@ class Summary(OutDirTest):
         self.assertTrue(lines, r.stderr)
         first = lines[0]
         self.assertRegex(first, r"^gpuslack: \d+\.\d% of [0-9.e+-]+ s lost \(pid \d+\): allocation ")
-        self.assertIn("waiting for the GPU", first)
+        # One sentence, wrapped at 80 columns: its continuation lines indented.
+        self.assertTrue(all(len(l) <= 80 for l in lines[:3]), r.stderr)
+        headline = first
+        for l in lines[1:]:
+            if not l.startswith("gpuslack:   "):
+                break
+            headline += " " + l[len("gpuslack:   "):]
+        self.assertIn("waiting for the GPU", headline)
+        self.assertTrue(headline.endswith("(not counted as lost)"), headline)
 
     def test_json_validates_against_the_schema(self):
         for mode in ("free", "pageable", "threads"):

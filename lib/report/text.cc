@@ -514,6 +514,8 @@ std::string format_text(const Summary& summary, TextDetail detail) {
   std::string out;
   gpu_headline(summary, &out);
   headline(summary, &out);
+  // The findings follow the headline, in the short text too; the short
+  // text ends here.
   if (detail == TextDetail::kShort) return out;
   gpu_details(summary, &out);
   for (const std::string& text : device_health_lines(summary.device_health)) line(&out, printable(text));

@@ -149,7 +149,7 @@ def _wrap(text, indent, more):
 def finding_lines(f, number, full=True):
     """One finding (lib/report/finding.h's fields), wrapped to 80 columns."""
     cost = "%s (%s of wall)" % (seconds(f.get("cost_s")), percent(f.get("cost_share")))
-    if (f.get("gpu_idle_s") or -1) >= 0:
+    if f.get("gpu_idle_s") is not None and f["gpu_idle_s"] >= 0:  # null or -1: not measured
         cost += ", GPU idle %s" % seconds(f["gpu_idle_s"])
     out = _wrap("%d. %s" % (number, f.get("title", f.get("rule", "?"))), "  ", "     ")
     out += _wrap("cost " + cost, "     ", "       ")

@@ -151,3 +151,9 @@ def test_the_quickstarts_last_screen_on_the_simulated_device(tmp_path):
     assert cells("median step")[0] == "%.1f ms" % float(native_median)
     assert "What gpuslack found (before: measured)" in out and "Left with its fixes on (after: fixes on)" in out
     assert out.rstrip().endswith(after_path) or after_path in out
+
+
+def test_a_findings_gpu_idle_is_shown_only_where_the_timeline_measured_it():
+    line = lambda idle: compare.finding_lines(dict(ALLOC_FINDING, gpu_idle_s=idle), 1)[1]
+    assert line(None) == line(-1) == "     cost 1.20 s (40.0% of wall)"  # null in the JSON, or -1: not measured
+    assert line(0) == "     cost 1.20 s (40.0% of wall), GPU idle 0"

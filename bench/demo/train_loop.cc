@@ -237,6 +237,10 @@ int main(int argc, char** argv) {
   using SummaryFn = char* (*)();
   using FreeFn = void (*)(void*);
   auto summary = reinterpret_cast<SummaryFn>(dlsym(RTLD_DEFAULT, "gpuslack_summary_json"));
+  // Under gpuslack, each step's end is marked (gpuslack_step), so that the
+  // GPU timeline measures per step and the summary holds the median step.
+  using StepFn = void (*)();
+  auto mark_step = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "gpuslack_step"));
   auto summary_free = reinterpret_cast<FreeFn>(dlsym(RTLD_DEFAULT, "gpuslack_free"));
   auto allocation_s = [&]() -> double {
     if (!summary || !summary_free) return -1;
@@ -326,6 +330,7 @@ int main(int argc, char** argv) {
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
+    if (mark_step) mark_step();
     std::printf("step %3d  seq_len %4zu  %8.2f ms\n", step, len, ms);
     if (step == args.warmup - 1 && free_syncs) syncs_after_warmup = free_syncs();
     if (step == args.warmup - 1) allocation_after_warmup = allocation_s();
@@ -356,10 +361,20 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaStreamDestroy(r.stream));
     CHECK_NCCL(ncclCommDestroy(r.comm));
   }
+  if (free_syncs)
+    std::printf("train_loop: device synchronizations by cudaFree in all: %ld\n", free_syncs());
   std::vector<double> sorted = step_ms;
   std::sort(sorted.begin(), sorted.end());
   std::printf("train_loop: median step %.2f ms over %d steps (min %.2f, max %.2f)\n", sorted[sorted.size() / 2],
               args.steps, sorted.front(), sorted.back());
+  if (args.steps > args.warmup) {
+    // The steps gpuslack's marks delimit (the first mark ends the warm-up),
+    // its median as the summary takes it: nearest rank.
+    std::vector<double> steady(step_ms.begin() + args.warmup, step_ms.end());
+    std::sort(steady.begin(), steady.end());
+    std::printf("train_loop: median step in steady state (steps %d..%d): %.2f ms\n", args.warmup, args.steps - 1,
+                steady[(steady.size() + 1) / 2 - 1]);
+  }
   if (args.decode_ms > 0)
     std::printf("train_loop: host decoding %ld ms per step, %.0f ms in total (checksum %u)\n", args.decode_ms,
                 static_cast<double>(args.decode_ms) * args.steps, decoded);

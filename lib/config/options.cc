@@ -146,6 +146,12 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
         escaped_input(o.text_summary)));
     o.text_summary = "stderr";
   }
+  if (o.summary_detail != "auto" && o.summary_detail != "short" && o.summary_detail != "full") {
+    errors->push_back(absl::StrFormat(
+        "GPUSLACK_CONF: summary_detail:%s is not one of auto, short, full; using \"auto\"",
+        escaped_input(o.summary_detail)));
+    o.summary_detail = "auto";
+  }
   if (!log::log_level_valid(o.log_level)) {
     errors->push_back(absl::StrFormat(
         "GPUSLACK_CONF: log_level:%s is not one of off, error, warn, info, debug; using \"warn\"",
@@ -160,6 +166,7 @@ Options secure_options() {
   o.json_summary = false;
   o.log_file.clear();
   o.text_summary = "stderr";
+  o.summary_detail = "full";  // no file holds the rest
   o.nvtx = false;
   o.gpu_timeline = "off";  // no library loaded from paths the environment names
   o.prometheus_dir.clear();

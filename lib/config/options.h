@@ -60,6 +60,8 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
     "directory for the summary files (GPUSLACK_OUTPUT sets it when this key is not given)")        \
   X(text_summary, std::string, "stderr", kNoRange,                                                 \
     "the text summary at exit: stderr, file (beside the JSON) or off")                             \
+  X(summary_detail, std::string, "auto", kNoRange,                                                 \
+    "the text summary: short (headline, findings, where the rest is), full, or auto (short on a terminal)") \
   X(json_summary, bool, true, kNoRange, "write the JSON summary to output_dir")                    \
   X(summary_interval_s, double, 0.0, zero_or(0.1, 604800),                                         \
     "also write the summary every this many seconds (0: only at exit)")                            \

@@ -24,6 +24,7 @@
 #include "report/prometheus.h"
 #include "report/summary_reader.h"
 #include "report/text.h"
+#include "report/wrap.h"
 
 namespace gpuslack {
 namespace report {
@@ -274,10 +275,27 @@ void write_to_file(const Target& t, const std::string& contents, std::vector<std
 // gpuslack_render_summary, which read the file, print exactly the text the
 // process printed (summary_reader.h). If the document cannot be read back
 // (a bug), the figures in memory are rendered.
-std::string text_as_written(const Summary& summary, const std::string& json) {
+std::string text_as_written(const Summary& summary, const std::string& json, TextDetail detail) {
   Summary as_written;
   std::string error;
-  return format_text(summary_from_json(json, &as_written, &error) ? as_written : summary);
+  return format_text(summary_from_json(json, &as_written, &error) ? as_written : summary, detail);
+}
+
+// Note [Short summary]: summary_detail:auto gives the short text where a
+// person reads it as it comes, a terminal (stderr is a tty), and the full
+// text in a log or a file, which are read later and searched. The short
+// text ends with where the rest is: the JSON file (the full text is
+// `python -m gpuslack report FILE`), or, with no JSON written, the knob.
+TextDetail text_detail(const Options& options) {
+  if (options.summary_detail == "short") return TextDetail::kShort;
+  if (options.summary_detail == "full") return TextDetail::kFull;
+  return options.text_summary == "stderr" && isatty(STDERR_FILENO) == 1 ? TextDetail::kShort : TextDetail::kFull;
+}
+
+std::string where_the_rest_is(const std::string& json_path) {
+  if (json_path.empty()) return wrap_line("gpuslack: ", "the full summary: summary_detail:full prints it here");
+  return wrap_line("gpuslack: ", "the full summary: python -m gpuslack report " + log::escape_bytes(json_path) +
+                                     " (summary_detail:full prints it here)");
 }
 
 // The metrics, from the summary as its JSON holds it too: a scrape shows
@@ -338,15 +356,31 @@ void write_summary(const Summary& summary, const Options& options, std::vector<s
     const std::string dir = options.output_dir.empty() ? "." : options.output_dir;
     std::string where = "stderr";
     std::string json;
+    // The JSON's name, claimed once (Note [Claimed names]): the short text
+    // names it before it is written.
+    Target json_target;
+    bool json_claimed = false;
+    auto claim_json = [&]() -> const Target& {
+      if (!json_claimed) json_target = target_for(dir, summary, ".json");
+      json_claimed = true;
+      return json_target;
+    };
     try {
+      const TextDetail detail = text_detail(options);
+      auto text = [&]() {
+        std::string t = text_as_written(summary, json, detail);
+        if (detail == TextDetail::kShort)
+          t += where_the_rest_is(options.json_summary ? dir + "/" + claim_json().name : std::string());
+        return t;
+      };
       if (options.text_summary == "file") {
         Target t = target_for(dir, summary, ".txt");
         where = dir + "/" + t.name;
         json = format_json(summary);
-        write_to_file(t, text_as_written(summary, json), failures);
+        write_to_file(t, text(), failures);
       } else if (options.text_summary != "off") {
         json = format_json(summary);
-        write_to_stderr(text_as_written(summary, json), failures);
+        write_to_stderr(text(), failures);
       }
     } catch (const std::exception& e) {
       tell_failure(where, e.what(), failures);
@@ -356,7 +390,7 @@ void write_summary(const Summary& summary, const Options& options, std::vector<s
     where = dir;
     try {
       if (options.json_summary) {
-        Target t = target_for(dir, summary, ".json");
+        const Target& t = claim_json();
         where = dir + "/" + t.name;
         if (json.empty()) json = format_json(summary);
         write_to_file(t, json, failures);

@@ -52,7 +52,10 @@ bool write_file_atomically(const std::string& dir, const std::string& name, cons
 // other output does not cut into it), to dir/<text name> or nowhere; the
 // JSON to output_dir when json_summary is on; the metrics to prometheus_dir
 // when it is set. The text is rendered from the
-// figures as the JSON holds them (Note [Text from the JSON] in output.cc). Each failure is one line,
+// figures as the JSON holds them (Note [Text from the JSON] in output.cc),
+// short or full as summary_detail says (Note [Short summary] in output.cc:
+// auto is short when stderr is a terminal), the short one ending with a
+// line that names the JSON file. Each failure is one line,
 // logged, or appended to `failures` when it is given (then nothing is
 // logged).
 void write_summary(const Summary& summary, const Options& options, std::vector<std::string>* failures = nullptr);

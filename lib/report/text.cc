@@ -12,6 +12,7 @@
 
 #include "report/health_series.h"
 #include "report/utf8.h"
+#include "report/wrap.h"
 
 namespace gpuslack {
 namespace report {
@@ -119,7 +120,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-void line(std::string* out, const std::string& text) { *out += kPrefix + text + '\n'; }
+// One line of prose, wrapped at 80 columns (wrap.h); table rows are not.
+void line(std::string* out, const std::string& text) { *out += wrap_line(kPrefix, text); }
 
 CategoryTime category_time(const Summary& s, Category c) {
   for (const CategoryTime& t : s.categories)
@@ -508,10 +510,13 @@ void call_sites(const Summary& s, std::string* out) {
 
 }  // namespace
 
-std::string format_text(const Summary& summary) {
+std::string format_text(const Summary& summary, TextDetail detail) {
   std::string out;
   gpu_headline(summary, &out);
   headline(summary, &out);
+  // The findings follow the headline, in the short text too; the short
+  // text ends here.
+  if (detail == TextDetail::kShort) return out;
   gpu_details(summary, &out);
   for (const std::string& text : device_health_lines(summary.device_health)) line(&out, printable(text));
   call_tables(summary, &out);

@@ -3,10 +3,10 @@
 //
 // Layout (docs/summary.md has a sample):
 //   - first line: the share of wall time lost and to what, e.g.
-//       gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s
-//       (16.8%), copies 0.8 s (6.6%), collectives 0.0 s; waiting for the GPU
-//       3.2 s (not counted as lost)
-//     (one line in the output);
+//       gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s (16.8%),
+//       gpuslack:   copies 0.825 s (6.6%), collectives 0 s; waiting for the GPU 3.2 s
+//       gpuslack:   (not counted as lost)
+//     (one sentence, wrapped at 80 columns);
 //   - one line of context (host, threads, why the summary was written,
 //     version);
 //   - per category that has calls, in enum order: a table of its calls
@@ -22,7 +22,15 @@
 // Columns are aligned per table. Empty categories and empty sections are
 // left out.
 //
-// Thread safety: a pure function of its argument.
+// Lines of prose wrap at 80 columns, continuation lines indented
+// (wrap.h); table rows keep their columns.
+//
+// TextDetail::kShort is the first lines only: the GPU's, the headline and
+// its context line (and the findings, once they follow the headline); the
+// writer (output.h) adds where the full summary is. config's summary_detail
+// chooses.
+//
+// Thread safety: a pure function of its arguments.
 #pragma once
 
 #include <string>
@@ -32,7 +40,9 @@
 namespace gpuslack {
 namespace report {
 
-std::string format_text(const Summary& summary);
+enum class TextDetail { kFull, kShort };
+
+std::string format_text(const Summary& summary, TextDetail detail = TextDetail::kFull);
 
 }  // namespace report
 }  // namespace gpuslack

@@ -4,6 +4,7 @@
     python -m gpuslack report FILE...
     python -m gpuslack library        # the libgpuslack.so this package uses
     python -m gpuslack merge DIR|FILE... [--out DIR] [--expected-busbw GBPS]   # one report for a job
+    python -m gpuslack compare BEFORE.json AFTER.json [--native-log LOG]  # two runs side by side
 
 Exit status: run passes the command's through (128+N for signal N);
 report gives 2 when a file is missing or is not a summary, or when no
@@ -11,18 +12,19 @@ libgpuslack.so is found to render it with (one line on stderr says which and
 why); usage errors give 2. merge gives 0 when every file was merged, 1
 when the report was written but some files were skipped (one line each on
 stderr), 2 when no report could be written (gpuslack/job/merge.py).
+compare gives 2 when a file is missing or is not a summary (gpuslack/compare.py).
 """
 import argparse
 import sys
 
-from . import _lib, launcher, report
+from . import _lib, compare, launcher, report
 from .job import merge
 
 
 def _parser():
     p = argparse.ArgumentParser(prog="python -m gpuslack", description="Measure and recover GPU time lost around "
                                 "the model (gpuslack).")
-    sub = p.add_subparsers(dest="action", metavar="{run,report,library,merge}")
+    sub = p.add_subparsers(dest="action", metavar="{run,report,library,merge,compare}")
     sub.required = True
     r = sub.add_parser("run", help="run COMMAND under gpuslack (LD_PRELOAD) and say where its summary is",
                        usage="python -m gpuslack run [--out DIR] [--conf key:value,...] -- COMMAND ...")
@@ -38,6 +40,13 @@ def _parser():
                    "given, else the current one)")
     m.add_argument("--expected-busbw", type=float, default=0.0, metavar="GBPS",
                    help="expected bus bandwidth, GB/s (default: from the summaries' expected_busbw_gbps warnings)")
+    c = sub.add_parser("compare", help="two runs' summaries side by side (80 columns), then the findings")
+    c.add_argument("before", metavar="BEFORE.json")
+    c.add_argument("after", metavar="AFTER.json")
+    c.add_argument("--native-log", metavar="LOG", help="the program's output without gpuslack (the demo's: its "
+                   "median step and device synchronizations)")
+    c.add_argument("--labels", nargs=2, metavar=("BEFORE", "AFTER"), default=("before", "after"),
+                   help="the two columns' titles")
     return p
 
 
@@ -58,6 +67,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     if args.action == "run":
         return launcher.run(command, out=args.out, conf=args.conf)
+    if args.action == "compare":
+        return compare.run(args.before, args.after, native_log=args.native_log, labels=tuple(args.labels))
     if args.action == "merge":
         return merge.run(args.paths, out=args.out, expected_busbw=args.expected_busbw)
     if args.action == "report":

@@ -63,10 +63,12 @@ class DeviceHealth(OutDirTest):
         self.assertEqual(0, d1["throttled_samples"], d1)
         self.assertEqual([], d1["throttle_reasons"], d1)
         self.assertAlmostEqual(1.0, d1["clock_ratio_mean"], delta=1e-6, msg=d1)
-        # One text line, for device 0.
-        lines = [l for l in r.stderr.splitlines() if "throttled" in l]
-        self.assertEqual(["gpuslack: GPU 0 throttled 100% of samples: sw_thermal; SM clock 85% of max; 86 \u00b0C max"],
-                         lines, r.stderr[-3000:])
+        # One text line, for device 0, wrapped at 80 columns.
+        lines = r.stderr.splitlines()
+        at = [i for i, l in enumerate(lines) if "throttled" in l]
+        self.assertEqual(1, len(at), r.stderr[-3000:])
+        self.assertEqual(["gpuslack: GPU 0 throttled 100% of samples: sw_thermal; SM clock 85% of max;",
+                          "gpuslack:   86 \u00b0C max"], lines[at[0]:at[0] + 2], r.stderr[-3000:])
         # The series: clock ratio and memory per bucket from NVML, idle from
         # the GPU timeline, one width for all.
         s = doc["series"]

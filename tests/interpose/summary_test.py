@@ -102,7 +102,15 @@ class Summary(OutDirTest):
         self.assertTrue(lines, r.stderr)
         first = lines[0]
         self.assertRegex(first, r"^gpuslack: \d+\.\d% of [0-9.e+-]+ s lost \(pid \d+\): allocation ")
-        self.assertIn("waiting for the GPU", first)
+        # One sentence, wrapped at 80 columns: its continuation lines indented.
+        self.assertTrue(all(len(l) <= 80 for l in lines[:3]), r.stderr)
+        headline = first
+        for l in lines[1:]:
+            if not l.startswith("gpuslack:   "):
+                break
+            headline += " " + l[len("gpuslack:   "):]
+        self.assertIn("waiting for the GPU", headline)
+        self.assertTrue(headline.endswith("(not counted as lost)"), headline)
 
     def test_json_validates_against_the_schema(self):
         for mode in ("free", "pageable", "threads"):
@@ -412,7 +420,7 @@ class Summary(OutDirTest):
         path = glob.glob(os.path.join(self.out, "*.json"))[0]
         v = subprocess.run(["/usr/bin/python3", ENV["VALIDATOR"], ENV["SCHEMA"], path], capture_output=True, text=True)
         self.assertEqual(0, v.returncode, v.stdout + v.stderr)
-        self.assertIn("frees without a device sync", r.stderr)
+        self.assertIn("frees without a device sync", r.stderr.replace("\ngpuslack:   ", " "))  # wrapped at 80
 
     def test_vmm_allocator_keeps_results_with_many_threads(self):
         r = self.stall("threads", conf="allocator:vmm")

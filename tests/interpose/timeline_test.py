@@ -110,7 +110,7 @@ class Timeline(OutDirTest):
         self.assertEqual(0, app["tool_rc"], app)
         self.assertGreater(app["tool_records"], 0, app)
         self.assertIn("gpuslack: GPU timeline: not measured: ", r.stderr)
-        self.assertIn("; gpu_timeline:on measures", r.stderr)
+        self.assertIn(";\ngpuslack:   gpu_timeline:on measures", r.stderr)  # wrapped at 80 columns
         # gpu_timeline:on takes the single subscription, and steps aside for
         # a tool that asks for CUPTI later: the tool gets its records, and
         # the summary says when it took over.

@@ -20,6 +20,7 @@ TEST(Options, DefaultsWithoutConf) {
   EXPECT_EQ("", o.log_file);
   EXPECT_EQ("gpuslack-out", o.output_dir);
   EXPECT_EQ("stderr", o.text_summary);
+  EXPECT_EQ("auto", o.summary_detail);
   EXPECT_TRUE(o.json_summary);
   EXPECT_EQ(0.0, o.summary_interval_s);
   EXPECT_EQ(100.0, o.call_site_threshold_us);
@@ -208,6 +209,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
   EXPECT_FALSE(secure.nvtx);
   EXPECT_EQ("off", secure.gpu_timeline);  // libcupti is looked for where CUDA_HOME says
   EXPECT_EQ("off", secure.device_health);  // no NVML loaded, no thread started for it
+  EXPECT_EQ("full", secure.summary_detail);  // no file holds the rest of a short text
   // The same environment in a plain process is read.
   EXPECT_EQ("/etc/evil.log", plain.log_file);
   EXPECT_EQ("/etc/evil", plain.output_dir);
@@ -218,6 +220,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
   defaults.nvtx = Options().nvtx;
   defaults.gpu_timeline = Options().gpu_timeline;
   defaults.device_health = Options().device_health;
+  defaults.summary_detail = Options().summary_detail;  // full: no file holds the rest
   Options def;
 #define SAME_AS_DEFAULT(k, type, d, range, doc) EXPECT_EQ(def.k, defaults.k) << #k;
   GPUSLACK_OPTIONS(SAME_AS_DEFAULT)
@@ -229,8 +232,8 @@ TEST(Options, DocHasOneLinePerKnob) {
   ASSERT_EQ(32u, doc.size());
   EXPECT_EQ(0u, doc[0].find("log_level (string, default \"warn\"): "));
   EXPECT_EQ(0u, doc[1].find("log_file (string, default \"\"): "));
-  EXPECT_EQ(0u, doc[5].find("summary_interval_s (non-negative number, default 0, range 0, or 0.1 to 604800): "))
-      << doc[5];
+  EXPECT_EQ(0u, doc[6].find("summary_interval_s (non-negative number, default 0, range 0, or 0.1 to 604800): "))
+      << doc[6];
 }
 
 TEST(Options, ReadmeListsEveryKnob) {
@@ -264,6 +267,22 @@ TEST(Options, ReadmeListsEveryKnob) {
   size_t listed = 0;
   for (size_t at = readme.find("\n| `"); at != std::string::npos; at = readme.find("\n| `", at + 1)) ++listed;
   EXPECT_EQ(rows, listed);
+}
+
+}  // namespace
+}  // namespace gpuslack
+
+namespace gpuslack {
+namespace {
+
+TEST(Options, SummaryDetailIsAutoShortOrFull) {
+  std::vector<std::string> errors;
+  EXPECT_EQ("short", parse_options("summary_detail:short", nullptr, &errors).summary_detail);
+  EXPECT_EQ("full", parse_options("summary_detail:full", nullptr, &errors).summary_detail);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ("auto", parse_options("summary_detail:brief", nullptr, &errors).summary_detail);
+  ASSERT_EQ(1u, errors.size());
+  EXPECT_EQ("GPUSLACK_CONF: summary_detail:brief is not one of auto, short, full; using \"auto\"", errors[0]);
 }
 
 }  // namespace

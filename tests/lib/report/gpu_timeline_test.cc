@@ -12,6 +12,7 @@
 #include "report/json.h"
 #include "report/summary_reader.h"
 #include "report/text.h"
+#include "report/wrap.h"
 #include "sample_summary.h"
 
 namespace gpuslack {
@@ -29,24 +30,26 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 TEST(GpuTimelineText, TheFirstLinesAreEachDevicesIdleShareAndItsCauses) {
-  std::vector<std::string> lines = lines_of(format_text(sample_summary_with_gpu_timeline()));
-  ASSERT_GE(lines.size(), 3u);
-  EXPECT_EQ(
-      "gpuslack: device 0: GPU idle 31.0% of 412 s: host-bound 22.0% (no CUDA call in flight), allocation 6.0% "
-      "(cudaFree at train_step), copies 3.0% (cudaMemcpy); busy 69.0%: compute 55.0%, communication 11.0%, "
-      "copies 3.0%",
-      lines[0]);
-  EXPECT_EQ("gpuslack: device 1: GPU idle 100.0% of 412 s: host-bound 100.0% (no CUDA call in flight); busy 0.0%",
-            lines[1]);
-  // The host-side headline stays, below.
-  EXPECT_EQ(0u, lines[2].find("gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): ")) << lines[2];
+  // Each device's line, wrapped at 80 columns (wrap.h), then the host's headline.
+  const std::string text = format_text(sample_summary_with_gpu_timeline());
+  const std::string first =
+      wrap_line("gpuslack: ",
+                "device 0: GPU idle 31.0% of 412 s: host-bound 22.0% (no CUDA call in flight), allocation 6.0% "
+                "(cudaFree at train_step), copies 3.0% (cudaMemcpy); busy 69.0%: compute 55.0%, communication "
+                "11.0%, copies 3.0%") +
+      wrap_line("gpuslack: ",
+                "device 1: GPU idle 100.0% of 412 s: host-bound 100.0% (no CUDA call in flight); busy 0.0%");
+  EXPECT_EQ(0u, text.find(first + "gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): ")) << text;
+  EXPECT_EQ(0u, text.find("gpuslack: device 0: GPU idle 31.0% of 412 s: host-bound 22.0% (no CUDA call in\n"))
+      << text;
 }
 
 TEST(GpuTimelineText, DetailsListKernelsIdleSitesStepsAndDrops) {
   const std::string text = format_text(sample_summary_with_gpu_timeline());
   EXPECT_NE(std::string::npos,
-            text.find("gpuslack: GPU timeline, device 0: busy 284.28 s, idle 127.72 s of 412.00 s; 250000 kernels "
-                      "(200000 launches through the launch API), 0.9% of busy time in kernels under 10 us\n"))
+            text.find(wrap_line("gpuslack: ",
+                                "GPU timeline, device 0: busy 284.28 s, idle 127.72 s of 412.00 s; 250000 kernels "
+                                "(200000 launches through the launch API), 0.9% of busy time in kernels under 10 us")))
       << text;
   EXPECT_NE(std::string::npos, text.find("gpuslack:   idle 24.00 s while blocked in cudaFree (allocation)\n"
                                          "gpuslack:       at train_step+0x1a (train.so)\n"))
@@ -58,12 +61,13 @@ TEST(GpuTimelineText, DetailsListKernelsIdleSitesStepsAndDrops) {
                       "gpuslack:     step 17: idle 960.0 ms of 1.60 s\n"))
       << text;
   EXPECT_NE(std::string::npos,
-            text.find("gpuslack: GPU timeline: measured for the first 400.00 s only: CUPTI (unnamed subscriber) then "
-                      "took CUPTI\n"))
+            text.find(wrap_line("gpuslack: ",
+                                "GPU timeline: measured for the first 400.00 s only: CUPTI (unnamed subscriber) then "
+                                "took CUPTI")))
       << text;
   EXPECT_NE(std::string::npos,
-            text.find("gpuslack:   dropped: 2 activity buffers refused (pool 64.0 MiB), 10 records by CUPTI, "
-                      "1 host intervals\n"))
+            text.find(wrap_line("gpuslack: ", "  dropped: 2 activity buffers refused (pool 64.0 MiB), 10 records by "
+                                              "CUPTI, 1 host intervals")))
       << text;
 }
 
@@ -73,12 +77,13 @@ TEST(GpuTimelineText, NotMeasuredSaysWhyAfterTheHostHeadline) {
   s.gpu_timeline.detail = "CUPTI for Nsight Systems";
   std::vector<std::string> lines = lines_of(format_text(s));
   EXPECT_EQ(0u, lines.at(0).find("gpuslack: 23.4% of 12.5 s lost")) << lines[0];
-  EXPECT_EQ("gpuslack: GPU timeline: not measured: CUPTI for Nsight Systems holds CUPTI", lines.at(2));
+  // After the headline (three lines at 80 columns) and its context line (two).
+  EXPECT_EQ("gpuslack: GPU timeline: not measured: CUPTI for Nsight Systems holds CUPTI", lines.at(5));
 
   s.gpu_timeline.status = timeline::Status::kOff;
   s.gpu_timeline.how_to_enable = "gpu_timeline:on takes CUPTI's only subscription";
-  EXPECT_EQ("gpuslack: GPU timeline: not measured; gpu_timeline:on takes CUPTI's only subscription",
-            lines_of(format_text(s)).at(2));
+  EXPECT_EQ("gpuslack: GPU timeline: not measured; gpu_timeline:on takes CUPTI's only", lines_of(format_text(s)).at(5));
+  EXPECT_EQ("gpuslack:   subscription", lines_of(format_text(s)).at(6));
 
   // Nothing to say: no line.
   EXPECT_EQ(lines_of(format_text(sample_summary())).size(),

@@ -7,6 +7,7 @@
 #include "report/json.h"
 #include "report/summary_reader.h"
 #include "report/text.h"
+#include "report/wrap.h"
 #include "sample_summary.h"
 
 namespace gpuslack {
@@ -64,7 +65,8 @@ TEST(HealthSeriesJson, AnUnknownStatusIsRefusedInOneLine) {
 TEST(HealthSeriesText, OneLinePerThrottledDeviceAndOneWhenUnavailable) {
   const std::string text = format_text(sample_summary_with_gpu_timeline());
   EXPECT_NE(std::string::npos,
-            text.find("gpuslack: GPU 1 throttled 40% of samples: sw_thermal; SM clock 92% of max; 86 \xC2\xB0""C max\n"))
+            text.find(wrap_line("gpuslack: ",  // wrapped at 80 columns
+                                "GPU 1 throttled 40% of samples: sw_thermal; SM clock 92% of max; 86 \xC2\xB0""C max")))
       << text;
   Summary s = sample_summary();
   const std::string quiet = format_text(s);

@@ -21,6 +21,7 @@
 #include "report/json.h"
 #include "report/summary_reader.h"
 #include "report/text.h"
+#include "report/wrap.h"
 #include "sample_summary.h"
 
 namespace gpuslack {
@@ -166,6 +167,57 @@ TEST_F(Output, TheTextIsWhatItsJsonFileRenders) {
   std::string error;
   ASSERT_TRUE(read_summary_file(dir_ + "/" + json_file_name(s), &back, &error)) << error;
   EXPECT_EQ(format_text(back), read_file(dir_ + "/" + text_file_name(s)));
+}
+
+// Note [Short summary]: summary_detail:short is the text's first lines, as
+// the JSON file renders them, then one line naming that file.
+TEST_F(Output, TheShortTextEndsWithWhereTheFullSummaryIs) {
+  Summary s = sample_summary();
+  s.wall_s = 12.3456789012345;  // more digits than the JSON keeps
+  Options o;
+  o.output_dir = dir_;
+  o.text_summary = "file";
+  o.summary_detail = "short";
+  write_summary(s, o);
+  Summary back;
+  std::string error;
+  const std::string json_path = dir_ + "/" + json_file_name(s);
+  ASSERT_TRUE(read_summary_file(json_path, &back, &error)) << error;
+  const std::string text = read_file(dir_ + "/" + text_file_name(s));
+  const std::string pointer = wrap_line(  // at 80 columns, as every line
+      "gpuslack: ", "the full summary: python -m gpuslack report " + json_path + " (summary_detail:full prints it here)");
+  EXPECT_EQ(0u, pointer.find("gpuslack: the full summary: python -m gpuslack report\n")) << pointer;
+  EXPECT_EQ(format_text(back, TextDetail::kShort) + pointer, text);
+  EXPECT_EQ(0u, format_text(back).find(format_text(back, TextDetail::kShort)));  // the full text's first lines
+  EXPECT_EQ(std::string::npos, text.find("copies by kind")) << text;
+
+  // No JSON: the knob that prints the rest.
+  o.json_summary = false;
+  o.text_summary = "stderr";
+  ::testing::internal::CaptureStderr();
+  write_summary(s, o);
+  EXPECT_EQ(format_text(back, TextDetail::kShort) +
+                "gpuslack: the full summary: summary_detail:full prints it here\n",
+            ::testing::internal::GetCapturedStderr());
+}
+
+// summary_detail:auto: full where stderr is not a terminal (here a file,
+// as in a log); full always with summary_detail:full.
+TEST_F(Output, AutoDetailIsFullWhenStderrIsNoTerminal) {
+  Summary s = sample_summary();
+  Options o;
+  o.output_dir = dir_;
+  o.text_summary = "stderr";
+  o.json_summary = false;
+  ASSERT_EQ("auto", o.summary_detail);
+  ASSERT_NE(1, isatty(STDERR_FILENO));
+  ::testing::internal::CaptureStderr();
+  write_summary(s, o);
+  EXPECT_EQ(format_text(s), ::testing::internal::GetCapturedStderr());
+  o.summary_detail = "full";
+  ::testing::internal::CaptureStderr();
+  write_summary(s, o);
+  EXPECT_EQ(format_text(s), ::testing::internal::GetCapturedStderr());
 }
 
 TEST_F(Output, WriteSummaryPutsTheTextOnStderr) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "report/wrap.h"
 #include "sample_summary.h"
 
 namespace gpuslack {
@@ -31,10 +32,11 @@ bool contains_line(const std::string& text, const std::string& line) {
 
 TEST(FormatText, FirstLineSaysWhatShareWasLostAndToWhat) {
   std::string text = format_text(sample_summary());
-  EXPECT_EQ(
-      "gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s (16.8%), copies 0.825 s (6.6%), "
-      "collectives 0 s; waiting for the GPU 3.2 s (not counted as lost)",
-      lines_of(text).at(0));
+  // One line, wrapped at 80 columns (wrap.h).
+  EXPECT_EQ(0u, text.find("gpuslack: 23.4% of 12.5 s lost (pid 123, rank 0): allocation 2.1 s (16.8%),\n"
+                          "gpuslack:   copies 0.825 s (6.6%), collectives 0 s; waiting for the GPU 3.2 s\n"
+                          "gpuslack:   (not counted as lost)\n"))
+      << text;
 }
 
 TEST(FormatText, RankIsLeftOutWhenUnknown) {
@@ -45,18 +47,19 @@ TEST(FormatText, RankIsLeftOutWhenUnknown) {
 
 TEST(FormatText, ThreadsSeenCountExitedOnesListedOrSummed) {
   // Two listed (one exited) and three summed: five threads, four exited.
-  EXPECT_EQ("gpuslack: host node01, local rank 0, 5 threads (4 exited), written at exit, gpuslack 0.1.0",
-            lines_of(format_text(sample_summary())).at(1));
+  EXPECT_EQ("gpuslack: host node01, local rank 0, 5 threads (4 exited), written at exit,",
+            lines_of(format_text(sample_summary())).at(3));
+  EXPECT_EQ("gpuslack:   gpuslack 0.1.0", lines_of(format_text(sample_summary())).at(4));
   Summary s = sample_summary();
   s.threads.resize(1);
   s.other_threads = {};
-  EXPECT_EQ("gpuslack: host node01, local rank 0, 1 thread, written at exit, gpuslack 0.1.0", lines_of(format_text(s)).at(1));
+  EXPECT_EQ("gpuslack: host node01, local rank 0, 1 thread, written at exit, gpuslack 0.1.0", lines_of(format_text(s)).at(3));
 }
 
 TEST(FormatText, AnExitedWorstThreadSaysSo) {
   Summary s = sample_summary();
   s.worst_thread.exited = true;
-  EXPECT_NE(std::string::npos, format_text(s).find("\" (exited) lost 2.8 s (22.4% of wall)")) << format_text(s);
+  EXPECT_NE(std::string::npos, format_text(s).find("\" (exited) lost 2.8 s (22.4%\ngpuslack:   of wall)")) << format_text(s);
 }
 
 TEST(FormatText, EveryLineIsPrefixedAndEndsTheText) {
@@ -88,10 +91,11 @@ TEST(FormatText, OneTablePerCategoryWithCallsEmptyOnesOmitted) {
 
 TEST(FormatText, PinnedHeapLine) {
   std::string text = format_text(sample_summary());
-  EXPECT_TRUE(contains_line(text,
-                            "gpuslack: pinned heap: 64.0 MiB pinned (peak 128.0 MiB, cap 16.0 GiB), peak 100.0 MiB in "
-                            "live blocks, 1000 allocations, 990 frees without a device sync, cap hits 1, left to the "
-                            "runtime 4 (waited 2.0 ms at the cap)"))
+  EXPECT_NE(std::string::npos,
+            text.find("gpuslack: pinned heap: 64.0 MiB pinned (peak 128.0 MiB, cap 16.0 GiB), peak\n"
+                      "gpuslack:   100.0 MiB in live blocks, 1000 allocations, 990 frees without a\n"
+                      "gpuslack:   device sync, cap hits 1, left to the runtime 4 (waited 2.0 ms at the\n"
+                      "gpuslack:   cap)\n"))
       << text;
   Summary s = sample_summary();
   s.pinned.present = false;
@@ -131,13 +135,17 @@ TEST(FormatText, TopCallSitesWithIndentedFrames) {
 
 TEST(FormatText, StagedCopiesAndTheBuffersToPin) {
   std::string text = format_text(sample_summary());
-  EXPECT_TRUE(contains_line(text, "gpuslack: pageable copies: H2D 30 copies (2.0 GiB): 28 staged, 2 passed through; "
-                                  "D2H 2 copies (4.0 KiB): 0 staged, 2 passed through"))
+  EXPECT_NE(std::string::npos,
+            text.find("gpuslack: pageable copies: H2D 30 copies (2.0 GiB): 28 staged, 2 passed through;\n"
+                      "gpuslack:   D2H 2 copies (4.0 KiB): 0 staged, 2 passed through\n"))
       << text;
-  EXPECT_TRUE(contains_line(text, "gpuslack:   staged copies blocked 40.0 ms (H2D 40.0 ms, D2H 0); natively ~600.0 ms "
-                                  "(estimate: H2D ~600.0 ms, D2H ~0)"))
+  EXPECT_NE(std::string::npos,
+            text.find("gpuslack:   staged copies blocked 40.0 ms (H2D 40.0 ms, D2H 0); natively\n"
+                      "gpuslack:     ~600.0 ms (estimate: H2D ~600.0 ms, D2H ~0)\n"))
       << text;
-  EXPECT_TRUE(contains_line(text, "gpuslack:   passed through: below the threshold 2, D2H measured faster natively 2"))
+  EXPECT_NE(std::string::npos,
+            text.find("gpuslack:   passed through: below the threshold 2, D2H measured faster natively\n"
+                      "gpuslack:     2\n"))
       << text;
   std::vector<std::string> lines = lines_of(text);
   size_t i = 0;
@@ -151,11 +159,39 @@ TEST(FormatText, EmptySummaryIsJustTheHeadline) {
   Summary s;
   s.pid = 9;
   std::vector<std::string> lines = lines_of(format_text(s));
-  ASSERT_EQ(2u, lines.size());
-  EXPECT_EQ(
-      "gpuslack: 0.0% of 0 s lost (pid 9): allocation 0 s, copies 0 s, collectives 0 s; "
-      "waiting for the GPU 0 s (not counted as lost)",
-      lines[0]);
+  ASSERT_EQ(3u, lines.size());
+  EXPECT_EQ("gpuslack: 0.0% of 0 s lost (pid 9): allocation 0 s, copies 0 s, collectives 0 s;", lines[0]);
+  EXPECT_EQ("gpuslack:   waiting for the GPU 0 s (not counted as lost)", lines[1]);
+}
+
+// summary_detail:short: the GPU lines, the headline and its context line,
+// the first lines of the full text; nothing wider than 80 columns.
+TEST(FormatText, ShortIsTheFirstLinesOfTheFullTextWithin80Columns) {
+  for (const Summary& s : {sample_summary(), testing_sample::sample_summary_with_gpu_timeline()}) {
+    const std::string short_text = format_text(s, TextDetail::kShort);
+    const std::string full = format_text(s);
+    EXPECT_EQ(0u, full.find(short_text));
+    EXPECT_LT(short_text.size(), full.size() / 3);
+    EXPECT_EQ(std::string::npos, short_text.find("copies by kind")) << short_text;
+    EXPECT_EQ(std::string::npos, short_text.find("top call sites")) << short_text;
+    EXPECT_NE(std::string::npos, short_text.find(" lost (pid 123")) << short_text;
+    for (const std::string& l : lines_of(short_text)) {
+      EXPECT_LE(text_columns(l), kTextWidth) << l;
+      EXPECT_EQ(0u, l.find("gpuslack: ")) << l;
+    }
+  }
+  const std::string with_gpu = format_text(testing_sample::sample_summary_with_gpu_timeline(), TextDetail::kShort);
+  EXPECT_EQ(0u, with_gpu.find("gpuslack: device 0: GPU idle ")) << with_gpu;
+}
+
+// Prose wraps (wrap.h); table rows keep their columns, however wide.
+TEST(FormatText, ProseWrapsAndTableRowsDoNot) {
+  const std::string text = format_text(testing_sample::sample_summary_with_gpu_timeline());
+  for (const std::string& l : lines_of(text)) {
+    if (text_columns(l) <= kTextWidth) continue;
+    // Only a table's row may be wider: its columns are two spaces apart.
+    EXPECT_NE(std::string::npos, l.find("  ", 12)) << l;
+  }
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 //
 // The JSON form of this struct is the versioned schema in
 // docs/summary.schema.json; bump kSchemaVersion when a field changes meaning
-// or goes away (adding a field is compatible).
+// (adding a field is compatible; a field removed because it misled is
+// listed in the schema's description: the reader takes it as 0).
 #pragma once
 
 #include <cstdint>

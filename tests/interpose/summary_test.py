@@ -174,7 +174,7 @@ class Summary(OutDirTest):
         shares = [float(m) for m in re.findall(r"([0-9]+\.[0-9])%", r.stderr)]
         self.assertTrue(shares and max(shares) <= 100.0, r.stderr)
 
-
+    def test_a_process_that_never_uses_cuda_writes_nothing(self):
         r = run([ENV["NO_CUDA_APP"]], self.out, conf="summary_interval_s:0.01,log_level:debug")
         self.assertEqual(0, r.returncode)
         self.assertEqual("no cuda here\n", r.stdout)

@@ -382,8 +382,7 @@ void copy_table(const Summary& s, std::string* out) {
                count_text(row.count), bytes_text(row.bytes), duration(row.total_s),
                row.host_time_gbps > 0 ? printf_string("%.2f", copy_gbps(row)) : "-"});
   }
-  line(out, "copies by kind (a rate only for synchronous copies to or from the host, whose host time is the "
-            "transfer's; GPU-side rates are not measured):");
+  line(out, "copies by kind (a rate only for synchronous host copies):");
   table.render("  ", out);
 }
 

@@ -84,10 +84,20 @@ struct Slot {
   GPUSLACK_NCCL_HOOKS(GPUSLACK_ADAPT_NCCL_##X)                            \
   GPUSLACK_DRIVER_HOOKS(GPUSLACK_ADAPT_DRIVER_##X)
 
+// Whether a symbol is an asynchronous call (ApiCall::async_api): its name
+// says so (cudaMemcpyAsync, cudaMemcpy2DAsync_ptsz, cuMemcpyHtoDAsync_v2,
+// cuMemsetD8Async, ncclAllReduce is not a copy and never reads it).
+constexpr bool async_name(const char* name) {
+  for (const char* p = name; *p != '\0'; ++p)
+    if (p[0] == 'A' && p[1] == 's' && p[2] == 'y' && p[3] == 'n' && p[4] == 'c') return true;
+  return false;
+}
+static_assert(async_name("cudaMemcpyAsync_ptsz") && !async_name("cudaMemcpy"), "async_name");
+
 // The calls' ids, in table order.
 #define GPUSLACK_CALL_ID(lib, sym, ...) kId_##sym,
 #define GPUSLACK_DEFINE_CALL(lib, sym, ret, params, args, cat, ...) \
-  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat};              \
+  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat, async_name(#sym)}; \
   Slot slot_##sym{#sym, cuda::Library::lib, {nullptr}};
 #define GPUSLACK_CALL_PTR(lib, sym, ...) &kCall_##sym,
 

@@ -32,6 +32,11 @@ struct ApiCall {
   uint16_t id;  // dense, < ledger::kMaxCalls
   const char* name;
   Category category;
+  // Whether the call is an asynchronous one (it takes a stream and may
+  // return before its work is done: cudaMemcpyAsync, cuMemsetD8Async, ...):
+  // the copy table gives no host-time rate for it (Note [Copy rates] in
+  // report/summary.h).
+  bool async_api = false;
 };
 
 // Direction of a copy (or a memset), as the copy table of the summary

@@ -46,9 +46,10 @@ void ExitedThreads::add(const ThreadFigures& t) {
     m.histogram.merge(c.histogram);
   }
   for (const CopyFigures& c : t.copies) {
-    CopyFigures& m = copies_[{static_cast<int>(c.copy), static_cast<int>(c.host)}];
+    CopyFigures& m = copies_[{static_cast<int>(c.copy), static_cast<int>(c.host), c.async_api}];
     m.copy = c.copy;
     m.host = c.host;
+    m.async_api = c.async_api;
     m.count += c.count;
     m.bytes += c.bytes;
     m.ticks += c.ticks;

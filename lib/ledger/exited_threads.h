@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,7 @@ class ExitedThreads {
     return t;
   }();
   std::map<uint16_t, CallFigures> calls_;                    // by ApiCall id
-  std::map<std::pair<int, int>, CopyFigures> copies_;        // by (kind, host)
+  std::map<std::tuple<int, int, bool>, CopyFigures> copies_;  // by (kind, host, async_api)
   std::map<SiteKey, CallSiteFigures> call_sites_;
   std::map<SiteKey, PageableSiteFigures> pageable_sites_;
 };

@@ -74,7 +74,7 @@ struct Shard : PooledShard<Shard> {
   char name[16] = {};
   Counter category_ticks[kCategoryCount] = {};
   CallCell calls[kMaxCalls];
-  CopyCell copies[kCopyKindCount][kHostMemoryCount];
+  CopyCell copies[kCopyKindCount][kHostMemoryCount][2];  // [..][..][async_api]
   // The slow path only: calls that blocked past the call-site threshold.
   // (std::unordered_map, not absl::flat_hash_map: abseil's hash pulls in
   // <iostream> through absl::Cord, whose static initializer would run at
@@ -115,7 +115,7 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info) {
   add(c.histogram[Histogram::bucket_of(ticks)], 1);
   add(s->category_ticks[static_cast<int>(call.category)], ticks);
   if (info.copy != CopyKind::kNone) {
-    CopyCell& cc = s->copies[static_cast<int>(info.copy)][static_cast<int>(info.host)];
+    CopyCell& cc = s->copies[static_cast<int>(info.copy)][static_cast<int>(info.host)][call.async_api ? 1 : 0];
     add(cc.count, 1);
     add(cc.bytes, info.bytes);
     add(cc.ticks, ticks);
@@ -237,12 +237,14 @@ ThreadFigures figures_of(Shard& s) {
     t.calls.push_back(f);
   }
   for (int k = 0; k < kCopyKindCount; ++k)
-    for (int h = 0; h < kHostMemoryCount; ++h) {
-      const CopyCell& c = s.copies[k][h];
-      uint64_t count = read(c.count);
-      if (count == 0) continue;
-      t.copies.push_back({static_cast<CopyKind>(k), static_cast<HostMemory>(h), count, read(c.bytes), read(c.ticks)});
-    }
+    for (int h = 0; h < kHostMemoryCount; ++h)
+      for (int a = 0; a < 2; ++a) {
+        const CopyCell& c = s.copies[k][h][a];
+        uint64_t count = read(c.count);
+        if (count == 0) continue;
+        t.copies.push_back(
+            {static_cast<CopyKind>(k), static_cast<HostMemory>(h), a == 1, count, read(c.bytes), read(c.ticks)});
+      }
   std::lock_guard<std::mutex> lock(s.sites_mu);
   for (const auto& [key, f] : s.sites) {
     const ApiCall* call = g_calls[key.call].load(std::memory_order_acquire);
@@ -268,11 +270,12 @@ void zero(Shard& s) {
     for (Counter& h : c.histogram) h.store(0, std::memory_order_relaxed);
   }
   for (auto& row : s.copies)
-    for (CopyCell& c : row) {
-      c.count.store(0, std::memory_order_relaxed);
-      c.bytes.store(0, std::memory_order_relaxed);
-      c.ticks.store(0, std::memory_order_relaxed);
-    }
+    for (auto& cells : row)
+      for (CopyCell& c : cells) {
+        c.count.store(0, std::memory_order_relaxed);
+        c.bytes.store(0, std::memory_order_relaxed);
+        c.ticks.store(0, std::memory_order_relaxed);
+      }
   std::lock_guard<std::mutex> lock(s.sites_mu);
   s.sites.clear();
   s.pageable_sites.clear();

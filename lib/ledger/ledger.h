@@ -98,6 +98,7 @@ struct CallFigures {
 struct CopyFigures {
   CopyKind copy = CopyKind::kNone;
   HostMemory host = HostMemory::kNone;
+  bool async_api = false;  // made by asynchronous calls (ApiCall::async_api)
   uint64_t count = 0;
   uint64_t bytes = 0;
   uint64_t ticks = 0;

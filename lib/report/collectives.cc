@@ -38,7 +38,8 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     r.gpu_s = finite(f.gpu_s);
     r.gpu_p50_s = finite(f.gpu_ns.percentile(0.50) * 1e-9);
     r.gpu_p99_s = finite(f.gpu_ns.percentile(0.99) * 1e-9);
-    if (r.gpu_s > 0) {
+    r.mostly_captured = f.captured > 0 && f.captured * 2 > f.count;  // Note [Captured collectives]
+    if (r.gpu_s > 0 && !r.mostly_captured) {
       r.algbw_gbps = finite(static_cast<double>(f.timed_bytes) / r.gpu_s / 1e9);
       r.busbw_gbps = finite(r.algbw_gbps * nccl::bus_factor(f.op, f.nranks));
     }
@@ -60,7 +61,7 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     std::vector<std::string> warned;
     std::vector<const CollectiveRow*> large;
     for (const CollectiveRow& r : c.rows)
-      if (r.bucket >= kLargeBucket && r.timed > 0 && r.nranks > 1) large.push_back(&r);
+      if (r.bucket >= kLargeBucket && r.timed > 0 && r.nranks > 1 && !r.mostly_captured) large.push_back(&r);
     std::stable_sort(large.begin(), large.end(),
                      [](const CollectiveRow* a, const CollectiveRow* b) { return a->bucket > b->bucket; });
     for (const CollectiveRow* r : large) {

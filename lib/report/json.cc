@@ -224,7 +224,8 @@ void copy(const CopyRow& c, Writer* w) {
   w->key("count").unsigned_integer(c.count);
   w->key("bytes").unsigned_integer(c.bytes);
   w->key("total_s").seconds(c.total_s);
-  w->key("gbps").share(c.gbps);
+  w->key("async_api").boolean(c.async_api);
+  w->key("host_time_gbps").share(c.host_time_gbps);
   w->end_object();
 }
 
@@ -249,7 +250,6 @@ void staging_direction(const stage::StagingStats::Direction& d, Writer* w) {
   w->key("passed").unsigned_integer(d.passed);
   w->key("passed_bytes").unsigned_integer(d.passed_bytes);
   w->key("blocked_s").seconds(static_cast<double>(d.blocked_ns) * 1e-9);
-  w->key("native_estimate_s").seconds(static_cast<double>(d.native_estimate_ns) * 1e-9);
   w->end_object();
 }
 
@@ -269,6 +269,7 @@ void staging(const StagingSection& st, Writer* w) {
   w->key("off").unsigned_integer(s.passed_off);
   w->key("small").unsigned_integer(s.passed_small);
   w->key("capture").unsigned_integer(s.passed_capture);
+  w->key("capture_unknown").unsigned_integer(s.passed_capture_unknown);
   w->key("exact").unsigned_integer(s.passed_exact);
   w->key("error_pending").unsigned_integer(s.passed_error_pending);
   w->key("unsupported").unsigned_integer(s.passed_unsupported);
@@ -287,8 +288,6 @@ void staging(const StagingSection& st, Writer* w) {
   w->key("pinned_bytes").unsigned_integer(s.pinned_bytes);
   w->key("peak_in_use_bytes").unsigned_integer(s.peak_in_use_bytes);
   w->key("pin_failures").unsigned_integer(s.pin_failures);
-  w->key("drains_measured").unsigned_integer(s.drains_measured);
-  w->key("drains_pending").unsigned_integer(s.drains_pending);
   w->key("sites").begin_array();
   for (const PageableSiteRow& r : st.sites) {
     w->begin_object();
@@ -325,6 +324,7 @@ void collectives(const CollectivesSection& c, Writer* w) {
     w->key("count").unsigned_integer(r.count);
     w->key("captured").unsigned_integer(r.captured);
     w->key("timed").unsigned_integer(r.timed);
+    w->key("mostly_captured").boolean(r.mostly_captured);
     w->key("bytes").unsigned_integer(r.bytes);
     w->key("host_s").seconds(r.host_s);
     w->key("gpu_s").seconds(r.gpu_s);

@@ -5,7 +5,7 @@
 //   - calls are merged across threads by ApiCall id; percentiles come from
 //     the merged histograms and are capped at the merged maximum (a log2
 //     bucket's middle can lie above every sample in it);
-//   - copies are merged by (kind, host memory);
+//   - copies are merged by (kind, host memory, asynchronous call);
 //   - call sites are merged by (api id, frames as captured), then the top
 //     `run.top_call_sites` of each category by blocked time are kept and only
 //     those are symbolized.
@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "base/top_n.h"
@@ -136,11 +137,23 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
   return rows;
 }
 
+}  // namespace
+
+bool copy_host_time_is_transfer(CopyKind copy, bool async_api) {
+  return !async_api &&
+         (copy == CopyKind::kHostToDevice || copy == CopyKind::kDeviceToHost || copy == CopyKind::kHostToHost);
+}
+
+namespace {
+
 std::vector<CopyRow> copy_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s) {
-  std::map<std::pair<CopyKind, HostMemory>, ledger::CopyFigures> merged;
+  std::map<std::tuple<CopyKind, HostMemory, bool>, ledger::CopyFigures> merged;
   for (const ledger::ThreadFigures& t : threads) {
     for (const ledger::CopyFigures& c : t.copies) {
-      ledger::CopyFigures& m = merged[{c.copy, c.host}];
+      ledger::CopyFigures& m = merged[{c.copy, c.host, c.async_api}];
+      m.copy = c.copy;
+      m.host = c.host;
+      m.async_api = c.async_api;
       m.count += c.count;
       m.bytes += c.bytes;
       m.ticks += c.ticks;
@@ -148,17 +161,20 @@ std::vector<CopyRow> copy_rows(const std::vector<ledger::ThreadFigures>& threads
   }
   std::vector<CopyRow> rows;
   rows.reserve(merged.size());
-  for (const auto& [key, m] : merged) {
+  for (const auto& entry : merged) {
+    const ledger::CopyFigures& m = entry.second;
     CopyRow row;
-    row.copy = key.first;
-    row.host = key.second;
+    row.copy = m.copy;
+    row.host = m.host;
     row.count = m.count;
     row.bytes = m.bytes;
     row.total_s = finite_or_zero(static_cast<double>(m.ticks) * tick_s);
-    row.gbps = row.total_s > 0 ? finite_or_zero(static_cast<double>(m.bytes) / row.total_s / 1e9) : 0;
+    row.async_api = m.async_api;
+    if (row.total_s > 0 && copy_host_time_is_transfer(row.copy, row.async_api))
+      row.host_time_gbps = finite_or_zero(static_cast<double>(m.bytes) / row.total_s / 1e9);
     rows.push_back(row);
   }
-  // The map's order (kind, host) is the tie-break.
+  // The map's order (kind, host, async) is the tie-break.
   std::stable_sort(rows.begin(), rows.end(),
                    [](const CopyRow& a, const CopyRow& b) { return a.total_s > b.total_s; });
   return rows;

@@ -7,7 +7,8 @@
 //
 // The JSON form of this struct is the versioned schema in
 // docs/summary.schema.json; bump kSchemaVersion when a field changes meaning
-// or goes away (adding a field is compatible).
+// (adding a field is compatible; a field removed because it misled is
+// listed in the schema's description: the reader takes it as 0).
 #pragma once
 
 #include <cstdint>
@@ -49,14 +50,33 @@ struct CallRow {
   uint64_t bytes = 0;
 };
 
+// Note [Copy rates]: a rate is bytes over the time the copy took. Host
+// time inside the call is that time only when the call returns once the
+// copy is done: a synchronous call (not ApiCall::async_api) between device
+// and host memory or host and host. (A pageable host-to-device cudaMemcpy
+// returns once the buffer is in the driver's staging memory, and its host
+// time includes the stream drain before it: a lower bound of the transfer
+// rate.) An asynchronous call returns once its copy is enqueued, and a
+// synchronous device-to-device copy, peer copy or memset does not wait for
+// the device either (Runtime API, "API synchronization behavior"): bytes
+// over their host time is an enqueue rate, not a transfer rate (issue 17
+// found "179,204 GB/s" device-to-device). Those rows give no rate. The GPU
+// timeline's copy records (timeline/gpu_activity.h) carry no byte counts,
+// so there is no GPU-side rate either.
 struct CopyRow {
   CopyKind copy = CopyKind::kNone;
   HostMemory host = HostMemory::kNone;
+  bool async_api = false;  // made by asynchronous calls (cudaMemcpyAsync, ...)
   uint64_t count = 0;
   uint64_t bytes = 0;
   double total_s = 0;
-  double gbps = 0;  // bytes / host time, GB/s; 0 when no time
+  // bytes / host time, GB/s, where that is a transfer rate (Note [Copy
+  // rates]: copy_host_time_is_transfer()); 0 otherwise or when no time.
+  double host_time_gbps = 0;
 };
+
+// Whether a row's host time is its copies' transfer time (Note [Copy rates]).
+bool copy_host_time_is_transfer(CopyKind copy, bool async_api);
 
 struct CallSiteRow {
   Category category = Category::kOther;
@@ -96,6 +116,10 @@ struct CollectiveRow {
   uint64_t count = 0;
   uint64_t captured = 0;  // of count: issued into a CUDA graph, never timed
   uint64_t timed = 0;     // of count: with GPU time resolved
+  // Most calls were captured (Note [Captured collectives] in
+  // collectives.h): algbw/busbw are not given (0), as the few uncaptured
+  // calls (often warm-ups) do not stand for the row.
+  bool mostly_captured = false;
   uint64_t bytes = 0;     // all calls, nccl-tests' S summed
   double host_s = 0;      // all calls
   double gpu_s = 0;       // timed calls
@@ -239,6 +263,10 @@ struct Summary {
   double wall_s = 0;    // first CUDA call seen to now
   std::string started_utc;  // ISO 8601, when the first CUDA call was seen
 
+  // Summed over threads: thread-seconds, and lost_share may exceed 1 when
+  // several threads block at once. The text never shows a share above 100%
+  // (Note [Thread-seconds] in text.cc): it says thread-seconds and the
+  // worst thread's share instead.
   double lost_s = 0;     // all threads, allocation + copies + collectives
   double lost_share = 0;  // lost_s / wall_s (may exceed 1 with many threads)
   std::vector<CategoryTime> categories;  // all threads, every category in enum order

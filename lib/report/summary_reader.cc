@@ -94,7 +94,10 @@ CopyRow copy(const Fields& f) {
   c.count = f.count("count");
   c.bytes = f.count("bytes");
   c.total_s = f.number("total_s");
-  c.gbps = f.number("gbps");
+  c.async_api = f.flag("async_api");
+  // Summaries written before issue 17 hold "gbps" (bytes / host time for
+  // every row, Note [Copy rates] in summary.h): not read.
+  c.host_time_gbps = f.number("host_time_gbps");
   return c;
 }
 
@@ -120,7 +123,6 @@ stage::StagingStats::Direction staging_direction(const Fields& parent, const cha
   d.passed = f.count("passed");
   d.passed_bytes = f.count("passed_bytes");
   d.blocked_ns = f.nanoseconds("blocked_s");
-  d.native_estimate_ns = f.nanoseconds("native_estimate_s");
   return d;
 }
 
@@ -141,6 +143,7 @@ StagingSection staging(const Fields& f) {
     s.passed_off = p.count("off");
     s.passed_small = p.count("small");
     s.passed_capture = p.count("capture");
+    s.passed_capture_unknown = p.count("capture_unknown");
     s.passed_exact = p.count("exact");
     s.passed_error_pending = p.count("error_pending");
     s.passed_unsupported = p.count("unsupported");
@@ -159,8 +162,6 @@ StagingSection staging(const Fields& f) {
   s.pinned_bytes = f.count("pinned_bytes");
   s.peak_in_use_bytes = f.count("peak_in_use_bytes");
   s.pin_failures = f.count("pin_failures");
-  s.drains_measured = f.count("drains_measured");
-  s.drains_pending = f.count("drains_pending");
   f.each("sites", [&](const JsonValue& item, const std::string& at) {
     Fields r(item, at);
     PageableSiteRow row;
@@ -196,6 +197,8 @@ CollectivesSection collectives(const Fields& f) {
     row.count = r.count("count");
     row.captured = r.count("captured");
     row.timed = r.count("timed");
+    // Older summaries lack the flag: the same rule (Note [Captured collectives]).
+    row.mostly_captured = r.flag("mostly_captured") || (row.captured > 0 && row.captured * 2 > row.count);
     row.bytes = r.count("bytes");
     row.host_s = r.number("host_s");
     row.gpu_s = r.number("gpu_s");

@@ -133,9 +133,36 @@ CategoryTime category_time(const Summary& s, Category c) {
 
 double category_seconds(const Summary& s, Category c) { return category_time(s, c).seconds; }
 
-// "allocation 2.1 s (16.8%)"; the share is left out when it rounds to 0.0%.
+// Note [Thread-seconds]: blocked time is summed over threads, so with
+// several threads blocking at once a "share of wall time" can pass 100%
+// (issue 17: a program of 20,001 threads read "333.8% of 2.82 s lost"). No
+// share above 100% is shown: such a figure is written as thread-seconds
+// ("6.5 thread-s"), and the headline then names the worst thread's share
+// of wall time, which one thread cannot exceed.
+bool over_wall(double share) { return share > 1; }
+
+// "6.5 thread-s": blocked time summed over threads (Note [Thread-seconds]).
+std::string thread_seconds(double s) {
+  std::string t = seconds_1(s);
+  if (t.size() > 2 && t.compare(t.size() - 2, 2, " s") == 0) return t.substr(0, t.size() - 2) + " thread-s";
+  return t + " of thread time";
+}
+
+// "20,001": thousands grouped, for a count in a headline.
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "allocation 2.1 s (16.8%)"; the share is left out when it rounds to 0.0%,
+// and a share above 100% reads "allocation 5.0 thread-s".
 std::string category_part(const Summary& s, Category c) {
   CategoryTime t = category_time(s, c);
+  if (over_wall(t.share)) return std::string(category_name(c)) + " " + thread_seconds(t.seconds);
   std::string part = std::string(category_name(c)) + " " + seconds_1(t.seconds);
   if (t.share >= 0.0005) part += " (" + percent(t.share) + ")";
   return part;
@@ -147,10 +174,18 @@ void headline(const Summary& s, std::string* out) {
   if (s.rank >= 0 && s.job.world_size > 0) who += " of " + std::to_string(s.job.world_size);
   if (!s.job.id.empty()) who += ", job " + printable(s.job.id);
   if (s.job.restart > 0) who += ", restart " + std::to_string(s.job.restart);
-  line(out, percent(s.lost_share) + " of " + seconds_1(s.wall_s) + " lost (" + who + "): " +
-                category_part(s, Category::kAllocation) + ", " + category_part(s, Category::kCopy) + ", " +
-                category_part(s, Category::kCollective) + "; " + category_name(Category::kSync) + " " +
-                seconds_1(category_seconds(s, Category::kSync)) + " (not counted as lost)");
+  const uint64_t all_threads = s.threads.size() + s.other_threads.threads;
+  std::string lost = percent(s.lost_share) + " of " + seconds_1(s.wall_s) + " lost";
+  if (over_wall(s.lost_share))  // Note [Thread-seconds]
+    lost = "lost " + thread_seconds(s.lost_s) + " over " + grouped(all_threads) +
+           (all_threads == 1 ? " thread" : " threads") + "; worst thread " + percent(s.worst_thread.lost_share) +
+           " of " + seconds_1(s.wall_s);
+  const double sync_s = category_seconds(s, Category::kSync);
+  line(out, lost + " (" + who + "): " + category_part(s, Category::kAllocation) + ", " +
+                category_part(s, Category::kCopy) + ", " + category_part(s, Category::kCollective) + "; " +
+                category_name(Category::kSync) + " " +
+                (over_wall(category_time(s, Category::kSync).share) ? thread_seconds(sync_s) : seconds_1(sync_s)) +
+                " (not counted as lost)");
   std::string context = "host " + printable(s.host);
   if (s.job.node_rank >= 0) context += ", node rank " + std::to_string(s.job.node_rank);
   if (s.local_rank >= 0) context += ", local rank " + std::to_string(s.local_rank);
@@ -315,7 +350,8 @@ void call_tables(const Summary& s, std::string* out) {
       if (row.category != category) continue;
       any = true;
       double share = s.wall_s > 0 ? row.total_s / s.wall_s : 0;
-      table.add({printable(row.name), count_text(row.count), duration(row.total_s), percent(share),
+      table.add({printable(row.name), count_text(row.count), duration(row.total_s),
+                 over_wall(share) ? "-" : percent(share),  // Note [Thread-seconds]
                  duration(row.p50_s), duration(row.p99_s), duration(row.max_s), bytes_text(row.bytes)});
     }
     if (!any) continue;
@@ -326,26 +362,29 @@ void call_tables(const Summary& s, std::string* out) {
   }
 }
 
-// bytes / time, as summary.cc computes CopyRow::gbps: the same figure in
-// the process, and from a file closer than the gbps it holds (6 digits
-// against total_s's 9).
+// bytes / host time, as summary.cc computes CopyRow::host_time_gbps: the
+// same figure in the process, and from a file closer than the one it holds
+// (6 digits against total_s's 9).
 double copy_gbps(const CopyRow& row) {
   double gbps = row.total_s > 0 ? static_cast<double>(row.bytes) / row.total_s / 1e9 : 0;
-  return std::isfinite(gbps) && gbps > 0 ? gbps : row.gbps;
+  return std::isfinite(gbps) && gbps > 0 ? gbps : row.host_time_gbps;
 }
 
+// Note [Copy rates] (summary.h): a rate only where the host time is the
+// transfer's (synchronous calls between host and device or host and host);
+// "-" for asynchronous calls, device-to-device, peer copies and memsets.
 void copy_table(const Summary& s, std::string* out) {
   if (s.copies.empty()) return;
-  Table table(2);
-  table.add({"kind", "host", "count", "bytes", "time", "GB/s"});
+  Table table(3);
+  table.add({"kind", "host", "call", "count", "bytes", "host time", "GB/s (host time)"});
   for (const CopyRow& row : s.copies) {
     const char* kind = copy_kind_name(row.copy);
     const char* host = host_memory_name(row.host);
-    table.add({kind[0] != '\0' ? kind : "-", host[0] != '\0' ? host : "-", count_text(row.count),
-               bytes_text(row.bytes), duration(row.total_s),
-               row.gbps > 0 ? printf_string("%.2f", copy_gbps(row)) : "-"});
+    table.add({kind[0] != '\0' ? kind : "-", host[0] != '\0' ? host : "-", row.async_api ? "async" : "sync",
+               count_text(row.count), bytes_text(row.bytes), duration(row.total_s),
+               row.host_time_gbps > 0 ? printf_string("%.2f", copy_gbps(row)) : "-"});
   }
-  line(out, "copies by kind:");
+  line(out, "copies by kind (a rate only for synchronous host copies):");
   table.render("  ", out);
 }
 
@@ -363,8 +402,10 @@ std::string gbps_text(double v) { return v > 0 ? printf_string("%.2f", v) : "-";
 void collective_table(const Summary& s, std::string* out) {
   const CollectivesSection& c = s.collectives;
   if (!c.present) return;
-  line(out, "collectives: NCCL " + nccl_version_text(c.nccl_version) + ", host " + seconds_1(c.host_s) + " (" +
-                percent(c.host_share) + " of wall), GPU ~" + seconds_1(c.gpu_s_estimated) + " (" +
+  const std::string host = over_wall(c.host_share) ? thread_seconds(c.host_s)  // Note [Thread-seconds]
+                                                  : seconds_1(c.host_s) + " (" + percent(c.host_share) + " of wall)";
+  line(out, "collectives: NCCL " + nccl_version_text(c.nccl_version) + ", host " + host + ", GPU ~" +
+                seconds_1(c.gpu_s_estimated) + " (" +
                 percent(c.gpu_share) + " of wall); GPU time from 1 call in " + std::to_string(c.timing_every));
   for (const std::string& w : c.warnings) line(out, "  warning: " + printable(w));
   if (!c.rows.empty()) {
@@ -376,9 +417,17 @@ void collective_table(const Summary& s, std::string* out) {
                  r.nranks > 0 ? std::to_string(r.nranks) : "?", count_text(r.count), count_text(r.captured),
                  bytes_text(r.bytes), duration(r.host_s), r.timed > 0 ? duration(r.gpu_s) : "-",
                  r.timed > 0 ? duration(r.gpu_p50_s) : "-", r.timed > 0 ? duration(r.gpu_p99_s) : "-",
-                 gbps_text(r.algbw_gbps), gbps_text(r.busbw_gbps)});
+                 r.mostly_captured ? "-" : gbps_text(r.algbw_gbps), r.mostly_captured ? "-" : gbps_text(r.busbw_gbps)});
     }
     table.render("  ", out);
+    // Note [Captured collectives] (collectives.h).
+    for (const CollectiveRow& r : c.rows) {
+      if (r.captured == 0) continue;
+      line(out, "  " + printable(r.op) + " " + printable(r.datatype) + " >=" +
+                    bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0) + ": " + count_text(r.captured) + " of " +
+                    count_text(r.count) + " calls captured in CUDA graphs, not timed" +
+                    (r.mostly_captured ? "; no algbw/busbw" : ""));
+    }
   }
   std::string comms;
   for (const CommunicatorRow& m : c.communicators) {
@@ -424,16 +473,10 @@ void staging_lines(const Summary& s, std::string* out) {
   if (!g.enabled) title += " (stage_copies:false)";
   line(out, title);
   double blocked = static_cast<double>(g.h2d.blocked_ns + g.d2h.blocked_ns) * 1e-9;
-  double native = static_cast<double>(g.h2d.native_estimate_ns + g.d2h.native_estimate_ns) * 1e-9;
-  if (g.h2d.staged + g.d2h.staged > 0) {
-    std::string unmeasured;
-    if (g.drains_pending > 0)
-      unmeasured = "; " + count_text(g.drains_pending) + " skipped stream drains not measured, not included";
+  // No "natively ~" beside it: Note [No native estimate] (stage/staged_copy.h).
+  if (g.h2d.staged + g.d2h.staged > 0)
     line(out, "  staged copies blocked " + duration(blocked) + " (H2D " + duration(g.h2d.blocked_ns * 1e-9) +
-                  ", D2H " + duration(g.d2h.blocked_ns * 1e-9) + "); natively ~" + duration(native) +
-                  " (estimate: H2D ~" + duration(g.h2d.native_estimate_ns * 1e-9) + ", D2H ~" +
-                  duration(g.d2h.native_estimate_ns * 1e-9) + unmeasured + ")");
-  }
+                  ", D2H " + duration(g.d2h.blocked_ns * 1e-9) + ")");
   line(out, "  copy stalls: " + count_text(g.host_work_waits) + " waits for the application's D2H copies and host "
                 "functions (" + duration(g.host_work_wait_ns * 1e-9) + "), " + count_text(g.budget_waits) +
                 " waits for staging memory (" + duration(g.budget_wait_ns * 1e-9) + ")");
@@ -444,6 +487,7 @@ void staging_lines(const Summary& s, std::string* out) {
   reason(g.passed_off, "staging off");
   reason(g.passed_small, "below the threshold");
   reason(g.passed_capture, "graph capture");
+  reason(g.passed_capture_unknown, "capture status unknown (stream query failed)");
   reason(g.passed_exact, "exact_copy_semantics");
   reason(g.passed_error_pending, "error pending");
   reason(g.passed_unsupported, "2D rows wider than a chunk");

@@ -5,6 +5,7 @@
 #include "stage/staged_copy.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -53,14 +54,22 @@ Route classify(const CopyCall& c) {
   }
 }
 
-// Whether `s` captures a graph (or gpuslack cannot tell: cautious).
-bool capturing(const StreamRef& s) {
+// Whether `s` captures a graph, or whether gpuslack cannot tell (the query
+// failed): either way the copy passes through, under its own reason.
+enum class Capture { kNone, kCapturing, kUnknown };
+Capture capture_of(const StreamRef& s) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cuda::stream_is_capturing(s.handle, &status) != cudaSuccess) {
     cuda::get_last_error();
-    return true;
+    return Capture::kUnknown;
   }
-  return status != cudaStreamCaptureStatusNone;
+  return status != cudaStreamCaptureStatusNone ? Capture::kCapturing : Capture::kNone;
+}
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 // Note [Pageable call sites]: the summary's "pin these buffers" list. A
@@ -88,7 +97,7 @@ __attribute__((noinline)) void sample_site(const CopyCall& c, uint64_t bytes) {
   t_copies_since_sample = 0;
 }
 
-uint64_t elapsed_ns(uint64_t since) { return DrainProbes::now_ns() - since; }
+uint64_t elapsed_ns(uint64_t since) { return now_ns() - since; }
 
 // How many pipelined D2H chunks may be in flight at once.
 constexpr size_t kD2hWindow = 4;
@@ -119,13 +128,10 @@ struct CopyOut {
   size_t dpitch;
   const char* staging;
   size_t len, rows;
-  std::atomic<uint64_t>* ns;
 };
 void run_copy_out(void* p) {
   auto* job = static_cast<CopyOut*>(p);
-  uint64_t t = DrainProbes::now_ns();
   copy_rows(job->dst, job->dpitch, job->staging, job->len, job->len, job->rows, 1);
-  job->ns->fetch_add(DrainProbes::now_ns() - t, std::memory_order_relaxed);
   delete job;
 }
 
@@ -185,7 +191,12 @@ Stager::Pass Stager::pass_reason(const CopyCall& c, bool h2d, size_t bytes, cons
   if (bytes < config_.threshold_bytes) return Pass::kSmall;
   // During a global-mode capture on any stream, gpuslack's event queries
   // would invalidate it (Note [Frees during capture] in alloc/).
-  if (sync::capturing() || capturing(s)) return Pass::kCapture;
+  if (sync::capturing()) return Pass::kCapture;
+  switch (capture_of(s)) {
+    case Capture::kCapturing: return Pass::kCapture;
+    case Capture::kUnknown: return Pass::kCaptureUnknown;
+    case Capture::kNone: break;
+  }
   if (c.height > 1 && c.width > pool_.max_block()) return Pass::kUnsupported;
   return Pass::kNone;
 }
@@ -243,6 +254,7 @@ cudaError_t Stager::copy(const CopyCall& c, NativeCopy native, void* real) {
     case Pass::kNone: break;
     case Pass::kSmall: return pass(c, native, real, d, passed_small_);
     case Pass::kCapture: return pass(c, native, real, d, passed_capture_);
+    case Pass::kCaptureUnknown: return pass(c, native, real, d, passed_capture_unknown_);
     case Pass::kExact: return pass(c, native, real, d, passed_exact_);
     case Pass::kErrorPending: return pass(c, native, real, d, passed_error_pending_);
     case Pass::kUnsupported: return pass(c, native, real, d, passed_unsupported_);
@@ -333,7 +345,7 @@ cudaError_t Stager::chunk_loop(const CopyCall& c, const StreamRef& s, EnqueueChu
 // ------------------------------------------------------------ host->device --
 
 cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy native, void* real) {
-  const uint64_t start = DrainProbes::now_ns();
+  const uint64_t start = now_ns();
   HostWorkWait w = wait_for_host_work(s);
   if (w.unknown) return pass(c, native, real, h2d_, passed_unknown_work_);
   if (w.streams > 0) {
@@ -344,24 +356,13 @@ cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy 
     legacy_h2d_.add(1);
     legacy_other_streams_.add(static_cast<uint64_t>(w.other_streams));
   }
-  // What the skipped drain would have cost: probed on a busy stream, for a
-  // copy the driver would have drained (Note [Small pageable copies]).
-  if (c.width * c.height > kNativeAsyncH2dBytes) {
-    cudaError_t q = cuda::stream_query(s.handle);
-    if (q == cudaErrorNotReady) drains_.start(s, start);
-    else if (q != cudaSuccess) cuda::get_last_error();
-  }
-  drains_.poll();
 
   auto* dst = static_cast<char*>(c.dst);
   auto* src = static_cast<const char*>(c.src);
   const size_t spitch = c.src_pitch();
   const size_t dpitch = c.dst_pitch();
-  uint64_t host_copy_ns = 0;
   cudaError_t result = chunk_loop(c, s, [&](const StagingBlock& b, const Chunk& k) {
-    uint64_t t = DrainProbes::now_ns();
     copy_rows(b.data, k.len, src + k.row * spitch + k.offset, spitch, k.len, k.rows, config_.copy_threads);
-    host_copy_ns += DrainProbes::now_ns() - t;
     cudaError_t e = dma_rows(dst + k.row * dpitch + k.offset, dpitch, b.data, k.len, k.len, k.rows,
                              cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess) pool_.release_after(b, s);
@@ -370,7 +371,6 @@ cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy 
   h2d_.staged.add(1);
   h2d_.staged_bytes.add(c.width * c.height);
   h2d_.blocked_ns.add(elapsed_ns(start));
-  h2d_.native_estimate_ns.add(host_copy_ns);  // plus the drains, added in stats()
   return result;
 }
 
@@ -379,11 +379,7 @@ cudaError_t Stager::stage_h2d(const CopyCall& c, const StreamRef& s, NativeCopy 
 cudaError_t Stager::stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy native, void* real) {
   const size_t bytes = c.width * c.height;
   if (config_.async_d2h && !c.sync_api) {
-    const uint64_t start = DrainProbes::now_ns();
-    cudaError_t q = cuda::stream_query(s.handle);
-    if (q == cudaErrorNotReady) drains_.start(s, start);
-    else if (q != cudaSuccess) cuda::get_last_error();
-    drains_.poll();
+    const uint64_t start = now_ns();
     cudaError_t r = d2h_async(c, s);
     async_d2h_copies_.add(1);
     d2h_.staged.add(1);
@@ -394,17 +390,16 @@ cudaError_t Stager::stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy 
   // Both ways return once the data is in the buffer, which is after the
   // stream's earlier work: wait for that first, so that only the transfers
   // are compared.
-  const uint64_t start = DrainProbes::now_ns();
+  const uint64_t start = now_ns();
   if (cuda::stream_synchronize(s.handle) != cudaSuccess) {
     // An error of earlier work: the runtime's own call reports it.
     cuda::get_last_error();
     return pass(c, native, real, d2h_, passed_measured_);
   }
-  const uint64_t waited = elapsed_ns(start);
   const CopyWay way = config_.d2h_way == StagerConfig::D2hWay::kMeasure ? chooser_.pick(bytes)
                       : config_.d2h_way == StagerConfig::D2hWay::kStaged ? CopyWay::kStaged
                                                                          : CopyWay::kNative;
-  const uint64_t t = DrainProbes::now_ns();
+  const uint64_t t = now_ns();
   if (way == CopyWay::kNative) {
     cudaError_t r = pass(c, native, real, d2h_, passed_measured_);
     if (r == cudaSuccess) chooser_.record(CopyWay::kNative, bytes, elapsed_ns(t));
@@ -414,11 +409,9 @@ cudaError_t Stager::stage_d2h(const CopyCall& c, const StreamRef& s, NativeCopy 
   cudaError_t r = d2h_pipeline(c, s, &staged);
   const uint64_t took = elapsed_ns(t);
   if (r == cudaSuccess && staged == bytes) chooser_.record(CopyWay::kStaged, bytes, took);
-  double native_ns = chooser_.estimate_ns(CopyWay::kNative, bytes);
   d2h_.staged.add(1);
   d2h_.staged_bytes.add(bytes);
   d2h_.blocked_ns.add(elapsed_ns(start));
-  d2h_.native_estimate_ns.add(waited + (native_ns > 0 ? static_cast<uint64_t>(native_ns) : took));
   return r;
 }
 
@@ -450,7 +443,7 @@ cudaError_t Stager::d2h_async(const CopyCall& c, const StreamRef& s) {
     cudaError_t e = dma_rows(b.data, k.len, src + k.row * spitch + k.offset, spitch, k.len, k.rows,
                              cudaMemcpyDeviceToHost, s);
     if (e != cudaSuccess) return e;
-    auto* job = new CopyOut{dst + k.row * dpitch + k.offset, dpitch, b.data, k.len, k.rows, &async_copy_out_ns_.v};
+    auto* job = new CopyOut{dst + k.row * dpitch + k.offset, dpitch, b.data, k.len, k.rows};
     if (cuda::launch_host_func(s.handle, &run_copy_out, job) != cudaSuccess) {
       // Cannot defer it: finish this chunk now (a wait, as the runtime's
       // own call would have made).
@@ -486,21 +479,13 @@ StagingStats Stager::stats() const {
     out->passed = d.passed.get();
     out->passed_bytes = d.passed_bytes.get();
     out->blocked_ns = d.blocked_ns.get();
-    out->native_estimate_ns = d.native_estimate_ns.get();
   };
   fill(h2d_, &st.h2d);
   fill(d2h_, &st.d2h);
-  DrainFigures drains = drains_.figures();
-  // The skipped drains belong to H2D copies and asynchronous D2H ones; they
-  // are not told apart, and are added to H2D's estimate (async D2H adds
-  // its host copies out of staging).
-  st.h2d.native_estimate_ns += drains.drained_ns;
-  st.d2h.native_estimate_ns += async_copy_out_ns_.get();
-  st.drains_measured = drains.probes;
-  st.drains_pending = drains.pending;
   st.passed_off = passed_off_.get();
   st.passed_small = passed_small_.get();
   st.passed_capture = passed_capture_.get();
+  st.passed_capture_unknown = passed_capture_unknown_.get();
   st.passed_exact = passed_exact_.get();
   st.passed_error_pending = passed_error_pending_.get();
   st.passed_unsupported = passed_unsupported_.get();
@@ -550,7 +535,7 @@ void note_host_work(cudaStream_t stream, bool per_thread_default, bool always) {
   // would replace the application's error): the work is recorded unknown.
   bool clean = cuda::peek_at_last_error() == cudaSuccess;
   StreamRef s = stream_ref(stream, per_thread_default);
-  if (clean && capturing(s)) return;  // in the graph; cudaGraphLaunch notes it
+  if (clean && capture_of(s) != Capture::kNone) return;  // in the graph (or cautious); cudaGraphLaunch notes it
   host_work_enqueued(s, clean);
 }
 

@@ -4,16 +4,8 @@
 // "Pageable copies" are copies between device memory and pageable host
 // memory through cudaMemcpy(Async) and cudaMemcpy2D(Async). Each is either
 // staged or passed through to the runtime's own call (with the reason).
-// blocked_ns is measured; native_estimate_ns is an estimate of what the
-// runtime's own call would have blocked the caller for the same copies:
-//   H2D: the host copy into staging (measured) plus the stream drain the
-//        copy skipped (drain_probe.h: measured afterwards from a timing
-//        event, for probes resolved before the summary);
-//   D2H: the wait for the stream (measured) plus the runtime's own transfer
-//        time for that size (measured on this run by the chooser,
-//        copy_chooser.h; the staged time itself when it never ran);
-//   async D2H: the drain (as for H2D) plus the host copy out of staging
-//        (measured in the host function).
+// blocked_ns is measured. There is no estimate of what the runtime's own
+// call would have blocked: Note [No native estimate] in staged_copy.h.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +19,6 @@ struct StagingStats {
     uint64_t staged = 0, staged_bytes = 0;  // went through staging (at least in part)
     uint64_t passed = 0, passed_bytes = 0;  // went to the runtime's own call
     uint64_t blocked_ns = 0;                // host time inside staged calls: measured
-    uint64_t native_estimate_ns = 0;        // the same calls done natively: estimate
   };
 
   // Configuration in effect.
@@ -43,6 +34,7 @@ struct StagingStats {
   uint64_t passed_off = 0;            // stage_copies:false
   uint64_t passed_small = 0;          // below staging_threshold_kb
   uint64_t passed_capture = 0;        // a graph was being captured
+  uint64_t passed_capture_unknown = 0;  // the stream's capture status could not be read (query failed)
   uint64_t passed_exact = 0;          // exact_copy_semantics (H2D)
   uint64_t passed_error_pending = 0;  // the thread had a runtime error pending: left untouched
   uint64_t passed_unsupported = 0;    // a 2D row wider than a chunk
@@ -64,10 +56,6 @@ struct StagingStats {
   uint64_t pinned_bytes = 0;
   uint64_t peak_in_use_bytes = 0;
   uint64_t pin_failures = 0;
-
-  // Drain probes behind the H2D estimate.
-  uint64_t drains_measured = 0;
-  uint64_t drains_pending = 0;
 };
 
 }  // namespace stage

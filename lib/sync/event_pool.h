@@ -5,9 +5,8 @@
 //
 // Users: the free epochs (sync/free_epochs.h) and the staged copies
 // (stage/staging_pool.h, stage/host_work.h, stage/staged_copy.h) take
-// kNoTiming events to fence work; the drain probes (stage/drain_probe.h)
-// and the collectives (nccl/collectives.h) take kTiming events to read
-// cudaEventElapsedTime.
+// kNoTiming events to fence work; the collectives (nccl/collectives.h)
+// take kTiming events to read cudaEventElapsedTime.
 //
 // One free list per device and kind. An event can be recorded only on a
 // stream of the device it was made on, so take_event(device) hands out an

@@ -11,6 +11,7 @@ SCHEMA, VALIDATOR.
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -165,6 +166,21 @@ class Summary(OutDirTest):
         self.assertGreaterEqual(len(doc["threads"]), 8)
         d2h = [c for c in doc["copies"] if c["kind"] == "D2H"]
         self.assertEqual(8 * 200 * (1 << 16), d2h[0]["bytes"])
+
+    def test_threads_blocked_at_once_are_thread_seconds_never_a_share_above_100_percent(self):
+        # Note [Thread-seconds] (lib/report/text.cc): 8 threads each wait in
+        # cudaFree for 50 ms kernels at the same time; summed over threads
+        # that is several times the wall time, which the text never shows
+        # as a share (issue 17: "333.8% of 2.82 s lost").
+        r = self.stall("parallel")
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = summary(self.out)
+        self.assertGreater(doc["lost_share"], 1, doc["lost_s"])  # the JSON keeps the sum
+        first = [l for l in r.stderr.splitlines() if l.startswith("gpuslack: ") and "(pid " in l][0]
+        self.assertRegex(first, r"^gpuslack: lost [0-9.]+ (m?s of thread time|thread-s) over [0-9,]+ threads; "
+                                r"worst thread [0-9.]+% of ", r.stderr)
+        shares = [float(m) for m in re.findall(r"([0-9]+\.[0-9])%", r.stderr)]
+        self.assertTrue(shares and max(shares) <= 100.0, r.stderr)
 
     def test_a_process_that_never_uses_cuda_writes_nothing(self):
         r = run([ENV["NO_CUDA_APP"]], self.out, conf="summary_interval_s:0.01,log_level:debug")

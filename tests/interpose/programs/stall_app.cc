@@ -7,6 +7,8 @@
 //   pageable  a pageable cudaMemcpyAsync behind a 50 ms kernel on its stream
 //   sync      a cudaStreamSynchronize on a 50 ms kernel ("waiting for the GPU")
 //   threads   8 threads making hooked calls at once
+//   parallel  8 threads, each a cudaFree behind a 50 ms kernel of its own:
+//             ~8 times the wall time blocked, summed over threads
 //   sleep     one CUDA call, then sleeps 1.5 s (for signals and periodic summaries)
 //   fork      CUDA calls, then fork(): the child exits normally (running the
 //             atexit handlers it inherited), the parent waits for it
@@ -125,6 +127,23 @@ void threads() {
         CHECK(cudaMemcpy(h.data(), d, 1 << 16, cudaMemcpyDeviceToHost));
       }
       CHECK(cudaFree(d));
+    });
+  for (auto& t : ts) t.join();
+}
+
+void parallel_frees() {
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([] {
+      cudaStream_t s;
+      CHECK(cudaStreamCreate(&s));
+      void *busy, *other;
+      CHECK(cudaMalloc(&busy, 4096));
+      CHECK(cudaMalloc(&other, 4096));
+      CHECK(gpusim_busy_kernel(s, busy, 4096, kKernelUs, 1, nullptr));
+      CHECK(cudaFree(other));  // waits for the kernels
+      CHECK(cudaFree(busy));
+      CHECK(cudaStreamDestroy(s));
     });
   for (auto& t : ts) t.join();
 }
@@ -293,6 +312,7 @@ int main(int argc, char** argv) {
   else if (!std::strcmp(mode, "pageable")) pageable_behind_kernel();
   else if (!std::strcmp(mode, "sync")) sync_on_kernel();
   else if (!std::strcmp(mode, "threads")) threads();
+  else if (!std::strcmp(mode, "parallel")) parallel_frees();
   else if (!std::strcmp(mode, "fork")) {
     sync_on_kernel();
     pid_t child = fork();

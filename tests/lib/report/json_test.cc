@@ -109,7 +109,7 @@ TEST(FormatJson, StagingIsNullWithoutPageableCopies) {
   Summary s;
   EXPECT_TRUE(has(format_json(s), "\"staging\": null")) << format_json(s);
   std::string json = format_json(sample_summary());
-  EXPECT_TRUE(has(json, "\"native_estimate_s\": 0.6")) << json;
+  EXPECT_TRUE(has(json, "\"blocked_s\": 0.04")) << json;
   EXPECT_TRUE(has(json, "\"api\": \"cudaMemcpyAsync\",\n        \"bytes\": 2147483648,")) << json;
 }
 

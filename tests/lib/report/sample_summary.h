@@ -78,9 +78,12 @@ inline Summary sample_summary() {
   CallRow query_row{"cudaStreamQuery", Category::kOther, 5000, 0.1, 0.0001, 0.00001, 0.00005, 0};
   s.calls = {sync_row, malloc_row, memcpy_row, free_row, query_row};
 
-  s.copies = {CopyRow{CopyKind::kHostToDevice, HostMemory::kPageable, 30, 2ull << 30, 0.6, 3.579},
-              CopyRow{CopyKind::kDeviceToHost, HostMemory::kPinned, 10, 1ull << 30, 0.225, 4.772},
-              CopyRow{CopyKind::kMemset, HostMemory::kNone, 4, 4096, 0, 0}};
+  // A rate only where host time is the transfer's (Note [Copy rates]): the
+  // asynchronous device-to-device copies have none.
+  s.copies = {CopyRow{CopyKind::kHostToDevice, HostMemory::kPageable, false, 30, 2ull << 30, 0.6, 3.579},
+              CopyRow{CopyKind::kDeviceToHost, HostMemory::kPinned, false, 10, 1ull << 30, 0.225, 4.772},
+              CopyRow{CopyKind::kDeviceToDevice, HostMemory::kNone, true, 100, 8ull << 30, 0.00005, 0},
+              CopyRow{CopyKind::kMemset, HostMemory::kNone, true, 4, 4096, 0, 0}};
 
   s.call_sites = {
       CallSiteRow{Category::kAllocation, "cudaMalloc", 1.2, 90,
@@ -94,8 +97,8 @@ inline Summary sample_summary() {
   s.staging.present = true;
   g.enabled = true;
   g.chunk_bytes = 1u << 20;
-  g.h2d = {30, 2ull << 30, 28, (2ull << 30) - (2u << 20), 2, 2u << 20, 40000000, 600000000};
-  g.d2h = {2, 4096, 0, 0, 2, 4096, 0, 0};
+  g.h2d = {30, 2ull << 30, 28, (2ull << 30) - (2u << 20), 2, 2u << 20, 40000000};
+  g.d2h = {2, 4096, 0, 0, 2, 4096, 0};
   g.passed_small = 2;
   g.passed_measured = 2;
   g.host_work_waits = 3;
@@ -103,7 +106,6 @@ inline Summary sample_summary() {
   g.budget_bytes = 256u << 20;
   g.pinned_bytes = 4u << 20;
   g.peak_in_use_bytes = 3u << 20;
-  g.drains_measured = 20;
   s.staging.sites = {PageableSiteRow{"cudaMemcpyAsync", 2048, 30, 2ull << 30, {"load_batch+0x2a (app)", "main+0x10 (app)"}}};
 
   // The pinned heap: two 64 MiB chunks, one released by a trim.

@@ -45,7 +45,7 @@ std::vector<ledger::ThreadFigures> two_threads() {
   a.ticks[4] = kSecond / 2;
   a.calls = {call(kMalloc, 10, 200000000), call(kFree, 98, 1000), call(kSynchronize, 2, kSecond)};
   a.calls[0].bytes = 1000;
-  a.copies = {ledger::CopyFigures{CopyKind::kHostToDevice, HostMemory::kPageable, 2, 2 * kSecond, kSecond}};
+  a.copies = {ledger::CopyFigures{CopyKind::kHostToDevice, HostMemory::kPageable, false, 2, 2 * kSecond, kSecond}};
   a.call_sites = {ledger::CallSiteFigures{&kMalloc, {frame(0x10), frame(0x20)}, 3, kSecond},
                   ledger::CallSiteFigures{&kMalloc, {frame(0x30), frame(0x40)}, 1, 2 * kSecond},
                   ledger::CallSiteFigures{&kMemcpy, {frame(0x60)}, 2, kSecond},
@@ -59,8 +59,8 @@ std::vector<ledger::ThreadFigures> two_threads() {
   b.ticks[2] = kSecond / 2;
   b.calls = {call(kMalloc, 5, 200000000), call(kFree, 2, 1000000)};
   b.calls[0].bytes = 500;
-  b.copies = {ledger::CopyFigures{CopyKind::kHostToDevice, HostMemory::kPageable, 1, kSecond, kSecond / 2},
-              ledger::CopyFigures{CopyKind::kDeviceToHost, HostMemory::kPinned, 1, 4 * kSecond, kSecond / 4}};
+  b.copies = {ledger::CopyFigures{CopyKind::kHostToDevice, HostMemory::kPageable, false, 1, kSecond, kSecond / 2},
+              ledger::CopyFigures{CopyKind::kDeviceToHost, HostMemory::kPinned, false, 1, 4 * kSecond, kSecond / 4}};
   b.call_sites = {ledger::CallSiteFigures{&kMalloc, {frame(0x10), frame(0x20)}, 2, kSecond / 2},
                   ledger::CallSiteFigures{&kFree, {frame(0x50)}, 1, kSecond / 10}};
   return {a, b};
@@ -196,11 +196,11 @@ TEST(BuildSummary, CopiesAreMergedByKindAndHostMemory) {
   EXPECT_EQ(3u, h2d.count);
   EXPECT_EQ(3 * kSecond, h2d.bytes);
   EXPECT_DOUBLE_EQ(1.5, h2d.total_s);
-  EXPECT_DOUBLE_EQ(2, h2d.gbps);
+  EXPECT_DOUBLE_EQ(2, h2d.host_time_gbps);
   const CopyRow& d2h = s.copies[1];
   EXPECT_EQ(CopyKind::kDeviceToHost, d2h.copy);
   EXPECT_EQ(HostMemory::kPinned, d2h.host);
-  EXPECT_DOUBLE_EQ(16, d2h.gbps);
+  EXPECT_DOUBLE_EQ(16, d2h.host_time_gbps);
 }
 
 TEST(BuildSummary, CallSitesAreMergedThenTopNPerCategory) {

@@ -1,6 +1,5 @@
 // See python_frames.h, Note [Python frames]. Python's C API is called only
-// through the pointers found here, and only while this thread holds the
-// GIL; no lock of gpuslack's is held meanwhile.
+// through the pointers found here; no lock of gpuslack's is held meanwhile.
 #include "ledger/python_frames.h"
 
 #include <dlfcn.h>
@@ -13,6 +12,7 @@
 
 #include "cuda/real_dl.h"
 #include "ledger/backtrace.h"
+#include "ledger/python311_frames.h"
 
 namespace gpuslack {
 namespace ledger {
@@ -23,24 +23,28 @@ struct PyObject;
 struct PyThreadState;
 
 // The C API that a capture calls (stable ABI since 3.9-3.11, except the
-// unchecked state getter, exported under one of two names).
+// unchecked state getter, exported under one of two names), and on 3.11
+// the two types python311_frames.h checks objects against.
 struct PythonApi {
   int (*is_initialized)();
   int (*gil_check)();
   PyThreadState* (*this_thread_state)();
   PyThreadState* (*attached_state)();
+  void* (*interpreter_of)(PyThreadState*);
   PyObject* (*thread_frame)(PyThreadState*);
   PyObject* (*frame_back)(PyObject*);
   PyObject* (*frame_code)(PyObject*);
   int (*frame_line)(PyObject*);
   PyObject* (*get_attr)(PyObject*, const char*);
   const char* (*as_utf8)(PyObject*);
-  void (*incref)(PyObject*);
   void (*decref)(PyObject*);
   void (*err_fetch)(PyObject**, PyObject**, PyObject**);
   void (*err_restore)(PyObject*, PyObject*, PyObject*);
   int (*gc_disable)();
   int (*gc_enable)();
+  bool python311;  // the frames are read from 3.11's structures, GIL or not
+  const void* code_type;
+  const void* unicode_type;
 };
 
 template <typename F>
@@ -49,27 +53,30 @@ bool find(F* fn, const char* name) {
   return *fn != nullptr;
 }
 
-// Python 3.11 or newer, from Py_GetVersion ("3.11.7 (main, ...").
-bool recent_enough() {
-  const char* (*version)() = nullptr;
-  if (!find(&version, "Py_GetVersion")) return false;
-  int major = 0, minor = 0;
-  if (std::sscanf(version(), "%d.%d", &major, &minor) != 2) return false;
-  return major > 3 || (major == 3 && minor >= 11);
+// Python's major and minor version, from Py_GetVersion ("3.11.7 (main, ...").
+bool version(int* major, int* minor) {
+  const char* (*get)() = nullptr;
+  return find(&get, "Py_GetVersion") && std::sscanf(get(), "%d.%d", major, minor) == 2;
 }
 
 bool resolve(PythonApi* a) {
-  if (!find(&a->is_initialized, "Py_IsInitialized") || !recent_enough()) return false;
+  int major = 0, minor = 0;
+  if (!find(&a->is_initialized, "Py_IsInitialized") || !version(&major, &minor)) return false;
+  if (major != 3 || minor < 11) return false;
   if (!find(&a->attached_state, "PyThreadState_GetUnchecked") &&
       !find(&a->attached_state, "_PyThreadState_UncheckedGet"))
     return false;
-  return find(&a->gil_check, "PyGILState_Check") && find(&a->this_thread_state, "PyGILState_GetThisThreadState") &&
-         find(&a->thread_frame, "PyThreadState_GetFrame") && find(&a->frame_back, "PyFrame_GetBack") &&
-         find(&a->frame_code, "PyFrame_GetCode") && find(&a->frame_line, "PyFrame_GetLineNumber") &&
-         find(&a->get_attr, "PyObject_GetAttrString") && find(&a->as_utf8, "PyUnicode_AsUTF8") &&
-         find(&a->incref, "Py_IncRef") && find(&a->decref, "Py_DecRef") && find(&a->err_fetch, "PyErr_Fetch") &&
-         find(&a->err_restore, "PyErr_Restore") && find(&a->gc_disable, "PyGC_Disable") &&
-         find(&a->gc_enable, "PyGC_Enable");
+  if (!(find(&a->gil_check, "PyGILState_Check") && find(&a->this_thread_state, "PyGILState_GetThisThreadState") &&
+        find(&a->interpreter_of, "PyThreadState_GetInterpreter") &&
+        find(&a->thread_frame, "PyThreadState_GetFrame") && find(&a->frame_back, "PyFrame_GetBack") &&
+        find(&a->frame_code, "PyFrame_GetCode") && find(&a->frame_line, "PyFrame_GetLineNumber") &&
+        find(&a->get_attr, "PyObject_GetAttrString") && find(&a->as_utf8, "PyUnicode_AsUTF8") &&
+        find(&a->decref, "Py_DecRef") && find(&a->err_fetch, "PyErr_Fetch") &&
+        find(&a->err_restore, "PyErr_Restore") && find(&a->gc_disable, "PyGC_Disable") &&
+        find(&a->gc_enable, "PyGC_Enable")))
+    return false;
+  a->python311 = minor == 11 && find(&a->code_type, "PyCode_Type") && find(&a->unicode_type, "PyUnicode_Type");
+  return true;
 }
 
 // The process's Python, or nullptr: looked up on the first capture only.
@@ -81,57 +88,49 @@ const PythonApi* python_api() {
   return api;
 }
 
-// ---- Interned texts: (code object, line) -> "file:line in function" ----
+// ---- Interned texts: "file:line in function" -> a slot ----
 
 struct Text {
-  const void* code;  // one reference held (nullptr: a test's)
-  int line;
+  uint64_t hash;
   char text[1];  // NUL-terminated, allocated past the struct
 };
 
 constexpr int kMaxProbes = 32;
 std::atomic<Text*> g_texts[kMaxPythonTexts];  // published once, never removed
-std::atomic<int> g_test_line{0};
 
 constexpr uintptr_t kTag = uintptr_t{0x7079} << 48;
 
-int slot_of(const void* code, int line) {
-  uint64_t h = (reinterpret_cast<uintptr_t>(code) ^ (static_cast<uint64_t>(line) << 40)) * 0x9E3779B97F4A7C15ull;
-  return static_cast<int>((h >> 32) % kMaxPythonTexts);
+uint64_t hash_of(const char* text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char* c = text; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001B3ull;
+  return h;
 }
 
-// The slot that holds (code, line), or -1.
-int find_text(const void* code, int line) {
-  int slot = slot_of(code, line);
+// The slot of `text`, published on first sight (the allocation then is the
+// only one a capture makes); -1 when its probes are full.
+int intern(const char* text) {
+  const uint64_t hash = hash_of(text);
+  int slot = static_cast<int>((hash >> 20) % kMaxPythonTexts);
+  Text* made = nullptr;
   for (int i = 0; i < kMaxProbes; ++i, slot = (slot + 1) % kMaxPythonTexts) {
-    Text* t = g_texts[slot].load(std::memory_order_acquire);
-    if (t == nullptr) return -1;
-    if (t->code == code && t->line == line) return slot;
-  }
-  return -1;
-}
-
-// Publishes `text` for (code, line); returns its slot (another thread's
-// when it won the race for the same pair), or -1 when the probes are full.
-int publish_text(const void* code, int line, const char* text, bool* published) {
-  *published = false;
-  size_t len = std::strlen(text);
-  Text* made = static_cast<Text*>(std::malloc(sizeof(Text) + len));
-  if (made == nullptr) return -1;
-  made->code = code;
-  made->line = line;
-  std::memcpy(made->text, text, len + 1);
-  int slot = slot_of(code, line);
-  for (int i = 0; i < kMaxProbes; ++i, slot = (slot + 1) % kMaxPythonTexts) {
-    Text* seen = nullptr;
-    if (g_texts[slot].compare_exchange_strong(seen, made, std::memory_order_acq_rel)) {
-      *published = true;
+    Text* seen = g_texts[slot].load(std::memory_order_acquire);
+    while (seen == nullptr) {
+      if (made == nullptr) {
+        size_t len = std::strlen(text);
+        made = static_cast<Text*>(std::malloc(sizeof(Text) + len));
+        if (made == nullptr) return -1;
+        made->hash = hash;
+        std::memcpy(made->text, text, len + 1);
+      }
+      if (g_texts[slot].compare_exchange_strong(seen, made, std::memory_order_acq_rel)) return slot;
+    }
+    if (seen->hash == hash && std::strcmp(seen->text, text) == 0) {
+      std::free(made);
       return slot;
     }
-    if (seen->code == code && seen->line == line) break;  // the same pair, by another thread
   }
   std::free(made);
-  return code == nullptr ? -1 : find_text(code, line);
+  return -1;
 }
 
 void* tag(int slot) { return reinterpret_cast<void*>(kTag | static_cast<uintptr_t>(slot + 1)); }
@@ -140,17 +139,24 @@ void* tag(int slot) { return reinterpret_cast<void*>(kTag | static_cast<uintptr_
 const char* short_file(const char* file) {
   const char* cut = file;
   for (const char* marker : {"site-packages/", "dist-packages/"}) {
-    const char* at = std::strstr(file, marker);
-    while (at != nullptr) {
+    for (const char* at = std::strstr(file, marker); at != nullptr; at = std::strstr(at + 1, marker))
       cut = std::max(cut, at + std::strlen(marker));
-      at = std::strstr(at + 1, marker);
-    }
   }
   return cut;
 }
 
-// A string attribute of `code` (a new buffer in `out`), or false. May set
-// an exception, which the caller's PyErr_Restore discards.
+// Interns one frame's text into `frames[n]`; false when the table is full.
+bool add_frame(const char* file, int line, const char* function, void** frames, int n) {
+  char text[768];
+  std::snprintf(text, sizeof(text), "%s:%d in %s", short_file(file), line, function);
+  int slot = intern(text);
+  if (slot < 0) return false;
+  frames[n] = tag(slot);
+  return true;
+}
+
+// A string attribute of `code` into `out`, or false. May set an exception,
+// which the caller's PyErr_Restore discards.
 bool code_string(const PythonApi& a, PyObject* code, const char* name, char* out, size_t size) {
   PyObject* value = a.get_attr(code, name);
   if (value == nullptr) return false;
@@ -161,21 +167,47 @@ bool code_string(const PythonApi& a, PyObject* code, const char* name, char* out
   return ok;
 }
 
-// The slot of (code, line), interning its text on first sight; -1 when it
-// cannot be read or the table is full.
-int intern(const PythonApi& a, PyObject* code, int line) {
-  int slot = find_text(code, line);
-  if (slot >= 0) return slot;
-  char file[512], function[256], text[800];
-  if (!code_string(a, code, "co_filename", file, sizeof(file))) return -1;
-  if (!code_string(a, code, "co_qualname", function, sizeof(function)) &&
-      !code_string(a, code, "co_name", function, sizeof(function)))
-    return -1;
-  std::snprintf(text, sizeof(text), "%s:%d in %s", short_file(file), line, function);
-  bool published = false;
-  slot = publish_text(code, line, text, &published);
-  if (published) a.incref(code);  // its address names it for good
-  return slot;
+// 3.11: the thread's frames from the interpreter's structures (GIL held or
+// not: python311_frames.h says why either is safe).
+int capture_311(const PythonApi& a, PyThreadState* mine, void** frames, int max_frames) {
+  // tstate->interp, read as the layout says, is what Python says it is: a
+  // cheap check that this is the layout we know.
+  void* interp = nullptr;
+  std::memcpy(&interp, reinterpret_cast<const char*>(mine) + 16, sizeof(interp));
+  if (interp == nullptr || interp != a.interpreter_of(mine)) return 0;
+  Python311Frame read[kMaxPythonFrames];
+  int got = read_python311_frames(mine, a.code_type, a.unicode_type, read, std::min(max_frames, kMaxPythonFrames));
+  int n = 0;
+  while (n < got && add_frame(read[n].file, read[n].line, read[n].function, frames, n)) ++n;
+  return n;
+}
+
+// 3.12 and later, holding the GIL: through the C API.
+int capture_with_gil(const PythonApi& a, PyThreadState* mine, void** frames, int max_frames) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  a.err_fetch(&type, &value, &traceback);
+  int gc_was_enabled = a.gc_disable();
+  int n = 0;
+  PyObject* frame = a.thread_frame(mine);
+  while (frame != nullptr && n < max_frames) {
+    PyObject* code = a.frame_code(frame);
+    if (code == nullptr) break;
+    char file[512], function[256];
+    bool ok = code_string(a, code, "co_filename", file, sizeof(file)) &&
+              (code_string(a, code, "co_qualname", function, sizeof(function)) ||
+               code_string(a, code, "co_name", function, sizeof(function)));
+    int line = a.frame_line(frame);
+    a.decref(code);
+    if (!ok || !add_frame(file, line, function, frames, n)) break;
+    ++n;
+    PyObject* back = a.frame_back(frame);
+    a.decref(frame);
+    frame = back;
+  }
+  if (frame != nullptr) a.decref(frame);
+  if (gc_was_enabled) a.gc_enable();
+  a.err_restore(type, value, traceback);
+  return n;
 }
 
 thread_local bool t_reading = false;
@@ -185,30 +217,16 @@ thread_local bool t_reading = false;
 int capture_python_frames(void** frames, int max_frames) {
   if (frames == nullptr || max_frames <= 0 || t_reading) return 0;
   const PythonApi* api = python_api();
-  if (api == nullptr || !api->is_initialized() || !api->gil_check()) return 0;
-  PyThreadState* mine = api->this_thread_state();
-  if (mine == nullptr || api->attached_state() != mine) return 0;
-  // This thread holds the GIL: the interpreter is ours to read.
-  const PythonApi& a = *api;
+  if (api == nullptr || !api->is_initialized()) return 0;
+  PyThreadState* mine = api->this_thread_state();  // this thread's, attached or not
+  if (mine == nullptr) return 0;                     // a thread without Python
   t_reading = true;
-  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-  a.err_fetch(&type, &value, &traceback);
-  int gc_was_enabled = a.gc_disable();
   int n = 0;
-  PyObject* frame = a.thread_frame(mine);
-  while (frame != nullptr && n < max_frames) {
-    PyObject* code = a.frame_code(frame);
-    int slot = code == nullptr ? -1 : intern(a, code, a.frame_line(frame));
-    if (code != nullptr) a.decref(code);
-    if (slot < 0) break;
-    frames[n++] = tag(slot);
-    PyObject* back = a.frame_back(frame);
-    a.decref(frame);
-    frame = back;
+  if (api->python311) {
+    n = capture_311(*api, mine, frames, max_frames);
+  } else if (api->gil_check() && api->attached_state() == mine) {
+    n = capture_with_gil(*api, mine, frames, max_frames);  // this thread holds the GIL
   }
-  if (frame != nullptr) a.decref(frame);
-  if (gc_was_enabled) a.gc_enable();
-  a.err_restore(type, value, traceback);
   t_reading = false;
   return n;
 }
@@ -239,8 +257,7 @@ bool python_frame_text(const void* frame, std::string* text) {
 
 namespace testing {
 void* intern_python_text(const std::string& text) {
-  bool published = false;
-  int slot = publish_text(nullptr, g_test_line.fetch_add(1, std::memory_order_relaxed), text.c_str(), &published);
+  int slot = intern(text.c_str());
   return slot < 0 ? nullptr : tag(slot);
 }
 }  // namespace testing

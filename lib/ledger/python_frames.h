@@ -18,42 +18,48 @@
 //    libpython loaded globally. gpuslack never links libpython; in a
 //    process without Python the lookup fails once and every later capture
 //    costs one load and a branch. Python older than 3.11 (Py_GetVersion) is
-//    left alone.
-//  - Read only when this thread holds the GIL: Py_IsInitialized(), then
-//    PyGILState_Check(), then the thread's own state
-//    (PyGILState_GetThisThreadState) is the one attached
-//    (PyThreadState_GetUnchecked / _PyThreadState_UncheckedGet; the check
-//    alone says yes to everything where sub-interpreters turned it off).
-//    Holding the GIL, the interpreter is ours to read through its API. The
-//    GIL is never taken: a thread in a CUDA call may hold a lock of its
-//    caller (PyTorch's caching allocator frees under its own mutex) that
-//    the GIL's holder waits for.
-//  - What that captures: calls made with the GIL held: ctypes.PyDLL,
-//    C extensions that keep the GIL (torch.cuda.empty_cache, and the
-//    others of torch.cuda's module functions that do). What it does not:
-//    ctypes.CDLL (ctypes releases the GIL around a foreign call),
-//    PyTorch ops that release it (pybind11::gil_scoped_release: Tensor.to,
-//    .cpu, .item, torch.cuda.synchronize, the factory functions), threads
-//    the CUDA runtime or NCCL start, and threads without Python. Those
-//    sites keep their native frames only. Reading a thread's frames
-//    without the GIL (what py-spy does from outside) needs the layout of
-//    each Python version's private structures; not done here.
-//  - Reading must leave the interpreter as it was: the pending exception
-//    is saved and restored around the walk (PyErr_Fetch/PyErr_Restore), and
-//    the cyclic GC is paused around it (PyGC_Disable/PyGC_Enable): since
-//    3.11 frame objects are made on demand, and on 3.11 such an allocation
-//    can run a collection, i.e. arbitrary __del__ code, inside a CUDA call.
-//    No gpuslack lock is held while Python is called; a capture re-entered
-//    on the same thread (a CUDA call from that Python) captures nothing.
-//  - Interning: (code object, line) to text, in a process-wide table of
-//    kMaxPythonTexts entries, lock-free (entries are published with a
-//    compare-and-swap and never removed); the code object is kept alive
-//    (one reference) so that its address names it for good. A full table,
-//    or a frame whose strings cannot be read, ends the walk there.
+//    left alone. Then a capture needs Py_IsInitialized() and a thread state
+//    of this thread (PyGILState_GetThisThreadState: a thread-local read):
+//    the CUDA runtime's or NCCL's own threads, and any thread that never
+//    ran Python, capture nothing.
+//  - Whether this thread holds the GIL decides what can be read. PyTorch's
+//    ops release it around their C++ work (pybind11::gil_scoped_release:
+//    Tensor.to, .cpu, .item, torch.cuda.synchronize, empty_cache, the
+//    factory functions), and so does ctypes.CDLL around a foreign call; so
+//    the calls worth naming mostly run without it. The GIL is never taken
+//    here: a thread in a CUDA call may hold a lock of its caller (PyTorch's
+//    caching allocator frees under its own mutex) that the GIL's holder
+//    waits for: a deadlock.
+//  - On 3.11 (PyTorch's usual Python), held or not: the frames are read
+//    from the interpreter's own structures (python311_frames.h): a thread
+//    that released the GIL is inside the call, and only it changes its
+//    frames. Offsets checked against Python's own objects; a frame whose
+//    code object or strings are not what they must be ends the walk.
+//  - On 3.12 and later: only while this thread holds the GIL
+//    (PyGILState_Check, and the thread's state is the attached one:
+//    PyThreadState_GetUnchecked / _PyThreadState_UncheckedGet; the check
+//    alone says yes to everything where sub-interpreters turned it off):
+//    ctypes.PyDLL, C extensions that keep the GIL. Through the C API:
+//    PyThreadState_GetFrame, PyFrame_GetBack, PyFrame_GetCode,
+//    PyFrame_GetLineNumber, the code's co_filename and co_qualname. That
+//    must leave the interpreter as it was: the pending exception is saved
+//    and restored around the walk (PyErr_Fetch/PyErr_Restore), and the
+//    cyclic GC paused (PyGC_Disable/PyGC_Enable), since frame objects are
+//    made on demand and an allocation could otherwise run a collection,
+//    i.e. arbitrary __del__ code, inside a CUDA call. A GIL-less call
+//    there keeps its native frames only (3.12 and 3.13 moved the frame
+//    structures; their layouts are not read here).
+//  - No gpuslack lock is held while Python is read; a capture re-entered on
+//    the same thread captures nothing.
+//  - Interning: "file:line in function" texts, in a process-wide table of
+//    kMaxPythonTexts entries, lock-free (an entry is published with a
+//    compare-and-swap and never removed; a text is hashed and compared, so
+//    a code object freed and its address reused cannot name a frame
+//    wrongly). A full table ends the walk there.
 //
-// Thread safety: every function, any thread. Capture allocates (the text of
-// a (code, line) seen for the first time) and calls Python; report-time
-// functions only read.
+// Thread safety: every function, any thread. Capture allocates (a text seen
+// for the first time) and may call Python (above); report-time functions
+// only read.
 #pragma once
 
 #include <cstdint>
@@ -64,12 +70,12 @@ namespace ledger {
 
 // The innermost Python frames a call site keeps.
 inline constexpr int kMaxPythonFrames = 4;
-// The most (code object, line) pairs the process interns.
+// The most Python frame texts the process interns.
 inline constexpr int kMaxPythonTexts = 4096;
 
 // Writes up to `max_frames` tagged Python frames, innermost first, into
-// `frames`; returns how many (0 when the thread does not hold the GIL, or
-// the process has no Python).
+// `frames`; returns how many (0 in a thread or process without Python, or
+// where the Note says it cannot read).
 int capture_python_frames(void** frames, int max_frames);
 
 // A call site: this thread's Python frames (up to kMaxPythonFrames), then

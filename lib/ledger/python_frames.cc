@@ -3,6 +3,7 @@
 #include "ledger/python_frames.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -135,14 +136,34 @@ int intern(const char* text) {
 
 void* tag(int slot) { return reinterpret_cast<void*>(kTag | static_cast<uintptr_t>(slot + 1)); }
 
-// The file as Python names it, less any directories up to site-packages/.
+// The working directory at the first capture, with a trailing '/', or "".
+const char* first_cwd() {
+  static const char* cwd = [] {
+    static char buf[1024];
+    if (getcwd(buf, sizeof(buf) - 1) == nullptr || buf[1] == '\0') return "";
+    std::strcat(buf, "/");
+    return static_cast<const char*>(buf);
+  }();
+  return cwd;
+}
+
+// The file as Python names it, shortened: a script under the working
+// directory relative to it; a package's file from its top folder on (after
+// site-packages/ or dist-packages/); the standard library's after
+// lib/pythonX.Y/.
 const char* short_file(const char* file) {
+  const char* cwd = first_cwd();
+  size_t cwd_len = std::strlen(cwd);
+  if (cwd_len > 0 && std::strncmp(file, cwd, cwd_len) == 0) return file + cwd_len;
   const char* cut = file;
   for (const char* marker : {"site-packages/", "dist-packages/"}) {
     for (const char* at = std::strstr(file, marker); at != nullptr; at = std::strstr(at + 1, marker))
       cut = std::max(cut, at + std::strlen(marker));
   }
-  return cut;
+  if (cut != file) return cut;
+  const char* lib = std::strstr(file, "/lib/python");
+  const char* slash = lib ? std::strchr(lib + 11, '/') : nullptr;
+  return slash ? slash + 1 : file;
 }
 
 // Interns one frame's text into `frames[n]`; false when the table is full.

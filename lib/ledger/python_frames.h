@@ -93,8 +93,9 @@ inline bool is_python_frame(const void* frame) {
 int leading_python_frames(void* const* frames, int n_frames);
 
 // The text of a tagged frame: "file:line in function" (the file as Python
-// names it, with any directories up to site-packages/ or dist-packages/
-// left out), or false when `frame` is not one.
+// names it, shortened: relative to the working directory of the first
+// capture when under it, else from after site-packages/, dist-packages/ or
+// lib/pythonX.Y/), or false when `frame` is not one.
 bool python_frame_text(const void* frame, std::string* text);
 
 namespace testing {

@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
 """What a call site's Python frames cost (lib/ledger/python_frames.h): ns
 per captured call site from Python with a 10-deep Python stack, with the
-Python frames (the call made holding the GIL) against the native backtrace
-alone (the same call with the GIL released).
+Python frames against the native backtrace alone.
 
-    python_frames.py --build DIR [--calls N] [--rounds R]
+    python_frames.py --build DIR [--python PY] [--calls N] [--rounds R]
 
-Each round runs four child processes under DIR/libgpuslack.so on the
-simulated device, each timing N calls of cudaMemGetInfo (a hooked call that
-does no work) made 10 Python frames deep through ctypes:
-  - PyDLL (keeps the GIL): call_site_threshold_us:0 (every call captures
-    its call site: Python frames, then the native backtrace) and the default
-    threshold (no call captures);
-  - CDLL (releases the GIL): the same two (the native backtrace only).
-A capture's cost is the time per call with every call captured less the
-time per call with none, in the same way of calling. Python frames cost the
-difference of the two: what the GIL-held capture adds to the native one.
-Prints the medians over the rounds, in ns per call. The site's recording
-(ledger::record_call_site: the shard's map, the site-key map) is in both.
+Each round runs, for each way of calling, three child processes under
+DIR/libgpuslack.so on the simulated device, each timing N calls of
+cudaMemGetInfo (a hooked call that does no work) made 10 Python frames deep
+through ctypes:
+  - none:   call_site_threshold_us at its default (no call captures);
+  - native: call_site_threshold_us:0 (every call captures its call site),
+            python_frames:false (the native backtrace alone);
+  - python: call_site_threshold_us:0, python_frames:true (the Python frames,
+            then the native backtrace).
+The ways of calling: ctypes.CDLL (releases the GIL, as PyTorch's ops do)
+and ctypes.PyDLL (keeps it). native - none is what a native capture costs
+a call; python - native what the Python frames add. Prints the medians over
+the rounds, in ns per call. The site's recording (ledger::record_call_site:
+the shard's map, the site-key map) is in both.
 """
 import argparse
 import os
@@ -50,39 +51,42 @@ print(deep(10))
 '''
 
 
-def run(build, way, threshold, calls):
+def run(build, python, way, conf, calls):
     env = dict(os.environ)
     simcuda = os.path.join(build, "simcuda")
-    env.update(LD_PRELOAD=os.path.join(build, "libgpuslack.so"), SIMCUDA_DIR=simcuda,
-               LD_LIBRARY_PATH=simcuda, GPUSLACK_CONF="text_summary:off,json_summary:false,call_site_threshold_us:%s"
-               % threshold)
-    r = subprocess.run([sys.executable, "-c", CHILD, way, str(calls)], env=env, capture_output=True, text=True,
-                       timeout=600)
+    env.update(LD_PRELOAD=os.path.join(build, "libgpuslack.so"), SIMCUDA_DIR=simcuda, LD_LIBRARY_PATH=simcuda,
+               GPUSLACK_CONF="text_summary:off,json_summary:false," + conf)
+    r = subprocess.run([python, "-c", CHILD, way, str(calls)], env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
-        sys.exit("%s threshold %s failed (exit %d): %s" % (way, threshold, r.returncode, r.stderr))
+        sys.exit("%s %s failed (exit %d): %s" % (way, conf, r.returncode, r.stderr))
     return float(r.stdout.strip())
+
+
+CONFS = {"none": "python_frames:false", "native": "call_site_threshold_us:0,python_frames:false",
+         "python": "call_site_threshold_us:0,python_frames:true"}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", required=True)
+    p.add_argument("--python", default=sys.executable)
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--rounds", type=int, default=5)
     a = p.parse_args()
-    figures = {k: [] for k in ("pydll_all", "pydll_none", "cdll_all", "cdll_none")}
-    for _ in range(a.rounds):
-        for way in ("pydll", "cdll"):
-            figures[way + "_all"].append(run(a.build, way, 0, a.calls))
-            figures[way + "_none"].append(run(a.build, way, 100000, a.calls))
-    med = {k: statistics.median(v) for k, v in figures.items()}
-    with_python = med["pydll_all"] - med["pydll_none"]
-    native = med["cdll_all"] - med["cdll_none"]
-    print("per call, ns (median of %d rounds, %d calls each, 10 Python frames deep):" % (a.rounds, a.calls))
-    for k in ("pydll_none", "pydll_all", "cdll_none", "cdll_all"):
-        print("  %-11s %8.0f   (rounds: %s)" % (k, med[k], ", ".join("%.0f" % x for x in figures[k])))
-    print("call-site capture, GIL held (4 Python frames + native backtrace): %.0f ns" % with_python)
-    print("call-site capture, GIL released (native backtrace only):          %.0f ns" % native)
-    print("the Python frames' share:                                          %.0f ns" % (with_python - native))
+    version = subprocess.run([a.python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                             text=True).stdout.strip()
+    print("Python %s, %d calls per run, 10 Python frames deep; ns per call, median of %d rounds:" % (
+        version, a.calls, a.rounds))
+    for way in ("cdll", "pydll"):
+        figures = {k: [] for k in CONFS}
+        for _ in range(a.rounds):
+            for k, conf in CONFS.items():
+                figures[k].append(run(a.build, a.python, way, conf, a.calls))
+        med = {k: statistics.median(v) for k, v in figures.items()}
+        print("  %s (%s): no capture %.0f, native capture %.0f, with Python frames %.0f" % (
+            way, "GIL released" if way == "cdll" else "GIL held", med["none"], med["native"], med["python"]))
+        print("    native backtrace: %.0f ns per capture; Python frames add %.0f ns" % (
+            med["native"] - med["none"], med["python"] - med["native"]))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "config/options.h"
 #include "cuda/real_dl.h"
 #include "ledger/backtrace.h"
 #include "ledger/python311_frames.h"
@@ -256,7 +257,7 @@ int capture_python_frames(void** frames, int max_frames) {
 // here, inside gpuslack, which the report drops with the hook's frames.
 __attribute__((noinline)) int capture_call_site(void** frames, int max_frames) {
   if (frames == nullptr || max_frames <= 0) return 0;
-  int n = capture_python_frames(frames, std::min(max_frames, kMaxPythonFrames));
+  int n = options().python_frames ? capture_python_frames(frames, std::min(max_frames, kMaxPythonFrames)) : 0;
   return n + capture_backtrace(frames + n, max_frames - n);
 }
 

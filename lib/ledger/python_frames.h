@@ -78,7 +78,8 @@ inline constexpr int kMaxPythonTexts = 4096;
 // where the Note says it cannot read).
 int capture_python_frames(void** frames, int max_frames);
 
-// A call site: this thread's Python frames (up to kMaxPythonFrames), then
+// A call site: this thread's Python frames (up to kMaxPythonFrames; none
+// with the knob python_frames off), then
 // its native return addresses (ledger/backtrace.h; this function's own frame
 // and capture_backtrace's are not among them), up to `max_frames` in all.
 // Returns how many.

@@ -81,10 +81,11 @@ def frame(mark, function):
     return "train.py:%d in %s (python)" % (line_of(mark), function)
 
 
-def run_train(tmp_path):
+def run_train(tmp_path, extra_conf=""):
     (tmp_path / "train.py").write_text(TRAIN)
     out = tmp_path / "out"
-    conf = "text_summary:off,json_summary:true,call_site_threshold_us:0,top_call_sites:50,output_dir:%s" % out
+    conf = "text_summary:off,json_summary:true,call_site_threshold_us:0,top_call_sites:50,output_dir:%s%s" % (
+        out, extra_conf)
     r = subprocess.run([sys.executable, "train.py"], env=sim_env(conf=conf, preload=True), cwd=str(tmp_path),
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -143,3 +144,11 @@ def test_calls_from_python_name_their_python_lines_first_and_a_native_thread_non
     staged = [s["frames"][0] for s in summary["staging"]["sites"] if s["frames"]]
     assert frame("with_gil", "copy_with_gil") in staged, staged
     assert (nogil in staged) == PY311, staged
+
+
+@needs_library
+def test_python_frames_off_leaves_the_native_frames_alone(tmp_path):
+    summary = run_train(tmp_path, ",python_frames:false")
+    sites = summary["call_sites"] + summary["staging"]["sites"]
+    assert sites and all(s["frames"] for s in sites)
+    assert "(python)" not in json.dumps(summary)

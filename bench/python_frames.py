@@ -18,7 +18,9 @@ The ways of calling: ctypes.CDLL (releases the GIL, as PyTorch's ops do)
 and ctypes.PyDLL (keeps it). native - none is what a native capture costs
 a call; python - native what the Python frames add. Prints the medians over
 the rounds, in ns per call. The site's recording (ledger::record_call_site:
-the shard's map, the site-key map) is in both.
+the shard's map, the site-key map) is in both. Times are the calling
+thread's CPU time (time.thread_time_ns): steadier than wall time on a loaded
+machine.
 """
 import argparse
 import os
@@ -42,10 +44,10 @@ def deep(k):
         return deep(k - 1)
     for _ in range(1000):  # warm: the Python texts are interned once
         f(pa, pb)
-    t = time.perf_counter_ns()
+    t = time.thread_time_ns()
     for _ in range(n):
         f(pa, pb)
-    return (time.perf_counter_ns() - t) / n
+    return (time.thread_time_ns() - t) / n
 
 print(deep(10))
 '''

@@ -226,7 +226,7 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
 
 TEST(Options, DocHasOneLinePerKnob) {
   std::vector<std::string> doc = options_doc();
-  ASSERT_EQ(31u, doc.size());
+  ASSERT_EQ(32u, doc.size());
   EXPECT_EQ(0u, doc[0].find("log_level (string, default \"warn\"): "));
   EXPECT_EQ(0u, doc[1].find("log_file (string, default \"\"): "));
   EXPECT_EQ(0u, doc[5].find("summary_interval_s (non-negative number, default 0, range 0, or 0.1 to 604800): "))

@@ -58,10 +58,10 @@
 #include "hook_table.h"
 #include "launch_hook_table.h"
 #include "nccl_hook_table.h"
-#include "ledger/backtrace.h"
 #include "ledger/host_activity.h"
 #include "base/clock.h"
 #include "ledger/ledger.h"
+#include "ledger/python_frames.h"
 #include "log/log.h"
 #include "nvtx/ranges.h"
 #include "session/session.h"
@@ -172,8 +172,9 @@ __attribute__((noinline, cold)) void start_session() { session::start(kCalls, kC
 __attribute__((noinline, cold)) uint64_t slow_call(const ApiCall& call, uint64_t ticks) {
   session::refine_threshold();
   if (ticks <= session::call_site_threshold_ticks()) return 0;
-  void* frames[ledger::kMaxFrames + 4];
-  int n = ledger::capture_backtrace(frames, ledger::kMaxFrames + 4);
+  constexpr int kCapture = ledger::kMaxPythonFrames + ledger::kMaxFrames + 4;
+  void* frames[kCapture];
+  int n = ledger::capture_call_site(frames, kCapture);
   return ledger::record_call_site(call, ticks, frames, n);
 }
 

@@ -69,6 +69,8 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(call_site_threshold_us, double, 100.0, between(0, 3.6e9),                                      \
     "calls blocked longer than this record their call site")                                       \
   X(top_call_sites, int, 5, between(0, 1000), "call sites listed per category in the summary")     \
+  X(python_frames, bool, true, kNoRange,                                                           \
+    "call sites start with the calling thread's Python frames (file:line in function)")            \
   X(nvtx, bool, true, kNoRange, "emit NVTX ranges in the \"gpuslack\" domain")                     \
   X(allocator, std::string, "native", kNoRange,                                                    \
     "cudaMalloc/cudaFree: native, or vmm (gpuslack's allocator, experimental)")                    \

@@ -22,6 +22,7 @@
 #include "ledger/counter.h"
 #include "ledger/exited_threads.h"
 #include "ledger/host_activity.h"
+#include "ledger/python_frames.h"
 #include "ledger/shard_pool.h"
 
 namespace gpuslack {
@@ -37,10 +38,14 @@ struct CopyCell {
   Counter count{0}, bytes{0}, ticks{0};
 };
 
+// Up to kMaxPythonFrames Python frames (python_frames.h) lead the native
+// ones.
+inline constexpr int kMaxSiteFrames = kMaxFrames + kMaxPythonFrames;
+
 struct SiteKey {
   uint16_t call;
   uint8_t n;
-  void* frames[kMaxFrames];
+  void* frames[kMaxSiteFrames];
 
   bool operator==(const SiteKey& o) const {
     return call == o.call && n == o.n && std::equal(frames, frames + n, o.frames);
@@ -124,11 +129,13 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info) {
 
 namespace {
 
-// A call site's key: the call and up to kMaxFrames of its stack.
+// A call site's key: the call, its leading Python frames and up to
+// kMaxFrames native ones.
 SiteKey site_key(const ApiCall& call, void* const* frames, int n_frames) {
   SiteKey key{};
   key.call = call.id;
-  key.n = static_cast<uint8_t>(std::min(n_frames, kMaxFrames));
+  int python = std::min(leading_python_frames(frames, n_frames), kMaxPythonFrames);
+  key.n = static_cast<uint8_t>(python + std::min(n_frames - python, kMaxFrames));
   std::copy(frames, frames + key.n, key.frames);
   return key;
 }
@@ -145,7 +152,7 @@ namespace {
 // child left behind, like the exited threads' figures.
 struct KnownSite {
   uint8_t n = 0;
-  void* frames[kMaxFrames] = {};
+  void* frames[kMaxSiteFrames] = {};
 };
 std::mutex g_site_keys_mu;
 std::unordered_map<uint64_t, KnownSite>* g_site_keys = nullptr;  // guarded by g_site_keys_mu

@@ -43,11 +43,13 @@ void register_call(const ApiCall* call);
 // Records one finished call on the calling thread's shard.
 void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 
-// Records that a call blocked `ticks` at the call site `frames` (return
-// addresses, innermost first, gpuslack's own frames included: the report
-// drops them). Returns the call site's key, which host intervals carry
-// (host_activity.h) and call_site_frames() turns back into frames: a
-// non-zero hash of the call and its first kMaxFrames frames, the same for
+// Records that a call blocked `ticks` at the call site `frames` (what
+// capture_call_site wrote, python_frames.h: the thread's Python frames, then
+// return addresses, innermost first, gpuslack's own frames included: the
+// report drops them). Returns the call site's key, which host intervals
+// carry (host_activity.h) and call_site_frames() turns back into frames: a
+// non-zero hash of the call, its leading Python frames (at most
+// kMaxPythonFrames) and its first kMaxFrames native frames, the same for
 // every thread and call; 0 when nothing was recorded, or when the process
 // already knows kMaxSiteKeys call sites (or, rarely, another site has that
 // hash): an interval then has no call site rather than a wrong one.

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/python_frames.h"
 
 namespace gpuslack {
 namespace report {
@@ -70,6 +71,9 @@ std::string describe(const void* frame) {
   return absl::StrCat(module, "+0x", absl::Hex(offset));
 }
 
+// The native frames, less the leading ones in the dropped object.
+std::vector<std::string> native_frames(const std::vector<void*>& frames, const void* drop_object_base);
+
 }  // namespace
 
 std::vector<std::string> symbolize(const std::vector<void*>& frames) {
@@ -77,6 +81,24 @@ std::vector<std::string> symbolize(const std::vector<void*>& frames) {
 }
 
 std::vector<std::string> symbolize(const std::vector<void*>& frames, const void* drop_object_base) {
+  std::vector<std::string> python;
+  std::vector<void*> native;
+  native.reserve(frames.size());
+  for (void* frame : frames) {
+    std::string text;
+    if (ledger::python_frame_text(frame, &text)) {
+      python.push_back(text + " (python)");
+    } else if (!ledger::is_python_frame(frame)) {
+      native.push_back(frame);
+    }
+  }
+  std::vector<std::string> out = native_frames(native, drop_object_base);
+  out.insert(out.begin(), python.begin(), python.end());
+  return out;
+}
+
+namespace {
+std::vector<std::string> native_frames(const std::vector<void*>& frames, const void* drop_object_base) {
   size_t first = 0;
   if (drop_object_base != nullptr) {
     for (; first < frames.size(); ++first) {
@@ -89,6 +111,7 @@ std::vector<std::string> symbolize(const std::vector<void*>& frames, const void*
   for (size_t i = first; i < frames.size(); ++i) out.push_back(describe(frames[i]));
   return out;
 }
+}  // namespace
 
 }  // namespace report
 }  // namespace gpuslack

@@ -6,7 +6,11 @@
 //   "module+0xOFF"             inside a loaded object, no symbol for it
 //                              (hidden or stripped code; Python's or a JIT's
 //                              frames without symbols);
-//   "??"                       in no loaded object (JIT code, garbage).
+//   "??"                       in no loaded object (JIT code, garbage);
+//   "FILE:LINE in FUNCTION (python)"
+//                              a Python frame (ledger/python_frames.h):
+//                              these come first, innermost first, before
+//                              the native frames, wherever they were kept.
 // `module` is the object's file name without its directory. OFF is the
 // offset of the return address itself (as the frame holds it) from the
 // symbol, or from the object's load base; the lookup uses address - 1, so a

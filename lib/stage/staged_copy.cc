@@ -15,8 +15,8 @@
 #include "cuda/fail.h"
 #include "cuda/pointer_kind.h"
 #include "cuda/runtime_api.h"
-#include "ledger/backtrace.h"
 #include "ledger/ledger.h"
+#include "ledger/python_frames.h"
 #include "stage/host_copy.h"
 #include "stage/host_work.h"
 #include "stage/owned_ranges.h"
@@ -90,8 +90,9 @@ __attribute__((noinline)) void sample_site(const CopyCall& c, uint64_t bytes) {
   ++t_copies_since_sample;
   if ((t_samples >= kExactSamples && t_bytes_since_sample < kSampleBytes) || c.api == nullptr) return;
   ++t_samples;
-  void* frames[ledger::kMaxFrames + 6];
-  int n = ledger::capture_backtrace(frames, ledger::kMaxFrames + 6);
+  constexpr int kCapture = ledger::kMaxPythonFrames + ledger::kMaxFrames + 6;
+  void* frames[kCapture];
+  int n = ledger::capture_call_site(frames, kCapture);
   ledger::record_pageable_site(*c.api, t_bytes_since_sample, t_copies_since_sample, frames, n);
   t_bytes_since_sample = 0;
   t_copies_since_sample = 0;

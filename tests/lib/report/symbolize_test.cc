@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/backtrace.h"
+#include "ledger/python_frames.h"
 
 // Exported (the test is linked with -rdynamic) so dladdr can name it.
 namespace gpuslack_test_symbolize {
@@ -112,6 +113,23 @@ TEST(Symbolize, DropsOnlyTheLeadingRunOfOwnFrames) {
   EXPECT_TRUE(symbolize({own, own}).empty());
   // A leading unknown frame is not own: nothing dropped.
   EXPECT_EQ(4u, symbolize({nullptr, own, own, own}).size());
+}
+
+TEST(Symbolize, PythonFramesComeFirstMarkedThenTheNativeOnesLessOurOwn) {
+  const void* qsort_fn = libc_qsort();
+  ASSERT_NE(nullptr, qsort_fn);
+  void* step = ledger::testing::intern_python_text("train.py:42 in step");
+  void* loop = ledger::testing::intern_python_text("train.py:50 in <module>");
+  ASSERT_TRUE(step && loop);
+  void* own = after(demangle_me_address());
+  // As capture_call_site keeps them: Python frames, then the native ones
+  // with gpuslack's own leading.
+  EXPECT_THAT(symbolize({step, loop, own, own, after(qsort_fn)}),
+              ElementsAre("train.py:42 in step (python)", "train.py:50 in <module> (python)",
+                          "qsort+0x1 (libc.so.6)"));
+  // Only Python frames: they stay; a tag whose text is unknown is dropped.
+  void* unknown = reinterpret_cast<void*>((uintptr_t{0x7079} << 48) | ledger::kMaxPythonTexts);
+  EXPECT_THAT(symbolize({step, unknown, own}), ElementsAre("train.py:42 in step (python)"));
 }
 
 TEST(Symbolize, DropsOwnFramesOfARealStack) {

@@ -17,6 +17,10 @@ fails on any lookup the simulated device logs as unanswered.
   run.py refork    train.py for 50 epochs, workers re-forked every epoch:
                    finishes (no hang) within its timeout
   run.py launcher  python -m gpuslack run -- python train.py, end to end
+  run.py pyframes  call sites name train.py's lines (Note [Python frames]):
+                   the pageable x.to('cuda', non_blocking=True) and
+                   torch.cuda.empty_cache's cudaFree (both ops release the
+                   GIL) list train.py's frames first, then native ones
 
 Environment (set by ctest): TORCH_PYTHON, SIMCUDA_DIR, GPUSLACK_LIBRARY.
 """
@@ -273,8 +277,65 @@ def launcher():
     print("torch run.py launcher: python -m gpuslack run -- python train.py: %s" % where[0])
 
 
+# ---- Python frames at call sites ----
+
+PYFRAMES = '''import torch
+x = torch.ones(1 << 20)  # pageable, 4 MiB
+
+def to_device(t):
+    return t.to("cuda", non_blocking=True)  # MARK to
+
+def release_cache():
+    torch.cuda.empty_cache()  # MARK empty
+
+def step():
+    y = to_device(x)  # MARK step_to
+    z = torch.empty(64 << 20, device="cuda")
+    del y, z
+    release_cache()  # MARK step
+    torch.cuda.synchronize()
+
+for _ in range(3):
+    step()
+'''
+
+
+def pyframes():
+    lines = {}
+    for i, text in enumerate(PYFRAMES.splitlines(), 1):
+        if "# MARK " in text:
+            lines[text.split("# MARK ")[1]] = i
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "train.py"), "w") as f:
+            f.write(PYFRAMES)
+        r = run(["train.py"], preload=True, cwd=d, out=d,
+                conf="allocator:native,text_summary:file,call_site_threshold_us:0,top_call_sites:100")
+        doc = summary(d)
+        frees = [s["frames"] for s in doc["call_sites"] if s["api"] == "cudaFree"]
+        release = "train.py:%d in release_cache (python)" % lines["empty"]
+        step = "train.py:%d in step (python)" % lines["step"]
+        # empty_cache's cudaFree: torch's Python line, then train.py's,
+        # then the native frames.
+        named = [f for f in frees if release in f]
+        check(named, "no cudaFree call site names %s" % release, *[f[:4] for f in frees])
+        f = named[0]
+        check(f[0].startswith("torch/cuda/memory.py:") and f[0].endswith(" in empty_cache (python)")
+              and f[1:3] == [release, step] and not f[-1].endswith("(python)"),
+              "cudaFree from empty_cache: %s" % f)
+        # The pageable copy of x.to(), sampled: train.py's line first.
+        to = "train.py:%d in to_device (python)" % lines["to"]
+        sites = [s["frames"] for s in doc["staging"]["sites"]]
+        check(any(s[:2] == [to, "train.py:%d in step (python)" % lines["step_to"]] for s in sites),
+              "pageable sites of Tensor.to: %s" % [s[:3] for s in sites])
+        text = open(glob.glob(os.path.join(d, "gpuslack-*.txt"))[0]).read()
+        check("at " + to in text and "at " + release in text, "the text summary does not show %s" % to, text)
+    print("torch run.py pyframes: Tensor.to's pageable copy at %s; cudaFree from empty_cache at %s / %s" % (
+        to, f[0], release))
+
+
 if __name__ == "__main__":
-    commands = {"use": use, "preload": preload, "train": train, "refork": refork, "launcher": launcher}
+    commands = {"use": use, "preload": preload, "train": train, "refork": refork, "launcher": launcher,
+                "pyframes": pyframes}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
         sys.exit("usage: run.py " + "|".join(commands))
     try:

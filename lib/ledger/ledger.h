@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "base/time_buckets.h"
 #include "ledger/api_call.h"
 #include "ledger/histogram.h"
 
@@ -51,6 +52,9 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 // every thread and call; 0 when nothing was recorded, or when the process
 // already knows kMaxSiteKeys call sites (or, rarely, another site has that
 // hash): an interval then has no call site rather than a wrong one.
+// Also adds the call's span to its call's slow_time (CallFigures), so a
+// report can tell calls that kept blocking through the run from a burst at
+// its start or end (the findings' "steady state", findings/findings.h).
 uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames);
 
 // The most call sites record_call_site keeps keys of (the map of keys to
@@ -86,6 +90,10 @@ void while_holding_locks(void (*during)(void*), void* arg);
 
 // ---- report time ----
 
+// The first width of CallFigures::slow_time: a quarter second, so that a
+// run of a few seconds already has a middle to tell from its ends.
+inline constexpr double kSlowTimeInterval = 0.25;
+
 struct CallFigures {
   const ApiCall* call = nullptr;
   uint64_t count = 0;
@@ -93,6 +101,10 @@ struct CallFigures {
   uint64_t max_ticks = 0;
   uint64_t bytes = 0;
   Histogram histogram;     // of ticks per call
+  // Seconds blocked in the calls past the call-site threshold, by when
+  // they blocked: buckets from the series' origin (base/time_buckets.h),
+  // kSlowTimeInterval wide until the run outgrows 240 of them.
+  TimeBuckets slow_time{TimeBuckets::Reduce::kSum, kSlowTimeInterval};
 };
 
 struct CopyFigures {

@@ -102,7 +102,18 @@ OtherThreadsRow other_threads_row(const std::vector<ledger::ThreadFigures>& thre
   return row;
 }
 
-std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s) {
+// Seconds in the buckets of `slow` that lie wholly in the middle of a run
+// of `wall_s` (CallRow::steady_s).
+double steady_seconds(const TimeBuckets& slow, double wall_s) {
+  const double from = kSteadyFrom * wall_s, to = (1 - kSteadyFrom) * wall_s;
+  const double width = slow.interval_s();
+  double steady = 0;
+  for (int i = 0; i < slow.size(); ++i)
+    if (i * width >= from && (i + 1) * width <= to) steady += slow.value(i);
+  return finite_or_zero(steady);
+}
+
+std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s, double wall_s) {
   std::map<uint16_t, ledger::CallFigures> merged;  // by ApiCall id
   for (const ledger::ThreadFigures& t : threads) {
     for (const ledger::CallFigures& c : t.calls) {
@@ -114,6 +125,7 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
       m.max_ticks = std::max(m.max_ticks, c.max_ticks);
       m.bytes += c.bytes;
       m.histogram.merge(c.histogram);
+      m.slow_time.merge(c.slow_time);
     }
   }
   std::vector<CallRow> rows;
@@ -128,6 +140,7 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
     row.p50_s = std::min(finite_or_zero(m.histogram.percentile(0.50) * tick_s), row.max_s);
     row.p99_s = std::min(finite_or_zero(m.histogram.percentile(0.99) * tick_s), row.max_s);
     row.bytes = m.bytes;
+    row.steady_s = std::min(steady_seconds(m.slow_time, wall_s), row.total_s);
     rows.push_back(std::move(row));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const CallRow& a, const CallRow& b) {
@@ -240,7 +253,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
     const uint64_t none[kCategoryCount] = {};
     s.worst_thread.categories = category_times(none, tick_s, s.wall_s);
   }
-  s.calls = call_rows(threads, tick_s);
+  s.calls = call_rows(threads, tick_s, s.wall_s);
   s.copies = copy_rows(threads, tick_s);
   s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
   s.collectives = build_collectives(run, tick_s, s.wall_s);

@@ -47,7 +47,16 @@ struct CallRow {
   double p50_s = 0;
   double p99_s = 0;
   uint64_t bytes = 0;
+  // Of total_s, the calls past the call-site threshold that blocked in the
+  // middle of the run: after its first kSteadyFrom and before its last
+  // kSteadyFrom of wall time, counting only time buckets wholly inside
+  // (ledger::CallFigures::slow_time). What tells a call that kept blocking
+  // in steady state from a burst at start-up or teardown (findings/).
+  double steady_s = 0;
 };
+
+// The share of wall time at each end of the run that steady_s leaves out.
+inline constexpr double kSteadyFrom = 0.1;
 
 struct CopyRow {
   CopyKind copy = CopyKind::kNone;

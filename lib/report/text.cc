@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/findings_text.h"
 #include "report/health_series.h"
 #include "report/utf8.h"
 
@@ -512,6 +513,7 @@ std::string format_text(const Summary& summary) {
   std::string out;
   gpu_headline(summary, &out);
   headline(summary, &out);
+  for (const std::string& text : findings_lines(summary.findings)) line(&out, printable(text));
   gpu_details(summary, &out);
   for (const std::string& text : device_health_lines(summary.device_health)) line(&out, printable(text));
   call_tables(summary, &out);

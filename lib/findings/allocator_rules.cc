@@ -53,7 +53,7 @@ void allocator_sync(const report::Summary& s, const Context& c, std::vector<repo
   set_cost(&f, total, s.wall_s);
   f.gpu_idle_s = gpu_idle_for(s, timeline::Idle::kAllocation);
   f.evidence = std::move(evidence);
-  f.evidence.emplace_back("blocked in the middle 80% of the run", seconds_text(steady));
+  f.evidence.emplace_back("in steady state (the run's middle 80%)", seconds_text(steady));
   f.where = sites_of(s, Category::kAllocation, {"cudaFree", "cudaMalloc", "cuMemFree_v2", "cuMemAlloc_v2"});
   if (c.pytorch) {
     f.fix = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch's cache then grows without "

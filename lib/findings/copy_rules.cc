@@ -64,7 +64,7 @@ void pageable_copies(const report::Summary& s, const Context& c, std::vector<rep
   f.evidence.emplace_back("pageable H2D copies",
                           std::to_string(count) + ", " + bytes_text(static_cast<double>(bytes)) + ", " +
                               seconds_text(host_s) + " blocked");
-  f.evidence.emplace_back("copies blocked in the middle 80% of the run", seconds_text(steady));
+  f.evidence.emplace_back("copies in steady state (the run's middle 80%)", seconds_text(steady));
   const bool staging_off = s.staging.present && !s.staging.stats.enabled;
   if (s.staging.present)
     f.evidence.emplace_back("staged by gpuslack", std::to_string(s.staging.stats.h2d.staged) + " of " +
@@ -112,7 +112,7 @@ void sync_copies(const report::Summary& s, std::vector<report::Finding>* out) {
                                               bytes_text(static_cast<double>(d2h_bytes)) + ", " +
                                               seconds_text(d2h_s) + " blocked");
   for (auto& e : evidence) f.evidence.push_back(std::move(e));
-  f.evidence.emplace_back("blocked in the middle 80% of the run", seconds_text(steady));
+  f.evidence.emplace_back("in steady state (the run's middle 80%)", seconds_text(steady));
   f.where = sites_of(s, Category::kSync);
   // Copy call sites only where they are D2H copies: no H2D copy time to confuse them with.
   if (d2h_s > 0 && h2d_s < 0.1 * d2h_s) {

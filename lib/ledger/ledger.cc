@@ -187,11 +187,12 @@ uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* fram
   Shard* s = my_shard();
   if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return 0;
   SiteKey key = site_key(call, frames, n_frames);
-  // The call ended about now; its span in seconds from the series' origin.
+  // The call ended about now: when it began, in seconds from the series'
+  // origin, and how long it blocked.
   const uint64_t end = clock::ticks(), origin = series_origin_ticks();
   const double tick_s = clock::tick_seconds();
-  const double end_s = end > origin ? static_cast<double>(end - origin) * tick_s : 0;
-  const double begin_s = end_s - static_cast<double>(ticks) * tick_s;
+  const double blocked_s = static_cast<double>(ticks) * tick_s;
+  const double begin_s = (end > origin ? static_cast<double>(end - origin) * tick_s : 0) - blocked_s;
   {
     std::lock_guard<std::mutex> lock(s->sites_mu);
     SiteFigures& f = s->sites[key];
@@ -199,7 +200,7 @@ uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* fram
     f.ticks += ticks;
     f.max_ticks = std::max(f.max_ticks, ticks);
     auto slow = s->slow_time.try_emplace(call.id, TimeBuckets::Reduce::kSum, kSlowTimeInterval).first;
-    slow->second.add_span(begin_s, end_s);
+    slow->second.add(begin_s, blocked_s);
   }
   return remember_site(key);
 }

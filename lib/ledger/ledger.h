@@ -52,7 +52,7 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 // every thread and call; 0 when nothing was recorded, or when the process
 // already knows kMaxSiteKeys call sites (or, rarely, another site has that
 // hash): an interval then has no call site rather than a wrong one.
-// Also adds the call's span to its call's slow_time (CallFigures), so a
+// Also adds the call's time to its call's slow_time (CallFigures), so a
 // report can tell calls that kept blocking through the run from a burst at
 // its start or end (the findings' "steady state", findings/findings.h).
 uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames);
@@ -101,8 +101,9 @@ struct CallFigures {
   uint64_t max_ticks = 0;
   uint64_t bytes = 0;
   Histogram histogram;     // of ticks per call
-  // Seconds blocked in the calls past the call-site threshold, by when
-  // they blocked: buckets from the series' origin (base/time_buckets.h),
+  // Seconds blocked in the calls past the call-site threshold, each call's
+  // whole time in the bucket where it began (a long call at start-up stays
+  // at start-up): buckets from the series' origin (base/time_buckets.h),
   // kSlowTimeInterval wide until the run outgrows 240 of them.
   TimeBuckets slow_time{TimeBuckets::Reduce::kSum, kSlowTimeInterval};
 };

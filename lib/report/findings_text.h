@@ -5,7 +5,7 @@
 //   1. cudaFree/cudaMalloc wait for the whole GPU in steady state
 //      cost: 1.23 s (12.3% of wall), GPU idle 800.0 ms
 //      evidence: cudaFree calls 120, 1.20 s blocked (longest 52.0 ms);
-//        blocked in the middle 80% of the run 0.98 s
+//        in steady state (the run's middle 80%) 980.0 ms
 //      where: train_step < main
 //      fix: GPUSLACK_CONF=allocator:vmm (gpuslack's allocator frees ...)
 //

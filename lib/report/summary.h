@@ -47,7 +47,7 @@ struct CallRow {
   double p50_s = 0;
   double p99_s = 0;
   uint64_t bytes = 0;
-  // Of total_s, the calls past the call-site threshold that blocked in the
+  // Of total_s, the calls past the call-site threshold that began in the
   // middle of the run: after its first kSteadyFrom and before its last
   // kSteadyFrom of wall time, counting only time buckets wholly inside
   // (ledger::CallFigures::slow_time). What tells a call that kept blocking

@@ -103,14 +103,17 @@ OtherThreadsRow other_threads_row(const std::vector<ledger::ThreadFigures>& thre
 }
 
 // Seconds in the buckets of `slow` that lie wholly in the middle of a run
-// of `wall_s` (CallRow::steady_s).
+// of `wall_s`, less the costliest of them (CallRow::steady_s).
 double steady_seconds(const TimeBuckets& slow, double wall_s) {
   const double from = kSteadyFrom * wall_s, to = (1 - kSteadyFrom) * wall_s;
   const double width = slow.interval_s();
-  double steady = 0;
-  for (int i = 0; i < slow.size(); ++i)
-    if (i * width >= from && (i + 1) * width <= to) steady += slow.value(i);
-  return finite_or_zero(steady);
+  double steady = 0, costliest = 0;
+  for (int i = 0; i < slow.size(); ++i) {
+    if (i * width < from || (i + 1) * width > to) continue;
+    steady += slow.value(i);
+    costliest = std::max(costliest, slow.value(i));
+  }
+  return finite_or_zero(steady - costliest);
 }
 
 std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s, double wall_s) {

@@ -50,8 +50,10 @@ struct CallRow {
   // Of total_s, the calls past the call-site threshold that began in the
   // middle of the run: after its first kSteadyFrom and before its last
   // kSteadyFrom of wall time, counting only time buckets wholly inside
-  // (ledger::CallFigures::slow_time). What tells a call that kept blocking
-  // in steady state from a burst at start-up or teardown (findings/).
+  // (ledger::CallFigures::slow_time), less the costliest of those buckets,
+  // so that one event (a checkpoint, the last wait for queued work) is
+  // not taken for a habit. What tells a call that kept blocking in steady
+  // state from a burst at start-up, mid-run or teardown (findings/).
   double steady_s = 0;
 };
 

@@ -140,7 +140,7 @@ void pressure_loop() {
   // Each step: free the previous step's buffer (pending behind its kernel),
   // allocate one of another size, run a kernel on it.
   void* prev = nullptr;
-  for (int i = 0; i < 60; ++i) {
+  for (int i = 0; i < 25; ++i) {
     const size_t bytes = static_cast<size_t>(20 + (i % 3) * 6) << 20;
     void* buf;
     CHECK(cudaMalloc(&buf, bytes));

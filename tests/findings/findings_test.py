@@ -95,6 +95,22 @@ class Findings(OutDirTest):
         self.assertGreaterEqual(d2h[0]["total_s"], 0.2)
         self.assertNotIn("sync_copies", found)
 
+    def test_fragmentation_fires_when_allocations_wait_for_frees(self):
+        found, doc, _ = self.findings("pressure-loop", conf="allocator:vmm", extra={"GPUSIM_DEVICE_MEMORY": "64M"})
+        self.assertIn("fragmentation", found, found.keys())
+        f = found["fragmentation"]
+        self.assert_finding(f, doc)
+        self.assertAlmostEqual(doc["allocator"][0]["stall_s"], f["cost_s"], places=6)
+        evidence = {e["name"]: e["value"] for e in f["evidence"]}
+        self.assertNotEqual("0", evidence["out-of-memory retries"])
+        self.assertIn("largest free range", evidence)
+        self.assertNotIn("sync_copies", found)  # its waits are for memory, not reads
+
+    def test_fragmentation_near_miss_the_same_loop_with_room(self):
+        found, doc, _ = self.findings("pressure-loop", conf="allocator:vmm")
+        self.assertEqual(0, doc["allocator"][0]["oom_retries"])
+        self.assertEqual({}, found)  # and the last wait for its queued kernels is no habit
+
 
 if __name__ == "__main__":
     unittest.main()

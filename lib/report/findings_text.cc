@@ -1,6 +1,7 @@
 // See findings_text.h.
 #include "report/findings_text.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace gpuslack {
@@ -76,10 +77,14 @@ std::vector<std::string> findings_lines(const std::vector<Finding>& findings) {
     std::string evidence;
     for (const auto& [name, value] : f.evidence) evidence += (evidence.empty() ? "" : "; ") + name + " " + value;
     if (!evidence.empty()) wrap(pad + "evidence: ", pad + "  ", evidence, &out);
+    // Sites that differ only in offsets read the same shortened: once.
+    std::vector<std::string> shown;
     for (const std::vector<std::string>& site : f.where) {
       std::string where;
       for (size_t i = 0; i < site.size() && i < 2; ++i) where += (i ? " < " : "") + short_frame(site[i]);
-      if (!where.empty()) wrap(pad + "where: ", pad + "  ", where, &out);
+      if (where.empty() || std::find(shown.begin(), shown.end(), where) != shown.end()) continue;
+      shown.push_back(where);
+      wrap(pad + "where: ", pad + "  ", where, &out);
     }
     if (!f.fix.empty()) wrap(pad + "fix: ", pad + "  ", f.fix, &out);
   }

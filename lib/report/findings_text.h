@@ -12,7 +12,8 @@
 // Each line fits 80 columns with text.cc's "gpuslack: " prefix where its
 // words allow (a longer word, a symbol, stays whole). Frames are shortened
 // to the function (no offset, module or arguments), the first two of each
-// site, innermost first. Nothing when there is no finding.
+// site, innermost first; sites that then read the same are shown once.
+// Nothing when there is no finding.
 //
 // Thread safety: pure.
 #pragma once

@@ -95,6 +95,19 @@ TEST(FindingsReport, TextComesRightAfterTheHeadlineNumberedIn80Columns) {
   EXPECT_TRUE(second);
 }
 
+TEST(FindingsReport, SitesThatReadTheSameShortenedAreShownOnce) {
+  Finding f = two_findings()[0];
+  f.where = {{"main+0x10 (/app/train)", "libc.so.6+0x2724a"}, {"main+0x99 (/app/train)", "libc.so.6+0x2724a"},
+             {"step+0x1 (/app/train)", "main+0x5 (/app/train)"}};
+  int main_lines = 0, step_lines = 0;
+  for (const std::string& l : findings_lines({f})) {
+    main_lines += l == "   where: main < libc.so.6";
+    step_lines += l == "   where: step < main";
+  }
+  EXPECT_EQ(1, main_lines);
+  EXPECT_EQ(1, step_lines);
+}
+
 TEST(FindingsReport, NoFindingNoLines) { EXPECT_TRUE(findings_lines({}).empty()); }
 
 }  // namespace

@@ -257,7 +257,7 @@ ThreadFigures figures_of(Shard& s) {
   std::lock_guard<std::mutex> lock(s.sites_mu);
   for (CallFigures& f : t.calls) {
     auto slow = s.slow_time.find(f.call->id);
-    if (slow != s.slow_time.end()) f.slow_time = slow->second;
+    if (slow != s.slow_time.end()) f.slow_time = std::make_shared<const TimeBuckets>(slow->second);
   }
   for (const auto& [key, f] : s.sites) {
     const ApiCall* call = g_calls[key.call].load(std::memory_order_acquire);

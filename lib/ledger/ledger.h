@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -104,9 +105,24 @@ struct CallFigures {
   // Seconds blocked in the calls past the call-site threshold, each call's
   // whole time in the bucket where it began (a long call at start-up stays
   // at start-up): buckets from the series' origin (base/time_buckets.h),
-  // kSlowTimeInterval wide until the run outgrows 240 of them.
-  TimeBuckets slow_time{TimeBuckets::Reduce::kSum, kSlowTimeInterval};
+  // kSlowTimeInterval wide until the run outgrows 240 of them. Null when
+  // no call was slow (most calls: the buckets are 3 KiB); shared by copies,
+  // never changed once made (merge_slow_time makes a new one).
+  std::shared_ptr<const TimeBuckets> slow_time;
 };
+
+// `from` added into `*into` (either may be null), as a new object: a
+// snapshot that shares the old one may be read meanwhile.
+inline void merge_slow_time(std::shared_ptr<const TimeBuckets>* into, const std::shared_ptr<const TimeBuckets>& from) {
+  if (!from) return;
+  if (!*into) {
+    *into = from;
+    return;
+  }
+  auto merged = std::make_shared<TimeBuckets>(**into);
+  merged->merge(*from);
+  *into = std::move(merged);
+}
 
 struct CopyFigures {
   CopyKind copy = CopyKind::kNone;

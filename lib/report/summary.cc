@@ -128,7 +128,7 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
       m.max_ticks = std::max(m.max_ticks, c.max_ticks);
       m.bytes += c.bytes;
       m.histogram.merge(c.histogram);
-      m.slow_time.merge(c.slow_time);
+      ledger::merge_slow_time(&m.slow_time, c.slow_time);
     }
   }
   std::vector<CallRow> rows;
@@ -143,7 +143,7 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
     row.p50_s = std::min(finite_or_zero(m.histogram.percentile(0.50) * tick_s), row.max_s);
     row.p99_s = std::min(finite_or_zero(m.histogram.percentile(0.99) * tick_s), row.max_s);
     row.bytes = m.bytes;
-    row.steady_s = std::min(steady_seconds(m.slow_time, wall_s), row.total_s);
+    if (m.slow_time) row.steady_s = std::min(steady_seconds(*m.slow_time, wall_s), row.total_s);
     rows.push_back(std::move(row));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const CallRow& a, const CallRow& b) {

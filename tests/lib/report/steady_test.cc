@@ -20,7 +20,9 @@ ledger::ThreadFigures thread_with(double begin_s, double end_s) {
   c.count = 1;
   c.ticks = static_cast<uint64_t>((end_s - begin_s) * 1e9);
   c.max_ticks = c.ticks;
-  c.slow_time.add(begin_s, end_s - begin_s);
+  auto slow = std::make_shared<TimeBuckets>(TimeBuckets::Reduce::kSum, ledger::kSlowTimeInterval);
+  slow->add(begin_s, end_s - begin_s);
+  c.slow_time = slow;
   t.calls.push_back(c);
   return t;
 }

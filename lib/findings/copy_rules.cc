@@ -28,10 +28,6 @@ namespace gpuslack {
 namespace findings {
 namespace {
 
-constexpr const char* kCopyCalls[] = {"cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2D", "cudaMemcpy2DAsync",
-                                      "cudaMemcpy_ptds", "cudaMemcpyAsync_ptsz", "cuMemcpyDtoH_v2",
-                                      "cuMemcpyHtoD_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyHtoDAsync_v2"};
-
 // Host seconds of copies of `kind`, from `host` memory (kNone: any).
 double copy_seconds(const report::Summary& s, CopyKind kind, HostMemory host, uint64_t* count, uint64_t* bytes) {
   double total = 0;
@@ -44,10 +40,12 @@ double copy_seconds(const report::Summary& s, CopyKind kind, HostMemory host, ui
   return total;
 }
 
+// steady_s of the copy calls (runtime and driver, every "Memcpy" of the
+// copies category; memsets left out).
 double copy_calls_steady(const report::Summary& s) {
   double steady = 0;
-  for (const char* name : kCopyCalls)
-    if (const report::CallRow* row = call_row(s, name)) steady += row->steady_s;
+  for (const report::CallRow& row : s.calls)
+    if (row.category == Category::kCopy && row.name.find("Memcpy") != std::string::npos) steady += row.steady_s;
   return steady;
 }
 

@@ -64,6 +64,18 @@ TEST(PageableCopies, NearMissOneCopyAtStartUp) {
   EXPECT_TRUE(fired(s, "pageable_copies").empty());
 }
 
+TEST(PageableCopies, NearMissMemsetsInTheLoopAreNotCopies) {
+  // The copy blocked once at start-up; what blocked in the loop was memsets.
+  report::Summary s = run_of(10);
+  add_call(&s, "cudaMemcpy", Category::kCopy, 1, 0.8, 0);
+  add_call(&s, "cudaMemsetAsync", Category::kCopy, 500, 0.8, 0.7);
+  add_copy(&s, CopyKind::kHostToDevice, HostMemory::kPageable, 1, 1ull << 30, 0.8);
+  EXPECT_TRUE(fired(s, "pageable_copies").empty());
+  // The driver's copies count as the runtime's do.
+  add_call(&s, "cuMemcpyHtoD_v2", Category::kCopy, 100, 0.3, 0.2);
+  EXPECT_EQ(1u, fired(s, "pageable_copies").size());
+}
+
 TEST(PageableCopies, NearMissPinnedCopies) {
   report::Summary s = run_of(10);
   add_call(&s, "cudaMemcpyAsync", Category::kCopy, 200, 0.8, 0.7);

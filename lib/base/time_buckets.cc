@@ -76,6 +76,17 @@ void TimeBuckets::widen_to(double interval_s) {
   while (interval_s_ < interval_s * (1 - 1e-9)) merge_pairs();
 }
 
+void TimeBuckets::merge(const TimeBuckets& other) {
+  TimeBuckets o = other;
+  o.widen_to(interval_s_);
+  widen_to(o.interval_s_);
+  for (int i = 0; i < o.size_ && i < kMaxBuckets; ++i) {
+    sum_[i] += o.sum_[i];
+    count_[i] += o.count_[i];
+  }
+  size_ = std::max(size_, o.size_);
+}
+
 double TimeBuckets::value(int i) const {
   if (i < 0 || i >= size_ || count_[i] == 0) return 0;
   return reduce_ == Reduce::kMean ? sum_[i] / count_[i] : sum_[i];

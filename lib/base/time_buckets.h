@@ -36,6 +36,9 @@ class TimeBuckets {
   void add_span(double begin_s, double end_s);
   // Merges pairs until the width is at least `interval_s`.
   void widen_to(double interval_s);
+  // Adds `other`'s buckets into these, both at the wider of the two widths
+  // (kSum and kMean: sums and counts add; the same origin assumed).
+  void merge(const TimeBuckets& other);
 
   double interval_s() const { return interval_s_; }
   // Buckets up to the last one touched.

@@ -44,6 +44,7 @@ void ExitedThreads::add(const ThreadFigures& t) {
     m.max_ticks = std::max(m.max_ticks, c.max_ticks);
     m.bytes += c.bytes;
     m.histogram.merge(c.histogram);
+    merge_slow_time(&m.slow_time, c.slow_time);
   }
   for (const CopyFigures& c : t.copies) {
     CopyFigures& m = copies_[{static_cast<int>(c.copy), static_cast<int>(c.host), c.async_api}];

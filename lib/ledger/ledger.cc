@@ -19,6 +19,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "ledger/counter.h"
 #include "ledger/exited_threads.h"
 #include "ledger/host_activity.h"
@@ -88,6 +89,8 @@ struct Shard : PooledShard<Shard> {
   std::mutex sites_mu;
   std::unordered_map<SiteKey, SiteFigures, SiteKeyHash> sites;  // guarded by sites_mu
   std::unordered_map<SiteKey, PageableFigures, SiteKeyHash> pageable_sites;  // guarded by sites_mu
+  // By call id: when the slow calls blocked (CallFigures::slow_time).
+  std::unordered_map<uint16_t, TimeBuckets> slow_time;  // guarded by sites_mu
 };
 
 std::atomic<const ApiCall*> g_calls[kMaxCalls];
@@ -191,12 +194,20 @@ uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* fram
   Shard* s = my_shard();
   if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return 0;
   SiteKey key = site_key(call, frames, n_frames);
+  // The call ended about now: when it began, in seconds from the series'
+  // origin, and how long it blocked.
+  const uint64_t end = clock::ticks(), origin = series_origin_ticks();
+  const double tick_s = clock::tick_seconds();
+  const double blocked_s = static_cast<double>(ticks) * tick_s;
+  const double begin_s = (end > origin ? static_cast<double>(end - origin) * tick_s : 0) - blocked_s;
   {
     std::lock_guard<std::mutex> lock(s->sites_mu);
     SiteFigures& f = s->sites[key];
     ++f.count;
     f.ticks += ticks;
     f.max_ticks = std::max(f.max_ticks, ticks);
+    auto slow = s->slow_time.try_emplace(call.id, TimeBuckets::Reduce::kSum, kSlowTimeInterval).first;
+    slow->second.add(begin_s, blocked_s);
   }
   return remember_site(key);
 }
@@ -253,6 +264,10 @@ ThreadFigures figures_of(Shard& s) {
             {static_cast<CopyKind>(k), static_cast<HostMemory>(h), a == 1, count, read(c.bytes), read(c.ticks)});
       }
   std::lock_guard<std::mutex> lock(s.sites_mu);
+  for (CallFigures& f : t.calls) {
+    auto slow = s.slow_time.find(f.call->id);
+    if (slow != s.slow_time.end()) f.slow_time = std::make_shared<const TimeBuckets>(slow->second);
+  }
   for (const auto& [key, f] : s.sites) {
     const ApiCall* call = g_calls[key.call].load(std::memory_order_acquire);
     if (call == nullptr) continue;
@@ -286,6 +301,7 @@ void zero(Shard& s) {
   std::lock_guard<std::mutex> lock(s.sites_mu);
   s.sites.clear();
   s.pageable_sites.clear();
+  s.slow_time.clear();
 }
 
 // A thread's first call: its tid and name, for the rows of its figures.

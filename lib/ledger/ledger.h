@@ -24,9 +24,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/time_buckets.h"
 #include "ledger/api_call.h"
 #include "ledger/histogram.h"
 
@@ -53,6 +55,9 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 // every thread and call; 0 when nothing was recorded, or when the process
 // already knows kMaxSiteKeys call sites (or, rarely, another site has that
 // hash): an interval then has no call site rather than a wrong one.
+// Also adds the call's time to its call's slow_time (CallFigures), so a
+// report can tell calls that kept blocking through the run from a burst at
+// its start or end (the findings' "steady state", findings/findings.h).
 uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* frames, int n_frames);
 
 // The most call sites record_call_site keeps keys of (the map of keys to
@@ -88,6 +93,10 @@ void while_holding_locks(void (*during)(void*), void* arg);
 
 // ---- report time ----
 
+// The first width of CallFigures::slow_time: a quarter second, so that a
+// run of a few seconds already has a middle to tell from its ends.
+inline constexpr double kSlowTimeInterval = 0.25;
+
 struct CallFigures {
   const ApiCall* call = nullptr;
   uint64_t count = 0;
@@ -95,7 +104,27 @@ struct CallFigures {
   uint64_t max_ticks = 0;
   uint64_t bytes = 0;
   Histogram histogram;     // of ticks per call
+  // Seconds blocked in the calls past the call-site threshold, each call's
+  // whole time in the bucket where it began (a long call at start-up stays
+  // at start-up): buckets from the series' origin (base/time_buckets.h),
+  // kSlowTimeInterval wide until the run outgrows 240 of them. Null when
+  // no call was slow (most calls: the buckets are 3 KiB); shared by copies,
+  // never changed once made (merge_slow_time makes a new one).
+  std::shared_ptr<const TimeBuckets> slow_time;
 };
+
+// `from` added into `*into` (either may be null), as a new object: a
+// snapshot that shares the old one may be read meanwhile.
+inline void merge_slow_time(std::shared_ptr<const TimeBuckets>* into, const std::shared_ptr<const TimeBuckets>& from) {
+  if (!from) return;
+  if (!*into) {
+    *into = from;
+    return;
+  }
+  auto merged = std::make_shared<TimeBuckets>(**into);
+  merged->merge(*from);
+  *into = std::move(merged);
+}
 
 struct CopyFigures {
   CopyKind copy = CopyKind::kNone;

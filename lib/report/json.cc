@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/findings_json.h"
 #include "report/health_series.h"
 #include "report/utf8.h"
 
@@ -214,6 +215,7 @@ void call(const CallRow& c, Writer* w) {
   w->key("p50_s").seconds(c.p50_s);
   w->key("p99_s").seconds(c.p99_s);
   w->key("bytes").unsigned_integer(c.bytes);
+  w->key("steady_s").seconds(c.steady_s);
   w->end_object();
 }
 
@@ -512,6 +514,8 @@ std::string format_json(const Summary& s) {
   w.key("lost_share").share(s.lost_share);
   w.key("categories");
   categories(s.categories, &w);
+  w.key("findings");
+  write_findings(s.findings, &w);
   w.key("worst_thread");
   if (s.threads.empty()) {
     w.null();

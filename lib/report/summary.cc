@@ -103,7 +103,21 @@ OtherThreadsRow other_threads_row(const std::vector<ledger::ThreadFigures>& thre
   return row;
 }
 
-std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s) {
+// Seconds in the buckets of `slow` that lie wholly in the middle of a run
+// of `wall_s`, less the costliest of them (CallRow::steady_s).
+double steady_seconds(const TimeBuckets& slow, double wall_s) {
+  const double from = kSteadyFrom * wall_s, to = (1 - kSteadyFrom) * wall_s;
+  const double width = slow.interval_s();
+  double steady = 0, costliest = 0;
+  for (int i = 0; i < slow.size(); ++i) {
+    if (i * width < from || (i + 1) * width > to) continue;
+    steady += slow.value(i);
+    costliest = std::max(costliest, slow.value(i));
+  }
+  return finite_or_zero(steady - costliest);
+}
+
+std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s, double wall_s) {
   std::map<uint16_t, ledger::CallFigures> merged;  // by ApiCall id
   for (const ledger::ThreadFigures& t : threads) {
     for (const ledger::CallFigures& c : t.calls) {
@@ -115,6 +129,7 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
       m.max_ticks = std::max(m.max_ticks, c.max_ticks);
       m.bytes += c.bytes;
       m.histogram.merge(c.histogram);
+      ledger::merge_slow_time(&m.slow_time, c.slow_time);
     }
   }
   std::vector<CallRow> rows;
@@ -129,6 +144,7 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
     row.p50_s = std::min(finite_or_zero(m.histogram.percentile(0.50) * tick_s), row.max_s);
     row.p99_s = std::min(finite_or_zero(m.histogram.percentile(0.99) * tick_s), row.max_s);
     row.bytes = m.bytes;
+    if (m.slow_time) row.steady_s = std::min(steady_seconds(*m.slow_time, wall_s), row.total_s);
     rows.push_back(std::move(row));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const CallRow& a, const CallRow& b) {
@@ -256,7 +272,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
     const uint64_t none[kCategoryCount] = {};
     s.worst_thread.categories = category_times(none, tick_s, s.wall_s);
   }
-  s.calls = call_rows(threads, tick_s);
+  s.calls = call_rows(threads, tick_s, s.wall_s);
   s.copies = copy_rows(threads, tick_s);
   s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
   s.collectives = build_collectives(run, tick_s, s.wall_s);

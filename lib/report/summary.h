@@ -48,7 +48,18 @@ struct CallRow {
   double p50_s = 0;
   double p99_s = 0;
   uint64_t bytes = 0;
+  // Of total_s, the calls past the call-site threshold that began in the
+  // middle of the run: after its first kSteadyFrom and before its last
+  // kSteadyFrom of wall time, counting only time buckets wholly inside
+  // (ledger::CallFigures::slow_time), less the costliest of those buckets,
+  // so that one event (a checkpoint, the last wait for queued work) is
+  // not taken for a habit. What tells a call that kept blocking in steady
+  // state from a burst at start-up, mid-run or teardown (findings/).
+  double steady_s = 0;
 };
+
+// The share of wall time at each end of the run that steady_s leaves out.
+inline constexpr double kSteadyFrom = 0.1;
 
 // Note [Copy rates]: a rate is bytes over the time the copy took. Host
 // time inside the call is that time only when the call returns once the

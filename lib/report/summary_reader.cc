@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "report/gpu_timeline.h"
+#include "report/findings_json.h"
 #include "report/health_series.h"
 #include "report/json_fields.h"
 #include "report/json_reader.h"
@@ -84,6 +85,7 @@ CallRow call(const Fields& f) {
   c.p50_s = f.number("p50_s");
   c.p99_s = f.number("p99_s");
   c.bytes = f.count("bytes");
+  c.steady_s = f.number("steady_s");
   return c;
 }
 
@@ -358,6 +360,7 @@ Summary summary(const Fields& f) {
     s.other_threads.lost_share = o.number("lost_share");
     s.other_threads.categories = categories(o, "categories");
   }
+  s.findings = read_findings(f);
   f.each("calls", [&](const JsonValue& item, const std::string& at) { s.calls.push_back(call(Fields(item, at))); });
   f.each("copies", [&](const JsonValue& item, const std::string& at) { s.copies.push_back(copy(Fields(item, at))); });
   f.each("call_sites",

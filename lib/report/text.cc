@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/findings_text.h"
 #include "report/health_series.h"
 #include "report/utf8.h"
 #include "report/wrap.h"
@@ -558,6 +559,7 @@ std::string format_text(const Summary& summary, TextDetail detail) {
   std::string out;
   gpu_headline(summary, &out);
   headline(summary, &out);
+  for (const std::string& text : findings_lines(summary.findings)) line(&out, printable(text));
   // The findings follow the headline, in the short text too; the short
   // text ends here.
   if (detail == TextDetail::kShort) return out;

@@ -1,5 +1,6 @@
 #include "session/session.h"
 
+#include <link.h>
 #include <pthread.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include "alloc/process_allocators.h"
 #include "config/options.h"
 #include "cuda/nccl_api.h"
+#include "findings/findings.h"
 #include "base/clock.h"
 #include "base/time_buckets.h"
 #include "health/sampler.h"
@@ -236,12 +238,37 @@ report::RunInfo run_info(const char* reason) {
   return run;
 }
 
+// Whether the process loaded PyTorch's CUDA library (the findings phrase
+// their fixes for it). Summary time only: walks the loaded objects under
+// the loader's lock, loads nothing.
+bool libtorch_loaded() {
+  return dl_iterate_phdr(
+             [](dl_phdr_info* info, size_t, void*) -> int {
+               const char* name = info->dlpi_name;
+               if (name == nullptr) return 0;
+               const char* base = std::strrchr(name, '/');
+               base = base ? base + 1 : name;
+               return std::strncmp(base, "libtorch_cuda.so", 16) == 0 ? 1 : 0;
+             },
+             nullptr) != 0;
+}
+
+// The summary with its findings (lib/findings/), from the knobs in force.
+report::Summary summary_with_findings(const report::RunInfo& run) {
+  report::Summary summary = report::build_summary(ledger::snapshot(), run);
+  findings::Context context;
+  context.expected_busbw_gbps = options().expected_busbw_gbps;
+  context.pytorch = libtorch_loaded();
+  summary.findings = findings::evaluate(summary, context);
+  return summary;
+}
+
 }  // namespace
 
 std::string summary_json() {
   if (!started()) return std::string();
   std::lock_guard<std::mutex> lock(g_write_mu);
-  return report::format_json(report::build_summary(ledger::snapshot(), run_info("api")));
+  return report::format_json(summary_with_findings(run_info("api")));
 }
 
 namespace testing {
@@ -276,7 +303,7 @@ void write_summary(const char* reason) {
       out.json_summary = false;
     }
     try {
-      report::Summary summary = report::build_summary(ledger::snapshot(), run);
+      report::Summary summary = summary_with_findings(run);
       std::vector<std::string> failures;
       report::write_summary(summary, out, periodic ? &failures : nullptr);
       if (periodic)

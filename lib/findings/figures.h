@@ -1,0 +1,105 @@
+// What the rules of allocator_rules.cc and copy_rules.cc share: the
+// thresholds every finding must reach, and reading figures out of a
+// summary (a call's row, call sites, the GPU timeline's idle by cause).
+//
+// Note [Finding thresholds]: a finding tells a person to change their
+// program, so it must cost enough to be worth it: at least kMinShare of
+// wall time and at least kMinSeconds. Both are met by the figure that
+// shows the leak in steady state (CallRow::steady_s: the middle 80% of the
+// run), not by the run's total, so a burst at start-up or teardown never
+// fires a rule alone (Note [A false finding is a bug] in report/finding.h).
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "report/finding.h"
+#include "report/summary.h"
+
+namespace gpuslack {
+namespace findings {
+
+inline constexpr double kMinShare = 0.01;   // of wall time
+inline constexpr double kMinSeconds = 0.05;  // absolute
+inline constexpr int kMaxSites = 3;          // Finding::where
+
+// Whether `seconds` reaches both thresholds of a run of `wall_s`.
+inline bool worth_reporting(double seconds, double wall_s) {
+  return seconds >= kMinSeconds && wall_s > 0 && seconds >= kMinShare * wall_s;
+}
+
+// The row of the hooked call `name`, or null.
+inline const report::CallRow* call_row(const report::Summary& s, const char* name) {
+  for (const report::CallRow& c : s.calls)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+// GPU idle the timeline charged to `cause`, all devices; -1 when it did not measure.
+inline double gpu_idle_for(const report::Summary& s, timeline::Idle cause) {
+  if (s.gpu_timeline.status != timeline::Status::kMeasured || s.gpu_timeline.devices.empty()) return -1;
+  double idle = 0;
+  for (const report::GpuDeviceRow& d : s.gpu_timeline.devices) idle += d.idle_by[static_cast<int>(cause)];
+  return idle;
+}
+
+// "1.23 s", "45.6 ms", "789 us": a duration for evidence.
+inline std::string seconds_text(double s) {
+  char buf[32];
+  if (s >= 1) std::snprintf(buf, sizeof(buf), "%.2f s", s);
+  else if (s >= 1e-3) std::snprintf(buf, sizeof(buf), "%.1f ms", s * 1e3);
+  else std::snprintf(buf, sizeof(buf), "%.0f us", s * 1e6);
+  return buf;
+}
+
+// "12.3%"
+inline std::string percent_text(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", share * 100);
+  return buf;
+}
+
+// "1.5 GiB", "300 MiB", "12 KiB", "100 B"
+inline std::string bytes_text(double bytes) {
+  char buf[32];
+  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  else if (bytes >= 1024.0 * 1024) std::snprintf(buf, sizeof(buf), "%.0f MiB", bytes / (1024.0 * 1024));
+  else if (bytes >= 1024.0) std::snprintf(buf, sizeof(buf), "%.0f KiB", bytes / 1024.0);
+  else std::snprintf(buf, sizeof(buf), "%.0f B", bytes);
+  return buf;
+}
+
+// A finding's cost fields: cost_s and its share of wall time (at most 1).
+inline void set_cost(report::Finding* f, double cost_s, double wall_s) {
+  f->cost_s = cost_s;
+  f->cost_share = wall_s > 0 ? std::min(1.0, cost_s / wall_s) : 0;
+}
+
+// The frames of the call sites whose api is one of `apis` (all, when
+// empty) in `category`, most blocked first, at most kMaxSites.
+inline std::vector<std::vector<std::string>> sites_of(const report::Summary& s, Category category,
+                                                      std::initializer_list<const char*> apis = {}) {
+  std::vector<const report::CallSiteRow*> rows;
+  for (const report::CallSiteRow& site : s.call_sites) {
+    if (site.category != category || site.frames.empty()) continue;
+    bool wanted = apis.size() == 0;
+    for (const char* api : apis) wanted = wanted || site.api == api;
+    if (wanted) rows.push_back(&site);
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const report::CallSiteRow* a, const report::CallSiteRow* b) { return a->blocked_s > b->blocked_s; });
+  std::vector<std::vector<std::string>> out;
+  for (const report::CallSiteRow* r : rows) {
+    if (static_cast<int>(out.size()) == kMaxSites) break;
+    out.push_back(r->frames);
+  }
+  return out;
+}
+
+}  // namespace findings
+}  // namespace gpuslack

@@ -19,14 +19,15 @@
 //   smallest timed row; cost: that latency times the calls (per rank) that merging
 //   into 25 MiB buckets (DDP's default bucket_cap_mb) would save.
 //
-// Both fire only on timed calls and at least kMinShare of wall time and
-// kMinSeconds.
+// Both fire only on timed calls and past the thresholds every finding meets
+// (figures.h, Note [Finding thresholds]).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "findings/fabric.h"
+#include "findings/figures.h"
 #include "findings/findings.h"
 #include "report/collectives.h"
 
@@ -34,8 +35,6 @@ namespace gpuslack {
 namespace findings {
 namespace {
 
-inline constexpr double kMinShare = 0.01;     // of wall time, and ...
-inline constexpr double kMinSeconds = 0.05;   // ... at least this, as the allocator and copy rules
 inline constexpr double kSlowFraction = 0.5;  // below this share of the expected busbw
 inline constexpr int kSmallBucket = 20;       // calls under 2^20 bytes (1 MiB) are small
 inline constexpr uint64_t kManyCalls = 100;   // small calls, at least
@@ -130,7 +129,7 @@ void collective_bandwidth(const report::Summary& s, const Context& ctx, std::vec
       worst_span = span;
     }
   }
-  if (!worst || s.wall_s <= 0 || cost < kMinSeconds || cost < kMinShare * s.wall_s) return;
+  if (!worst || !worth_reporting(cost, s.wall_s)) return;
   const std::string algo = env_value(s.collectives, "NCCL_ALGO");
   const std::string proto = env_value(s.collectives, "NCCL_PROTO");
   report::Finding f;
@@ -179,7 +178,7 @@ void latency_bound(const report::Summary& s, const Context& ctx, std::vector<rep
   if (latency * static_cast<double>(small_calls) < 0.5 * small_gpu) return;  // mostly latency
   double merged = std::ceil(small_bytes / kMergedBucketBytes);
   double cost = latency * (static_cast<double>(small_calls) - merged);
-  if (cost < kMinSeconds || cost < kMinShare * s.wall_s) return;
+  if (!worth_reporting(cost, s.wall_s)) return;
   report::Finding f;
   f.rule = "latency_bound_collectives";
   f.title = "Many small collectives spend their time in per-call latency";

@@ -1,4 +1,4 @@
-// What the rules of allocator_rules.cc and copy_rules.cc share: the
+// What the rule families share (allocator, copy, timeline, collective): the
 // thresholds every finding must reach, and reading figures out of a
 // summary (a call's row, call sites, the GPU timeline's idle by cause).
 //

@@ -3,12 +3,12 @@
 // says how idle time is charged):
 //
 // host_bound: a device idled with no CUDA call in flight (data loading,
-//   decoding, Python) for at least kMinShare of the window it measured.
+//   decoding, Python) for at least kMinIdleShare of the window it measured.
 //   Cost: that idle time, of the device that idled most so.
 // launch_bound: a device idled in gaps between launches no longer than
 //   launch_bound_gap_us (the GPU ran out of work while the host launched)
-//   for at least kMinShare of its window. Cost: that idle time.
-// Where the program marks steps, the median step must idle kMinShare too
+//   for at least kMinIdleShare of its window. Cost: that idle time.
+// Where the program marks steps, the median step must idle kMinIdleShare too
 // (steady state, not start-up).
 //
 // Both are GPU idle time: gpu_idle_s is set, cost_share is of the
@@ -17,22 +17,22 @@
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
+#include "findings/figures.h"
 #include "findings/findings.h"
 
 namespace gpuslack {
 namespace findings {
 namespace {
 
-inline constexpr double kMinShare = 0.10;  // of the device's measured window
-inline constexpr double kMinSeconds = 0.05;
+inline constexpr double kMinIdleShare = 0.10;  // of the device's measured window
 inline constexpr uint64_t kMinSteps = 3;   // marked steps enough to judge the steady state
 
 // Steady state: where the program marks its steps (gpuslack_step), the
-// median step must idle at least kMinShare too, so idle time spent before
+// median step must idle at least kMinIdleShare too, so idle time spent before
 // the loop (start-up, loading a model) is not taken for the loop's.
 bool idles_in_steady_state(const report::GpuDeviceRow& d) {
   if (!d.steps.from_marks || d.steps.count < kMinSteps) return true;
-  return 1 - d.steps.busy_share_p50 >= kMinShare;
+  return 1 - d.steps.busy_share_p50 >= kMinIdleShare;
 }
 
 // The device that idled most for `cause`, or nullptr when none did enough.
@@ -40,7 +40,7 @@ const report::GpuDeviceRow* worst_device(const report::Summary& s, timeline::Idl
   const report::GpuDeviceRow* worst = nullptr;
   const int i = static_cast<int>(cause);
   for (const report::GpuDeviceRow& d : s.gpu_timeline.devices) {
-    if (d.wall_s <= 0 || d.idle_by[i] < kMinSeconds || d.idle_by[i] < kMinShare * d.wall_s) continue;
+    if (d.wall_s <= 0 || d.idle_by[i] < kMinSeconds || d.idle_by[i] < kMinIdleShare * d.wall_s) continue;
     if (!idles_in_steady_state(d)) continue;
     if (!worst || d.idle_by[i] > worst->idle_by[i]) worst = &d;
   }

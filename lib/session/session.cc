@@ -257,6 +257,7 @@ bool libtorch_loaded() {
 report::Summary summary_with_findings(const report::RunInfo& run) {
   report::Summary summary = report::build_summary(ledger::snapshot(), run);
   findings::Context context;
+  context.fabric = options().fabric;
   context.expected_busbw_gbps = options().expected_busbw_gbps;
   context.pytorch = libtorch_loaded();
   summary.findings = findings::evaluate(summary, context);

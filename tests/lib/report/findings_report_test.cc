@@ -81,8 +81,14 @@ TEST(FindingsReport, TextComesRightAfterTheHeadlineNumberedIn80Columns) {
   size_t at = 0;
   while (at < lines.size() && lines[at].find("findings, most costly first:") == std::string::npos) ++at;
   ASSERT_LT(at, lines.size());
-  // The headline and its context line come first (after GPU lines, none here).
-  EXPECT_EQ(2u, at);
+  // The headline and its context line come first (after GPU lines, none
+  // here), each wrapped at 80 columns: their continuation lines are indented.
+  size_t context = 0;
+  while (context < lines.size() && lines[context].rfind("gpuslack: host ", 0) != 0) ++context;
+  size_t after = context + 1;
+  while (after < lines.size() && lines[after].rfind("gpuslack:   ", 0) == 0) ++after;
+  EXPECT_EQ(0u, lines[0].rfind("gpuslack: 23.4% of 12.5 s lost", 0)) << lines[0];
+  EXPECT_EQ(after, at);
   EXPECT_EQ("gpuslack: 1. cudaFree/cudaMalloc wait for the whole GPU in steady state", lines[at + 1]);
   EXPECT_EQ("gpuslack:    cost: 1.20 s (9.6% of wall), GPU idle 750.0 ms", lines[at + 2]);
   EXPECT_EQ("gpuslack:    where: train_step < main", lines[at + 5]);

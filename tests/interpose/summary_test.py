@@ -176,7 +176,7 @@ class Summary(OutDirTest):
         self.assertEqual(0, r.returncode, r.stderr)
         doc = summary(self.out)
         self.assertGreater(doc["lost_share"], 1, doc["lost_s"])  # the JSON keeps the sum
-        first = [l for l in r.stderr.splitlines() if l.startswith("gpuslack: ") and "(pid " in l][0]
+        first = [l for l in r.stderr.splitlines() if l.startswith("gpuslack: lost ")][0]  # wrapped: "(pid" may follow
         self.assertRegex(first, r"^gpuslack: lost [0-9.]+ (m?s of thread time|thread-s) over [0-9,]+ threads; "
                                 r"worst thread [0-9.]+% of ", r.stderr)
         shares = [float(m) for m in re.findall(r"([0-9]+\.[0-9])%", r.stderr)]

@@ -16,9 +16,21 @@
 //   the GPU": cudaDeviceSynchronize, cudaStreamSynchronize, ...). Steady
 //   state: the synchronizations' blocked time in the middle of the run,
 //   plus the copy calls' capped at the D2H copies' host time, must reach
-//   the thresholds. Cost: the D2H copies' and synchronizations' host time
-//   (the host waited; what the GPU then idled is gpu_idle_s, when the
-//   timeline measured).
+//   the thresholds. Note [What a wait for the GPU costs]: the host's wait
+//   is not lost while the GPU works through the queue (the headline does
+//   not count it); what a wait in the loop costs is the GPU's idle that
+//   it causes: the queue drained, the GPU idles while the host returns,
+//   does its own work and launches again, instead of running ahead of the
+//   GPU. So the rule needs the GPU timeline: cost = the GPU idle charged
+//   to synchronizations, to the D2H copies (where no H2D copy time mixes
+//   with them) and to the host (host-bound gaps, which the wait keeps from
+//   overlapping the GPU's work; host_bound counts those gaps too, with the
+//   other fix, feeding the GPU faster), and it must reach the thresholds
+//   and kMinIdleShare of wall time.
+//   Without the timeline there is no finding: a loop that reads back
+//   behind long kernels with nothing else to do loses nothing (issue 17
+//   found the demo's per-step cudaStreamSynchronize "costing" 33% of wall
+//   while the GPU idled 1 ms in them).
 #include <algorithm>
 
 #include "findings/figures.h"
@@ -100,11 +112,22 @@ void sync_copies(const report::Summary& s, std::vector<report::Finding>* out) {
   }
   const double steady = sync_steady + std::min(d2h_s, copy_calls_steady(s));
   if (!worth_reporting(steady, s.wall_s)) return;
+  // Note [What a wait for the GPU costs]: the GPU idle it causes, or nothing.
+  const bool d2h_only = d2h_s > 0 && h2d_s < 0.1 * d2h_s;
+  const double sync_idle = gpu_idle_for(s, timeline::Idle::kSync);
+  if (sync_idle < 0) return;  // the timeline did not measure
+  const double copy_idle = d2h_only ? gpu_idle_for(s, timeline::Idle::kCopies) : 0;
+  const double host_idle = gpu_idle_for(s, timeline::Idle::kHostBound);
+  const double idle = sync_idle + copy_idle + host_idle;
+  if (!worth_reporting(idle, s.wall_s) || idle < kMinIdleShare * s.wall_s) return;
   report::Finding f;
   f.rule = "sync_copies";
   f.title = "the loop waits for the GPU: synchronous D2H copies and synchronizations";
-  set_cost(&f, d2h_s + sync_s, s.wall_s);
-  f.gpu_idle_s = gpu_idle_for(s, timeline::Idle::kSync);
+  set_cost(&f, idle, s.wall_s);
+  f.gpu_idle_s = idle;
+  f.evidence.emplace_back("host waited", seconds_text(d2h_s + sync_s));
+  f.evidence.emplace_back("GPU idle in the waits and the host's gaps after them",
+                          seconds_text(sync_idle + copy_idle) + " + " + seconds_text(host_idle));
   if (d2h_count > 0)
     f.evidence.emplace_back("D2H copies", std::to_string(d2h_count) + ", " +
                                               bytes_text(static_cast<double>(d2h_bytes)) + ", " +
@@ -113,7 +136,7 @@ void sync_copies(const report::Summary& s, std::vector<report::Finding>* out) {
   f.evidence.emplace_back("in steady state (the run's middle 80%)", seconds_text(steady));
   f.where = sites_of(s, Category::kSync);
   // Copy call sites only where they are D2H copies: no H2D copy time to confuse them with.
-  if (d2h_s > 0 && h2d_s < 0.1 * d2h_s) {
+  if (d2h_only) {
     for (std::vector<std::string>& frames : sites_of(s, Category::kCopy))
       if (static_cast<int>(f.where.size()) < kMaxSites) f.where.push_back(std::move(frames));
   }

@@ -27,6 +27,11 @@ namespace findings {
 inline constexpr double kMinShare = 0.01;   // of wall time
 inline constexpr double kMinSeconds = 0.05;  // absolute
 inline constexpr int kMaxSites = 3;          // Finding::where
+// A rule whose cost is GPU idle (timeline_rules.cc, sync_copies) also
+// needs the idle to be at least this share of the time measured: a loaded
+// host's slower returns add a little idle to every step, no habit of the
+// program's.
+inline constexpr double kMinIdleShare = 0.10;
 
 // Whether `seconds` reaches both thresholds of a run of `wall_s`.
 inline bool worth_reporting(double seconds, double wall_s) {

@@ -24,7 +24,6 @@ namespace gpuslack {
 namespace findings {
 namespace {
 
-inline constexpr double kMinIdleShare = 0.10;  // of the device's measured window
 inline constexpr uint64_t kMinSteps = 3;   // marked steps enough to judge the steady state
 
 // Steady state: where the program marks its steps (gpuslack_step), the

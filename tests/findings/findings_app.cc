@@ -15,7 +15,11 @@
 //                  quiet loop (near miss)
 //   item-loop      each step reads a scalar back after its 10 ms kernel,
 //                  as .item() does: a D2H copy and a stream synchronization
-//                  (sync_copies)
+//                  (sync_copies, with gpu_timeline:on), then works 10 ms
+//                  on the host: the GPU idles, as the read kept the host
+//                  from queueing the next step ahead
+//   item-busy      the same reads, no host work between steps: the GPU
+//                  never idles, the waits cost nothing (near miss)
 //   item-end       a quiet loop, then one D2H read and a device
 //                  synchronization behind a 300 ms kernel (near miss)
 //   pressure-loop  allocator:vmm on a small device: each step allocates
@@ -34,6 +38,9 @@
 #include <vector>
 
 #include "gpusim.h"
+#ifdef FINDINGS_HAS_SPIN_KERNEL
+#include "spin_kernel.h"
+#endif
 
 #define CHECK(x)                                                               \
   do {                                                                         \
@@ -50,6 +57,19 @@ cudaStream_t g_stream;
 void* g_busy;
 
 void kernel_us(unsigned us) { CHECK(gpusim_busy_kernel(g_stream, g_busy, 4096, us, 1, nullptr)); }
+
+// A kernel the GPU timeline sees: a launch, where nvcc built the demo's
+// spin kernel (plain builds; the simulated device runs it
+// GPUSIM_COST_KERNEL_US long), else gpusim's busy kernel, which the
+// simulated CUPTI does not record (sanitizer builds register no test that
+// needs the timeline to see it).
+void step_kernel(unsigned us) {
+#ifdef FINDINGS_HAS_SPIN_KERNEL
+  CHECK(launch_spin(g_stream, us * 1000ull));
+#else
+  kernel_us(us);
+#endif
+}
 
 __attribute__((noinline)) void quiet_loop(int steps) {
   for (int i = 0; i < steps; ++i) {
@@ -121,11 +141,11 @@ void pageable_edges() {
   CHECK(cudaFree(dst));
 }
 
-void item_loop() {
+void item_loop(bool host_work) {
   for (int i = 0; i < 100; ++i) {
-    kernel_us(10000);
+    step_kernel(10000);
     read_loss(g_busy);
-    usleep(10000);
+    if (host_work) usleep(10000);
   }
 }
 
@@ -168,7 +188,8 @@ int main(int argc, char** argv) {
   else if (mode == "pageable-loop") copy_loop(false);
   else if (mode == "pinned-loop") copy_loop(true);
   else if (mode == "pageable-edges") pageable_edges();
-  else if (mode == "item-loop") item_loop();
+  else if (mode == "item-loop") item_loop(true);
+  else if (mode == "item-busy") item_loop(false);
   else if (mode == "item-end") item_end();
   else if (mode == "pressure-loop") pressure_loop();
   else {

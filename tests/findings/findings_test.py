@@ -20,6 +20,11 @@ from preload_harness import OutDirTest, run, summary_file  # noqa: E402
 ENV = os.environ
 
 
+# The simulated device runs each launched kernel this long (findings_app's
+# step_kernel).
+KERNEL_10MS = {"GPUSIM_COST_KERNEL_US": "10000"}
+
+
 class Findings(OutDirTest):
     def findings(self, mode, conf=None, extra=None):
         """Runs findings_app MODE; returns (rules that fired: finding, document, stderr)."""
@@ -82,15 +87,23 @@ class Findings(OutDirTest):
         self.assertNotIn("pageable_copies", found)
 
     def test_sync_copies_fire_on_a_read_back_every_step(self):
-        found, doc, _ = self.findings("item-loop")
+        found, doc, _ = self.findings("item-loop", conf="gpu_timeline:on", extra=KERNEL_10MS)
         self.assertIn("sync_copies", found, found.keys())
         f = found["sync_copies"]
         self.assert_finding(f, doc)
         self.assertIn(".item()", f["fix"])
         self.assertTrue(any("read_loss" in fr for site in f["where"] for fr in site), f["where"])
 
+    def test_sync_copies_near_miss_reads_behind_long_kernels(self):
+        # Note [What a wait for the GPU costs] (lib/findings/copy_rules.cc):
+        # the host waits ~1 s in all, the GPU works through every wait.
+        found, doc, _ = self.findings("item-busy", conf="gpu_timeline:on", extra=KERNEL_10MS)
+        waited = sum(c["total_s"] for c in doc["calls"] if c["name"] in ("cudaStreamSynchronize", "cudaMemcpyAsync"))
+        self.assertGreaterEqual(waited, 0.5)  # the read's copy waits behind the kernel
+        self.assertNotIn("sync_copies", found)
+
     def test_sync_copies_near_miss_one_read_back_at_the_end(self):
-        found, doc, _ = self.findings("item-end")
+        found, doc, _ = self.findings("item-end", conf="gpu_timeline:on")
         d2h = [c for c in doc["copies"] if c["kind"] == "D2H"]
         self.assertGreaterEqual(d2h[0]["total_s"], 0.2)
         self.assertNotIn("sync_copies", found)

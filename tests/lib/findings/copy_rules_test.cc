@@ -94,15 +94,47 @@ report::Summary item_loop() {
   return s;
 }
 
+// The GPU timeline measured: the GPU idled `in_waits` in the
+// synchronizations and `host_gaps` while the host worked between steps.
+report::Summary with_gpu_idle(report::Summary s, double in_waits, double host_gaps) {
+  s.gpu_timeline.status = timeline::Status::kMeasured;
+  report::GpuDeviceRow d;
+  d.wall_s = s.wall_s;
+  d.idle_by[static_cast<int>(timeline::Idle::kSync)] = in_waits;
+  d.idle_by[static_cast<int>(timeline::Idle::kHostBound)] = host_gaps;
+  d.idle_s = in_waits + host_gaps;
+  d.busy_s = d.wall_s - d.idle_s;
+  s.gpu_timeline.devices.push_back(d);
+  return s;
+}
+
 TEST(SyncCopies, FiresOnReadsThatWaitForTheGpuEveryStep) {
-  std::vector<report::Finding> f = fired(item_loop(), "sync_copies");
+  // The GPU idled 0.1 s in the waits and 0.95 s in the host's gaps after
+  // them (under host_bound's 10% of the window, so that rule stays quiet).
+  std::vector<report::Finding> f = fired(with_gpu_idle(item_loop(), 0.1, 0.95), "sync_copies");
   ASSERT_EQ(1u, f.size());
-  EXPECT_DOUBLE_EQ(1.55, f[0].cost_s);
+  EXPECT_DOUBLE_EQ(1.05, f[0].cost_s);
+  EXPECT_DOUBLE_EQ(1.05, f[0].gpu_idle_s);
   ASSERT_EQ(2u, f[0].where.size());
   EXPECT_EQ("read_loss()+0x9 (/app/train)", f[0].where[0][0]);
   EXPECT_NE(std::string::npos, f[0].fix.find(".item()"));
   EXPECT_NE(std::string::npos, testing::evidence_of(f[0]).find("cudaStreamSynchronize calls=300"));
 }
+
+// Note [What a wait for the GPU costs]: the same reads behind long kernels
+// with nothing else to do; the host waited 1.55 s, the GPU never idled.
+TEST(SyncCopies, NearMissTheGpuStayedBusyThroughTheWaits) {
+  EXPECT_TRUE(fired(with_gpu_idle(item_loop(), 0.001, 0.01), "sync_copies").empty());
+}
+
+// A loaded host's slower returns: 0.9 s of idle over 10 s, under
+// kMinIdleShare.
+TEST(SyncCopies, NearMissALittleIdleInEveryStep) {
+  EXPECT_TRUE(fired(with_gpu_idle(item_loop(), 0.1, 0.8), "sync_copies").empty());
+}
+
+// Without the timeline the cost is unknown: no finding.
+TEST(SyncCopies, NearMissNoTimelineNoCost) { EXPECT_TRUE(fired(item_loop(), "sync_copies").empty()); }
 
 TEST(SyncCopies, NearMissOneSyncAtTheEnd) {
   report::Summary s = run_of(10);
@@ -119,7 +151,7 @@ TEST(SyncCopies, NearMissCopyTimeThatIsNotDeviceToHost) {
 }
 
 TEST(Evaluate, RanksMostCostlyFirst) {
-  report::Summary s = item_loop();
+  report::Summary s = with_gpu_idle(item_loop(), 0.1, 0.95);
   add_call(&s, "cudaFree", Category::kAllocation, 100, 3.0, 2.0);
   std::vector<report::Finding> all = evaluate(s, Context());
   ASSERT_EQ(2u, all.size());

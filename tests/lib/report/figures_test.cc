@@ -22,10 +22,15 @@
 #include "report/summary_reader.h"
 #include "report/text.h"
 #include "sample_summary.h"
+#include "text_lines.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
+
+using testing_text::lines_of;
+using testing_text::contains_line;
+using testing_text::unwrapped;
 
 using testing_sample::sample_summary;
 
@@ -33,37 +38,8 @@ constexpr uint64_t kSecond = 1000000000ull;
 const ApiCall kMalloc{0, "cudaMalloc", Category::kAllocation};
 const ApiCall kMemcpy{1, "cudaMemcpy", Category::kCopy};
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool contains_line(const std::string& text, const std::string& line) {
-  for (const std::string& l : lines_of(text))
-    if (l == line) return true;
-  return false;
-}
-
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// The text with each line break and the prefix and indent after it made one
-// space: prose the wrap pass broke at 80 columns (report/wrap.h) reads as
-// one line again, and a phrase is found wherever the break fell.
-std::string unwrapped(const std::string& text) {
-  std::string out;
-  for (const std::string& l : lines_of(text)) {
-    size_t from = 0;
-    if (!out.empty()) {
-      from = std::string("gpuslack:").size();
-      while (from < l.size() && l[from] == ' ') ++from;
-      out += ' ';
-    }
-    out += l.substr(from);
-  }
-  return out;
-}
 
 // Every "NNN.N%" in `text` at or above 100.05%.
 std::vector<std::string> shares_above_100(const std::string& text) {

@@ -10,10 +10,13 @@
 #include "report/summary_reader.h"
 #include "report/text.h"
 #include "sample_summary.h"
+#include "text_lines.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
+
+using testing_text::lines_of;
 
 std::vector<Finding> two_findings() {
   Finding a;
@@ -38,13 +41,6 @@ std::vector<Finding> two_findings() {
   b.fix = "pin the batch: DataLoader(pin_memory=True), or tensor.pin_memory(), and copy with "
           ".to('cuda', non_blocking=True)";
   return {a, b};
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
 }
 
 TEST(FindingsReport, JsonReadsBackToTheSameDocumentAndText) {

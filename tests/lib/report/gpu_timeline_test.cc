@@ -14,20 +14,16 @@
 #include "report/text.h"
 #include "report/wrap.h"
 #include "sample_summary.h"
+#include "text_lines.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
 
+using testing_text::lines_of;
+
 using testing_sample::sample_summary;
 using testing_sample::sample_summary_with_gpu_timeline;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 TEST(GpuTimelineText, TheFirstLinesAreEachDevicesIdleShareAndItsCauses) {
   // Each device's line, wrapped at 80 columns (wrap.h), then the host's headline.

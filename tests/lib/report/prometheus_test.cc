@@ -14,20 +14,16 @@
 #include <vector>
 
 #include "sample_summary.h"
+#include "text_lines.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
 
+using testing_text::lines_of;
+
 using testing_sample::sample_summary;
 using testing_sample::sample_summary_with_gpu_timeline;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
 
 // The sample lines, keyed by "name{labels}".
 std::map<std::string, std::string> samples_of(const std::string& text) {

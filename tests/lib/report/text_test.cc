@@ -10,25 +10,16 @@
 
 #include "report/wrap.h"
 #include "sample_summary.h"
+#include "text_lines.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
 
+using testing_text::lines_of;
+using testing_text::contains_line;
+
 using testing_sample::sample_summary;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool contains_line(const std::string& text, const std::string& line) {
-  for (const std::string& l : lines_of(text))
-    if (l == line) return true;
-  return false;
-}
 
 TEST(FormatText, FirstLineSaysWhatShareWasLostAndToWhat) {
   std::string text = format_text(sample_summary());

@@ -1,6 +1,7 @@
 // wrap_line: short lines untouched, long ones broken at spaces within 80
 // columns with the prefix and an indent, nothing lost, long words kept.
 #include "report/wrap.h"
+#include "text_lines.h"
 
 #include <gtest/gtest.h>
 
@@ -12,12 +13,7 @@ namespace gpuslack {
 namespace report {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using testing_text::lines_of;
 
 // The text again: each continuation line's prefix and indent replaced by
 // the one space the break took.

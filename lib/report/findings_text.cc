@@ -36,18 +36,34 @@ void wrap(const std::string& first, const std::string& rest, const std::string& 
   if (!empty || current.size() > indent) out->push_back(current);
 }
 
-// "train_step(int)+0x1a (/app/train)" -> "train_step"; a Python frame
-// "train.py:42 in step" stays as it is.
+// A frame as a person can act on it in one line: the function with its
+// offset (what addr2line needs) and the module's file name, without the
+// C++ argument list and directories:
+//   "train_step(int, std::vector<...>&)+0x1a (/app/train)" -> "train_step+0x1a (train)";
+// a Python frame "train.py:42 in step (python)" stays as it is. A name
+// longer than 40 characters is cut with "...".
 std::string short_frame(const std::string& frame) {
-  std::string f = frame;
-  const size_t module = f.rfind(" (");
-  if (module != std::string::npos && module > 0 && f.back() == ')') f.resize(module);
-  const size_t plus = f.find("+0x");
-  if (plus != std::string::npos && plus > 0) f.resize(plus);
-  const size_t paren = f.find('(');
-  if (paren != std::string::npos && paren > 0) f.resize(paren);
-  if (f.size() > 40) f = f.substr(0, 37) + "...";
-  return f;
+  std::string name = frame, module;
+  const size_t open = frame.rfind(" (");
+  if (open != std::string::npos && open > 0 && frame.back() == ')') {
+    name = frame.substr(0, open);
+    module = frame.substr(open + 2, frame.size() - open - 3);
+    const size_t slash = module.rfind('/');
+    if (slash != std::string::npos) module = module.substr(slash + 1);
+  }
+  // The argument list: from the first '(' to its matching ')'.
+  const size_t args = name.find('(');
+  if (args != std::string::npos && args > 0) {
+    int depth = 0;
+    size_t end = args;
+    for (; end < name.size(); ++end) {
+      if (name[end] == '(') ++depth;
+      if (name[end] == ')' && --depth == 0) break;
+    }
+    name = name.substr(0, args) + (end < name.size() ? name.substr(end + 1) : "");
+  }
+  if (name.size() > 40) name = name.substr(0, 37) + "...";
+  return module.empty() ? name : name + " (" + module + ")";
 }
 
 std::string seconds_text(double s) {
@@ -77,7 +93,7 @@ std::vector<std::string> findings_lines(const std::vector<Finding>& findings) {
     std::string evidence;
     for (const auto& [name, value] : f.evidence) evidence += (evidence.empty() ? "" : "; ") + name + " " + value;
     if (!evidence.empty()) wrap(pad + "evidence: ", pad + "  ", evidence, &out);
-    // Sites that differ only in offsets read the same shortened: once.
+    // Sites that read the same shortened (overloads at one offset): once.
     std::vector<std::string> shown;
     for (const std::vector<std::string>& site : f.where) {
       std::string where;

@@ -87,7 +87,7 @@ TEST(FindingsReport, TextComesRightAfterTheHeadlineNumberedIn80Columns) {
   EXPECT_EQ(after, at);
   EXPECT_EQ("gpuslack: 1. cudaFree/cudaMalloc wait for the whole GPU in steady state", lines[at + 1]);
   EXPECT_EQ("gpuslack:    cost: 1.20 s (9.6% of wall), GPU idle 750.0 ms", lines[at + 2]);
-  EXPECT_EQ("gpuslack:    where: train_step < main", lines[at + 5]);
+  EXPECT_EQ("gpuslack:    where: train_step+0x1a (train) < main+0x10 (train)", lines[at + 5]);
   bool second = false;
   const size_t n = findings_lines(s.findings).size();
   for (size_t i = at; i < lines.size() && i < at + n; ++i) {
@@ -97,17 +97,27 @@ TEST(FindingsReport, TextComesRightAfterTheHeadlineNumberedIn80Columns) {
   EXPECT_TRUE(second);
 }
 
-TEST(FindingsReport, SitesThatReadTheSameShortenedAreShownOnce) {
+// Each site keeps its offset (three cudaFree lines in one function are
+// three places to look); two that read the same shortened are shown once.
+TEST(FindingsReport, SitesKeepTheirOffsetsAndAreShownOnceEach) {
   Finding f = two_findings()[0];
-  f.where = {{"main+0x10 (/app/train)", "libc.so.6+0x2724a"}, {"main+0x99 (/app/train)", "libc.so.6+0x2724a"},
-             {"step+0x1 (/app/train)", "main+0x5 (/app/train)"}};
-  int main_lines = 0, step_lines = 0;
+  f.where = {{"main+0x10 (/app/train)", "libc.so.6+0x2724a"},
+             {"main+0x99 (/app/train)", "libc.so.6+0x2724a"},
+             {"step(int)+0x1 (/app/train)", "main+0x5 (/app/train)"},
+             {"step(long)+0x1 (/app/train)", "main+0x5 (/app/train)"},
+             {"train.py:42 in step (python)", "at::native::copy_(at::Tensor&, bool)+0x30 (/usr/lib/libtorch_cpu.so)"}};
+  int at_10 = 0, at_99 = 0, step = 0, python = 0;
   for (const std::string& l : findings_lines({f})) {
-    main_lines += l == "   where: main < libc.so.6";
-    step_lines += l == "   where: step < main";
+    at_10 += l == "   where: main+0x10 (train) < libc.so.6+0x2724a";
+    at_99 += l == "   where: main+0x99 (train) < libc.so.6+0x2724a";
+    step += l == "   where: step+0x1 (train) < main+0x5 (train)";
+    python += l == "   where: train.py:42 in step (python) < at::native::copy_+0x30" ||
+              l == "     (libtorch_cpu.so)";
   }
-  EXPECT_EQ(1, main_lines);
-  EXPECT_EQ(1, step_lines);
+  EXPECT_EQ(1, at_10);
+  EXPECT_EQ(1, at_99);
+  EXPECT_EQ(1, step);
+  EXPECT_EQ(2, python);
 }
 
 TEST(FindingsReport, NoFindingNoLines) { EXPECT_TRUE(findings_lines({}).empty()); }

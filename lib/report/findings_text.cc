@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "report/wrap.h"
+
 namespace gpuslack {
 namespace report {
 namespace {
@@ -11,29 +13,16 @@ namespace {
 // 80 columns less text.cc's "gpuslack: ".
 constexpr size_t kWidth = 70;
 
-// Appends `text` as lines of at most kWidth: the first starts with
-// `first`, the others with `rest`; breaks at spaces only.
-void wrap(const std::string& first, const std::string& rest, const std::string& text, std::vector<std::string>* out) {
-  std::string current = first;
-  size_t indent = first.size();
-  bool empty = true;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t space = text.find(' ', i);
-    if (space == std::string::npos) space = text.size();
-    const std::string word = text.substr(i, space - i);
-    i = space + 1;
-    if (word.empty()) continue;
-    if (!empty && current.size() + 1 + word.size() > kWidth) {
-      out->push_back(current);
-      current = rest;
-      indent = rest.size();
-      empty = true;
-    }
-    current += (empty ? "" : " ") + word;
-    empty = false;
+// Appends `first` + `text` as lines of at most kWidth, broken by the
+// summary's own wrap pass (wrap.h): continuation lines take the first
+// line's leading spaces plus two.
+void wrap(const std::string& first, const std::string& text, std::vector<std::string>* out) {
+  const std::string wrapped = wrap_line("", first + text, kWidth);
+  size_t from = 0;
+  for (size_t nl = wrapped.find('\n'); nl != std::string::npos; nl = wrapped.find('\n', from)) {
+    out->push_back(wrapped.substr(from, nl - from));
+    from = nl + 1;
   }
-  if (!empty || current.size() > indent) out->push_back(current);
 }
 
 // A frame as a person can act on it in one line: the function with its
@@ -88,11 +77,11 @@ std::vector<std::string> findings_lines(const std::vector<Finding>& findings) {
     std::snprintf(share, sizeof(share), "%.1f%%", f.cost_share * 100);
     std::string cost = seconds_text(f.cost_s) + " (" + share + " of wall)";
     if (f.gpu_idle_s >= 0) cost += ", GPU idle " + seconds_text(f.gpu_idle_s);
-    wrap(number, pad, f.title, &out);
-    wrap(pad + "cost: ", pad + "  ", cost, &out);
+    wrap(number, f.title, &out);
+    wrap(pad + "cost: ", cost, &out);
     std::string evidence;
     for (const auto& [name, value] : f.evidence) evidence += (evidence.empty() ? "" : "; ") + name + " " + value;
-    if (!evidence.empty()) wrap(pad + "evidence: ", pad + "  ", evidence, &out);
+    if (!evidence.empty()) wrap(pad + "evidence: ", evidence, &out);
     // Sites that read the same shortened (overloads at one offset): once.
     std::vector<std::string> shown;
     for (const std::vector<std::string>& site : f.where) {
@@ -100,9 +89,9 @@ std::vector<std::string> findings_lines(const std::vector<Finding>& findings) {
       for (size_t i = 0; i < site.size() && i < 2; ++i) where += (i ? " < " : "") + short_frame(site[i]);
       if (where.empty() || std::find(shown.begin(), shown.end(), where) != shown.end()) continue;
       shown.push_back(where);
-      wrap(pad + "where: ", pad + "  ", where, &out);
+      wrap(pad + "where: ", where, &out);
     }
-    if (!f.fix.empty()) wrap(pad + "fix: ", pad + "  ", f.fix, &out);
+    if (!f.fix.empty()) wrap(pad + "fix: ", f.fix, &out);
   }
   return out;
 }

@@ -72,6 +72,39 @@ void read_throttle(const char* spec, Config* c) {
   c->throttle_reason = bit;
 }
 
+// A non-negative number from `name`, or one stderr line and no change.
+template <class T>
+void read_number(const char* name, T* field) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return;
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  if (end == v || *end != '\0' || d < 0) {
+    std::fprintf(stderr, "gpusim: ignoring %s=%s (not a non-negative number)\n", name, v);
+    return;
+  }
+  *field = static_cast<T>(d);
+}
+
+// The NCCL fabric's knobs (Config::nvlink_links ... nccl_ring_default).
+void read_fabric(Config* c) {
+  read_number("GPUSIM_NVLINK_LINKS", &c->nvlink_links);
+  read_number("GPUSIM_NVLINK_VERSION", &c->nvlink_version);
+  if (nvlink_link_gbps(c->nvlink_version) <= 0) {
+    std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVLINK_VERSION=%d (known: 1 to 5)\n", c->nvlink_version);
+    c->nvlink_version = 4;
+  }
+  read_number("GPUSIM_NET_GBPS", &c->net_gbps);
+  read_number("GPUSIM_NET_LATENCY_US", &c->net_latency_us);
+  read_number("GPUSIM_NODE", &c->node);
+  c->fabric = c->nvlink_links > 0 || c->net_gbps > 0;
+  if (const char* v = std::getenv("GPUSIM_NCCL_ALGO_DEFAULT")) {
+    if (std::strcmp(v, "ring") == 0) c->nccl_ring_default = true;
+    else if (std::strcmp(v, "tuned") != 0)
+      std::fprintf(stderr, "gpusim: ignoring GPUSIM_NCCL_ALGO_DEFAULT=%s (want ring or tuned)\n", v);
+  }
+}
+
 Config load() {
   Config c;
   if (const char* v = std::getenv("GPUSIM_DEVICE_COUNT")) c.device_count = std::atoi(v);
@@ -84,6 +117,7 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_PAGEABLE_ASYNC_BYTES"))
     c.pageable_async_bytes = parse_bytes(v, c.pageable_async_bytes);
   if (const char* v = std::getenv("GPUSIM_NVML_THROTTLE")) read_throttle(v, &c);
+  read_fabric(&c);
 #define GPUSIM_COST(field) read_double(#field, &c.field)
   GPUSIM_COST(pinned_h2d_gbps); GPUSIM_COST(pinned_d2h_gbps); GPUSIM_COST(pageable_gbps);
   GPUSIM_COST(d2d_gbps); GPUSIM_COST(memset_gbps); GPUSIM_COST(copy_latency_us);
@@ -159,6 +193,18 @@ bool should_fail(const char* name) {
 
 Clock::time_point after(Clock::time_point t, double us) {
   return t + std::chrono::nanoseconds(static_cast<int64_t>(us * 1000.0));
+}
+
+double nvlink_link_gbps(int version) {
+  // Per link, per direction: NVLink 1 (P100) 20, 2 (V100) 25, 3 (A100) 25,
+  // 4 (H100) 25, 5 (B200) 50 GB/s (NVIDIA's NVLink pages: 18 links of
+  // NVLink 4 carry 900 GB/s both ways, 18 of NVLink 5 1.8 TB/s).
+  switch (version) {
+    case 1: return 20;
+    case 2: case 3: case 4: return 25;
+    case 5: return 50;
+    default: return 0;
+  }
 }
 
 double transfer_us(size_t bytes, double gbps) {

@@ -17,6 +17,7 @@ namespace ncclsim {
 
 Clique::Clique(std::vector<int> devs)
     : nranks(static_cast<int>(devs.size())), devices(std::move(devs)) {
+  shape.ranks_per_node = nranks;  // one node, until the segment says otherwise
   coll_next[kDirect].assign(nranks, 0);
   coll_next[kGraph].assign(nranks, 0);
   pending.assign(nranks, 0);
@@ -154,6 +155,7 @@ void poll_segment(uint64_t key) {
   if (ready) {
     clique = std::make_shared<Clique>(j.segment->devices());
     clique->segment = j.segment;
+    clique->shape = shape_of(j.segment->nodes());
   } else {
     std::fprintf(stderr, "gpusim: nccl: ncclCommInitRank: not every rank of %d joined within %g s (GPUSIM_NCCL_TIMEOUT_S)\n",
                  j.expected, gpusim::config().nccl_timeout_s);
@@ -213,6 +215,7 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
   if (key == 0) return fail(ncclInvalidArgument, "ncclCommInitRank: not an id from ncclGetUniqueId");
   bool blocking = true;
   if (ncclResult_t r = read_config(config, &blocking)) return r;
+  if (!tuning_error().empty()) return fail(ncclInvalidUsage, tuning_error());
   int device = gpusim::current_device();
   if (!gpusim::valid_device(device)) return fail(ncclUnhandledCudaError, "no usable CUDA device");
   auto* c = new ncclComm();
@@ -346,6 +349,7 @@ NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncc
 
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   if (!comms || ndev < 1) return fail(ncclInvalidArgument, "ncclCommInitAll: invalid comms or ndev");
+  if (!tuning_error().empty()) return fail(ncclInvalidUsage, tuning_error());
   for (int i = 0; i < ndev; ++i)
     if (!gpusim::valid_device(devlist ? devlist[i] : i))
       return fail(ncclInvalidArgument, "ncclCommInitAll: invalid device in devlist");

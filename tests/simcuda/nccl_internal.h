@@ -18,6 +18,7 @@
 #include <nccl.h>
 #pragma GCC visibility pop
 
+#include "nccl/cost_model.h"
 #include "nccl_process.h"
 
 #include <atomic>
@@ -61,15 +62,38 @@ struct Work {
   const void* send = nullptr;
   void* recv = nullptr;
   uint64_t seq = 0;  // rendezvous number; assigned when enqueued
+  // NCCL's choice for this call (nccl_fabric.cc, README.md "NCCL",
+  // "Fabric"), made when the call is issued, the same on every rank: NCCL's
+  // spellings, as its profiler plugin reports them. Point-to-point ops and
+  // those without a communicator shape keep the defaults.
+  const char* algo = "Ring";   // "Ring", "Tree"
+  const char* proto = "Simple";  // "LL", "LL128", "Simple"
+  int channels = 1;
+  // The fabric's modeled GPU time of this call, µs; 0: no fabric configured
+  // (or an op the cost model does not cover): modeled_us's one-link time.
+  double fabric_us = 0;
 };
 
 // What a collective computes and how long it takes (nccl_reduce.cc).
 size_t type_size(int t);  // 0 for an invalid type
 // Computes every rank's output of one collective; args[r] is rank r's call.
 void compute(const std::vector<Work>& args);
-// config().nccl_latency_us + the bytes the nccl-tests bus bandwidth counts
-// for this call over `n` ranks, at config().nccl_gbps.
+// The call's modeled GPU time: w.fabric_us where the fabric is configured,
+// else config().nccl_latency_us + the bytes the nccl-tests bus bandwidth
+// counts for this call over `n` ranks, at config().nccl_gbps.
 double modeled_us(const Work& w, int n);
+
+// The fabric (nccl_fabric.cc): nodes x ranks per node of a communicator,
+// from each rank's node (GPUSIM_NODE of its process).
+gpuslack::nccl::Shape shape_of(const std::vector<int>& nodes);
+// Makes NCCL's choice for `w` on a communicator of `shape` (algo, proto,
+// channels, fabric_us). Every rank computes the same.
+void choose(Work* w, const gpuslack::nccl::Shape& shape);
+// Empty, or why NCCL_ALGO / NCCL_PROTO are refused (NCCL then fails the
+// communicator's init with ncclInvalidUsage); read once.
+const std::string& tuning_error();
+// GPUSIM_NCCL_DEBUG is set.
+bool debug();
 // Whether two ranks' calls are the same collective.
 bool same_call(const Work& a, const Work& b);
 // memmove, skipped when dst == src (in place).
@@ -126,6 +150,9 @@ struct Clique {
   // Ranks in other processes (nccl_process.h): collectives meet there, not
   // in `colls`. Null for a communicator of this process alone.
   std::shared_ptr<Segment> segment;
+  // Nodes x ranks per node; set before the comms are published. In-process
+  // communicators are on this process's node.
+  gpuslack::nccl::Shape shape;
 };
 
 }  // namespace ncclsim

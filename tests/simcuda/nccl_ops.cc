@@ -15,6 +15,7 @@
 //     data, as in NCCL.
 // What is computed and the modeled time: nccl_reduce.cc.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "nccl_internal.h"
@@ -46,6 +47,10 @@ void run_collective(Clique& c, std::unique_lock<std::mutex>& l, int rank, int sp
   if (++s.arrived == c.nranks) {
     auto start = Clock::now();
     s.end = gpusim::after(start, modeled_us(w, c.nranks));
+    if (debug())
+      std::fprintf(stderr, "gpusim: nccl: collective %llu of %d ranks (%d x %d): %s/%s, %d channels, modeled %.3f ms\n",
+                   static_cast<unsigned long long>(w.seq), c.nranks, c.shape.nodes, c.shape.ranks_per_node, w.algo,
+                   w.proto, w.channels, modeled_us(w, c.nranks) / 1e3);
     bool match = true;
     for (const Work& o : s.args) match = match && same_call(o, w);
     if (match) {
@@ -318,6 +323,7 @@ ncclResult_t issue(ncclComm* comm, cudaStream_t h, Work w) {
   if (r == ncclSuccess && !stream) r = fail(ncclUnhandledCudaError, "invalid stream");
   if (r == ncclSuccess && w.count == 0 && w.kind != Kind::kSend && w.kind != Kind::kRecv)
     return ncclSuccess;  // NCCL skips empty collectives
+  if (r == ncclSuccess) choose(&w, comm->clique->shape);
   if (t_group.depth > 0) {
     if (r != ncclSuccess) {
       if (t_group.error == ncclSuccess) t_group.error = r;  // the group fails at its end

@@ -96,6 +96,7 @@ struct Segment::Slot {
   std::atomic<int32_t> gone;      // 1: destroyed, 2: aborted
   int32_t pid;
   int32_t device;
+  int32_t node;                   // GPUSIM_NODE of its process
   std::atomic<uint64_t> arrived;  // sequence number of its latest collective (1-based)
   int64_t arrived_ns;             // written before `arrived`
   CallDesc call;                  // written before `arrived`
@@ -227,6 +228,7 @@ ncclResult_t Segment::claim(int rank, int device) {
     return fail(ncclInvalidArgument, "ncclCommInitRank: rank joined twice");
   me.pid = getpid();
   me.device = device;
+  me.node = gpusim::config().node;
   auto* h = static_cast<Header*>(base_);
   h->attached.fetch_add(1, std::memory_order_acq_rel);
   h->joined.fetch_add(1, std::memory_order_release);
@@ -246,6 +248,12 @@ std::vector<int> Segment::devices() const {
   std::vector<int> d(nranks_);
   for (int r = 0; r < nranks_; ++r) d[r] = slot(r).device;
   return d;
+}
+
+std::vector<int> Segment::nodes() const {
+  std::vector<int> n(nranks_);
+  for (int r = 0; r < nranks_; ++r) n[r] = slot(r).node;
+  return n;
 }
 
 void Segment::unlink() { shm_unlink(name_.c_str()); }
@@ -371,10 +379,11 @@ ncclResult_t Segment::collective(int rank, const Work& w, const std::function<bo
     me.consumed.store(step, std::memory_order_release);
     notify();
   }
-  if (std::getenv("GPUSIM_NCCL_DEBUG"))
-    std::fprintf(stderr, "gpusim: nccl: rank %d collective %llu: %.3f ms waiting for the last arrival, %.3f ms moving data\n",
+  if (debug())
+    std::fprintf(stderr, "gpusim: nccl: rank %d collective %llu: %.3f ms waiting for the last arrival, %.3f ms moving data; "
+                 "%s/%s, %d channels, modeled %.3f ms\n",
                  rank, static_cast<unsigned long long>(seq), (start_ns - me.arrived_ns) / 1e6,
-                 (now_ns() - start_ns) / 1e6);
+                 (now_ns() - start_ns) / 1e6, w.algo, w.proto, w.channels, modeled_us(w, nranks_) / 1e3);
   *end = gpusim::after(gpusim::Clock::time_point(std::chrono::nanoseconds(start_ns)), modeled_us(w, nranks_));
   if (!match) return fail(ncclInvalidUsage, "ranks called different collectives at one sequence number");
   return ncclSuccess;

@@ -59,6 +59,7 @@ class Segment {
   int nranks() const { return nranks_; }
   bool complete() const;               // every rank registered
   std::vector<int> devices() const;    // per rank, once complete
+  std::vector<int> nodes() const;      // per rank (GPUSIM_NODE of its process), once complete
   // Removes the name (the mapping lives on while this object does).
   void unlink();
   // A rank's comm is gone (destroyed; aborted): peers waiting for it fail.

@@ -304,6 +304,7 @@ void compute(const std::vector<Work>& args) {
 
 // The bytes the nccl-tests bus bandwidth counts (doc/PERFORMANCE.md there).
 double modeled_us(const Work& w, int n) {
+  if (w.fabric_us > 0) return w.fabric_us;
   const double size = static_cast<double>(w.count * type_size(w.type));
   const double ranks = n, share = (ranks - 1) / ranks;
   double moved = size;

@@ -91,6 +91,21 @@ struct Config {
   double copy_latency_us = 2;    // per copy or memset on the GPU
   double nccl_gbps = 100;        // bus bandwidth of one NCCL link
   double nccl_latency_us = 10;   // per collective
+  // The NCCL fabric (README.md, "NCCL", "Fabric"): nodes x GPUs per node.
+  // Set by GPUSIM_NVLINK_LINKS, GPUSIM_NVLINK_VERSION, GPUSIM_NET_GBPS,
+  // GPUSIM_NET_LATENCY_US and GPUSIM_NODE; with neither GPUSIM_NVLINK_LINKS
+  // nor GPUSIM_NET_GBPS set (`fabric` false), collectives keep the one-link
+  // time above (nccl_gbps, nccl_latency_us).
+  int nvlink_links = 0;          // GPUSIM_NVLINK_LINKS: NVLink links up per GPU; 0 = PCIe only
+  int nvlink_version = 4;        // GPUSIM_NVLINK_VERSION
+  double net_gbps = 0;           // GPUSIM_NET_GBPS: network per GPU per direction (0: nccl_gbps)
+  double net_latency_us = 0;     // GPUSIM_NET_LATENCY_US: per network hop (0: NCCL's own figure)
+  int node = 0;                  // GPUSIM_NODE: this process's simulated node
+  bool fabric = false;           // nvlink_links > 0 or net_gbps > 0
+  // GPUSIM_NCCL_ALGO_DEFAULT: what NCCL's tuner picks where NCCL_ALGO
+  // leaves it a choice. false ("tuned", the default): the cost model's
+  // fastest; true ("ring"): Ring whenever allowed (the field report's NCCL).
+  bool nccl_ring_default = false;
 
   double malloc_us = 10;         // cudaMalloc base cost
   double malloc_per_gib_us = 100;
@@ -126,6 +141,9 @@ void charge(double us);
 void wait_until(Clock::time_point deadline);
 Clock::time_point after(Clock::time_point t, double us);
 double transfer_us(size_t bytes, double gbps);
+// Per-direction bandwidth of one NVLink link of `version`, GB/s (NVLink 4:
+// 25, 18 links = 450 per direction, 900 GB/s both ways); 0 unknown version.
+double nvlink_link_gbps(int version);
 
 // Says on stderr, once per (api, name), that the simulated device was asked
 // for something it cannot answer: "gpusim: unanswered <api>: <name>". The

@@ -379,11 +379,14 @@ ncclResult_t Segment::collective(int rank, const Work& w, const std::function<bo
     me.consumed.store(step, std::memory_order_release);
     notify();
   }
-  if (debug())
+  if (debug()) {
+    const gpuslack::nccl::Shape shape = shape_of(nodes());
     std::fprintf(stderr, "gpusim: nccl: rank %d collective %llu: %.3f ms waiting for the last arrival, %.3f ms moving data; "
-                 "%s/%s, %d channels, modeled %.3f ms\n",
+                 "%d x %d ranks, %s/%s, %d channels, modeled %.3f ms\n",
                  rank, static_cast<unsigned long long>(seq), (start_ns - me.arrived_ns) / 1e6,
-                 (now_ns() - start_ns) / 1e6, w.algo, w.proto, w.channels, modeled_us(w, nranks_) / 1e3);
+                 (now_ns() - start_ns) / 1e6, shape.nodes, shape.ranks_per_node, w.algo, w.proto, w.channels,
+                 modeled_us(w, nranks_) / 1e3);
+  }
   *end = gpusim::after(gpusim::Clock::time_point(std::chrono::nanoseconds(start_ns)), modeled_us(w, nranks_));
   if (!match) return fail(ncclInvalidUsage, "ranks called different collectives at one sequence number");
   return ncclSuccess;

@@ -7,7 +7,9 @@
 //   "rank R ok timed_ms T"   (T: the timed all-reduce's GPU time, events)
 // or "rank R error <what>" and exits 1. Modes: "run"; "die": exits 3 right
 // after the init, never arriving at a collective; "one": only the first
-// all-reduce.
+// all-reduce; "fabric:<bytes>": an all-reduce of <bytes> of float (which
+// lines the ranks up), then the timed one of the same size, unchecked (the
+// fabric's timing, nccl_process_test.cc).
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -109,6 +111,25 @@ int main(int argc, char** argv) {
   if (mode == "die") _exit(3);
   cudaStream_t s;
   cuda(cudaStreamCreate(&s), "cudaStreamCreate");
+  if (mode.rfind("fabric:", 0) == 0) {
+    const size_t bytes = std::stoull(mode.substr(7));
+    float* buf;
+    cuda(cudaMalloc(&buf, bytes), "cudaMalloc");
+    cudaEvent_t a, b;
+    cuda(cudaEventCreate(&a), "cudaEventCreate");
+    cuda(cudaEventCreate(&b), "cudaEventCreate");
+    nccl(ncclAllReduce(buf, buf, bytes / 4, ncclFloat32, ncclSum, comm, s), "ncclAllReduce");
+    finish(comm, s, "first all-reduce");
+    cuda(cudaEventRecord(a, s), "cudaEventRecord");
+    nccl(ncclAllReduce(buf, buf, bytes / 4, ncclFloat32, ncclSum, comm, s), "ncclAllReduce");
+    cuda(cudaEventRecord(b, s), "cudaEventRecord");
+    finish(comm, s, "timed all-reduce");
+    float ms = 0;
+    cuda(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+    nccl(ncclCommDestroy(comm), "ncclCommDestroy");
+    std::printf("rank %d ok timed_ms %.3f\n", rank_, ms);
+    return 0;
+  }
   check_all_reduce(comm, s, n, 1001);
   if (mode == "one") {
     nccl(ncclCommDestroy(comm), "ncclCommDestroy");

@@ -18,10 +18,13 @@
 #include <cuda_runtime_api.h>
 #include <signal.h>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "nccl_tuning.h"
 
 extern char** environ;
 
@@ -43,11 +46,13 @@ std::string hex(const ncclUniqueId& id) {
 }
 
 // Starts one process per rank (delays[r] ms before the timed all-reduce,
-// modes[r] "run", "die" or "one") and waits for all, at most `limit`. With
-// `given`, they are ranks first_rank.. of `nranks` of that id.
+// modes[r] "run", "die", "one" or "fabric:<bytes>") and waits for all, at
+// most `limit`. With `given`, they are ranks first_rank.. of `nranks` of
+// that id. `rank_env(r)`: more VAR=value lines for rank r's environment.
 std::vector<RankResult> run_job(const std::vector<int>& delays, const std::vector<std::string>& modes,
                                 std::chrono::seconds limit, const std::string& timeout_s = "60",
-                                const ncclUniqueId* given = nullptr, int first_rank = 0, int nranks = 0) {
+                                const ncclUniqueId* given = nullptr, int first_rank = 0, int nranks = 0,
+                                const std::function<std::vector<std::string>(int)>& rank_env = nullptr) {
   const int n = static_cast<int>(delays.size());
   ncclUniqueId id;
   if (given) id = *given;
@@ -62,11 +67,14 @@ std::vector<RankResult> run_job(const std::vector<int>& delays, const std::vecto
       env_strings.push_back(*e);
   env_strings.push_back("GPUSIM_NCCL_TIMEOUT_S=" + timeout_s);
   env_strings.push_back("GPUSIM_DEVICE_COUNT=1");
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
   std::vector<pid_t> pids(n, -1);
   for (int r = 0; r < n; ++r) {
+    std::vector<std::string> rank_strings = env_strings;
+    if (rank_env)
+      for (const std::string& e : rank_env(r)) rank_strings.push_back(e);
+    std::vector<char*> envp;
+    for (auto& s : rank_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
     const std::string out = dir + "/rank" + std::to_string(r) + ".out";
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -218,6 +226,77 @@ TEST(NcclProcesses, ARankThatNeverJoinsFailsTheInitAfterTheTimeout) {
   EXPECT_EQ(nullptr, comm);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(50));
+}
+
+// ------------------------------------------------------------ the fabric --
+// Eight processes as 2 nodes x 4 GPUs (README.md, "NCCL", "Fabric"): NVLink 4
+// x 18 within a node, the network scaled down to 50 MB/s per GPU so that a
+// 1 MiB all-reduce takes tens of milliseconds (the ratio of the two is the
+// field report's, 450 against 50 GB/s, times 1000).
+constexpr size_t kFabricBytes = 1u << 20;
+
+std::function<std::vector<std::string>(int)> two_nodes_of_four(const std::vector<std::string>& extra) {
+  return [extra](int r) {
+    std::vector<std::string> env = {"GPUSIM_NODE=" + std::to_string(r / 4), "GPUSIM_NVLINK_LINKS=18",
+                                    "GPUSIM_NVLINK_VERSION=4", "GPUSIM_NET_GBPS=0.05", "GPUSIM_NCCL_DEBUG=1"};
+    env.insert(env.end(), extra.begin(), extra.end());
+    return env;
+  };
+}
+
+// What the simulated NCCL should choose and take there, by the model.
+ncclsim::tuning::Decision expected(bool ring_default, const char* nccl_algo) {
+  ncclsim::tuning::Enabled enabled;
+  std::string error;
+  if (nccl_algo) EXPECT_TRUE(ncclsim::tuning::parse_list(nccl_algo, true, &enabled, &error)) << error;
+  gpuslack::nccl::Links links;
+  links.intra_gbps = 18 * 25;
+  links.inter_gbps = 0.05;
+  links.intra_is_nvlink = true;
+  gpuslack::nccl::Shape shape;
+  shape.nodes = 2;
+  shape.ranks_per_node = 4;
+  return ncclsim::tuning::choose(gpuslack::nccl::CollectiveOp::kAllReduce, kFabricBytes, shape, links, enabled,
+                                 ring_default);
+}
+
+// The timed all-reduce of the rank that arrived last (it waited for no
+// peer): the op's own time. Checks every rank ran it with `algo`.
+double fabric_run_ms(const std::vector<std::string>& extra, const char* algo) {
+  auto results = run_job(std::vector<int>(8, 0), std::vector<std::string>(8, "fabric:" + std::to_string(kFabricBytes)),
+                         std::chrono::seconds(100), "60", nullptr, 0, 0, two_nodes_of_four(extra));
+  double fastest = 1e9;
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(0, results[r].exit_code) << "rank " << r << ": " << results[r].out;
+    EXPECT_NE(std::string::npos, results[r].out.find(std::string("2 x 4 ranks, ") + algo + "/"))
+        << "rank " << r << ": " << results[r].out;
+    if (timed_ms(results[r]) >= 0) fastest = std::min(fastest, timed_ms(results[r]));
+  }
+  return fastest;
+}
+
+TEST(NcclProcesses, TwoNodesOfFourRunRingByDefaultAndTreeWhenTheModelOrNcclAlgoSaysSo) {
+  const auto ring = expected(true, nullptr), fixed = expected(true, "allreduce:tree"), tuned = expected(false, nullptr);
+  ASSERT_EQ(gpuslack::nccl::Algo::kRing, ring.algo);
+  ASSERT_EQ(gpuslack::nccl::Algo::kTree, fixed.algo);
+  ASSERT_EQ(gpuslack::nccl::Algo::kTree, tuned.algo);
+  // The configuration's point: ring spends its time on the slow network.
+  ASSERT_GT(ring.cost.time_s, 2 * fixed.cost.time_s);
+  struct Case {
+    std::vector<std::string> env;
+    const char* algo;
+    double want_ms;
+  } cases[] = {
+      {{"GPUSIM_NCCL_ALGO_DEFAULT=ring"}, "Ring", ring.cost.time_s * 1e3},
+      {{"GPUSIM_NCCL_ALGO_DEFAULT=ring", "NCCL_ALGO=allreduce:tree"}, "Tree", fixed.cost.time_s * 1e3},
+      {{}, "Tree", tuned.cost.time_s * 1e3},  // tuned, the default
+  };
+  for (const Case& c : cases) {
+    const double ms = fabric_run_ms(c.env, c.algo);
+    // Wide margins above (a loaded host); below, the model's time is a floor.
+    EXPECT_GE(ms, 0.9 * c.want_ms) << c.algo;
+    EXPECT_LE(ms, 1.5 * c.want_ms + 25) << c.algo;
+  }
 }
 
 }  // namespace

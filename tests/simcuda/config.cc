@@ -98,6 +98,7 @@ void read_fabric(Config* c) {
   read_number("GPUSIM_NET_LATENCY_US", &c->net_latency_us);
   read_number("GPUSIM_NODE", &c->node);
   c->fabric = c->nvlink_links > 0 || c->net_gbps > 0;
+  if (const char* v = std::getenv("GPUSIM_NCCL_DATA")) c->nccl_moves_data = std::atoi(v) != 0;
   if (const char* v = std::getenv("GPUSIM_NCCL_ALGO_DEFAULT")) {
     if (std::strcmp(v, "ring") == 0) c->nccl_ring_default = true;
     else if (std::strcmp(v, "tuned") != 0)

@@ -53,14 +53,14 @@ void run_collective(Clique& c, std::unique_lock<std::mutex>& l, int rank, int sp
                    w.proto, w.channels, modeled_us(w, c.nranks) / 1e3);
     bool match = true;
     for (const Work& o : s.args) match = match && same_call(o, w);
-    if (match) {
+    if (!match) {
+      if (c.error == ncclSuccess) c.error = ncclInvalidUsage;  // ranks called different collectives
+    } else if (gpusim::config().nccl_moves_data) {
       s.computing = true;
       l.unlock();
       compute(s.args);
       l.lock();
       s.computing = false;
-    } else if (c.error == ncclSuccess) {
-      c.error = ncclInvalidUsage;  // ranks called different collectives
     }
     s.done = true;
     c.cv.notify_all();

@@ -329,7 +329,9 @@ ncclResult_t Segment::collective(int rank, const Work& w, const std::function<bo
     match = match && std::memcmp(&s.call, &me.call, sizeof(CallDesc)) == 0;
   }
   const size_t ts = type_size(w.type), bytes = w.count * ts;
-  const size_t steps = match ? std::max<size_t>(1, (bytes + kWindow - 1) / kWindow) : 1;
+  // GPUSIM_NCCL_DATA=0 (every rank alike): no data step, the time alone.
+  const size_t steps = !gpusim::config().nccl_moves_data ? 0
+                       : match ? std::max<size_t>(1, (bytes + kWindow - 1) / kWindow) : 1;
   const bool root = rank == w.root;
   const bool writes = w.kind != Kind::kBroadcast || root;
   for (size_t k = 0; k < steps; ++k) {

@@ -106,6 +106,11 @@ struct Config {
   // leaves it a choice. false ("tuned", the default): the cost model's
   // fastest; true ("ring"): Ring whenever allowed (the field report's NCCL).
   bool nccl_ring_default = false;
+  // GPUSIM_NCCL_DATA=0: collectives keep their time but move no data (their
+  // outputs are left as they were), so that a job of many ranks of large
+  // buffers on a few host cores is timed by the model, not by memcpy. Set it
+  // alike for every rank of a communicator.
+  bool nccl_moves_data = true;
 
   double malloc_us = 10;         // cudaMalloc base cost
   double malloc_per_gib_us = 100;

@@ -110,6 +110,34 @@ TEST(NcclFabric, NcclProtoChangesTheTimeOnAFabric) {
   expect_about(ll.time_s * 1e3, all_reduce_ms());
 }
 
+TEST(NcclFabric, WithoutDataACollectiveKeepsItsTimeAndLeavesTheBuffers) {
+  setenv("GPUSIM_COST_NCCL_GBPS", "0.1", 1);
+  setenv("GPUSIM_NCCL_DATA", "0", 1);
+  std::mutex mu;
+  double fastest = 1e9;
+  run_ranks(kRanks, [&](int, ncclComm_t comm, cudaStream_t s) {
+    std::vector<float> ones(kBytes / 4, 1.0f);
+    float* buf = static_cast<float*>(to_device(ones.data(), kBytes));
+    cudaEvent_t a, b;
+    CUDA_OK(cudaEventCreate(&a));
+    CUDA_OK(cudaEventCreate(&b));
+    NCCL_OK(ncclAllReduce(buf, buf, kBytes / 4, ncclFloat32, ncclSum, comm, s));
+    CUDA_OK(cudaEventRecord(a, s));
+    NCCL_OK(ncclAllReduce(buf, buf, kBytes / 4, ncclFloat32, ncclSum, comm, s));
+    CUDA_OK(cudaEventRecord(b, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    EXPECT_EQ(1.0f, download<float>(buf, 1)[0]);  // summed over 4 ranks twice it would be 16
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, a, b));
+    std::lock_guard<std::mutex> l(mu);
+    fastest = std::min(fastest, static_cast<double>(ms));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaFree(buf);
+  });
+  expect_about(one_link_ms(), fastest);
+}
+
 TEST(NcclFabric, AMalformedNcclAlgoFailsTheInitAsInNccl) {
   setenv("NCCL_ALGO", "Rnig", 1);
   ncclUniqueId id;

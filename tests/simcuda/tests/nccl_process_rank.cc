@@ -1,5 +1,7 @@
 // One rank of a communicator across processes, for nccl_process_test.cc:
 //   nccl_process_rank <id-hex> <rank> <nranks> <delay-ms> <mode>
+// <id-hex> may be @FILE: rank 0 writes a fresh id there, the others wait
+// for it (a job started by hand, tests/simcuda/README.md "Fabric").
 // joins the id's communicator on device 0 of its own (simulated) process,
 // then runs all-reduces of int32 (sum: one under the 4 MiB window, one over
 // it, in place), a broadcast and an all-gather, checking every result; then
@@ -46,6 +48,36 @@ void finish(ncclComm_t comm, cudaStream_t s, const char* what) {
   ncclResult_t async = ncclSuccess;
   nccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
   if (async != ncclSuccess) die(std::string(what) + ": " + ncclGetErrorString(async) + ": " + ncclGetLastError(comm));
+}
+
+// The id's hex in `path`: rank 0 makes it (written whole, then renamed into
+// place), the others wait up to 30 s for it.
+std::string id_file(const std::string& path) {
+  if (rank_ == 0) {
+    ncclUniqueId id;
+    nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    std::string hex;
+    char b[3];
+    for (char c : id.internal) {
+      std::snprintf(b, sizeof(b), "%02x", static_cast<unsigned char>(c));
+      hex += b;
+    }
+    const std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f || std::fputs(hex.c_str(), f) < 0 || std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
+      die("cannot write " + path);
+    return hex;
+  }
+  for (int i = 0; i < 3000; ++i) {
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      char buf[512] = {};
+      size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+      std::fclose(f);
+      return std::string(buf, n);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  die("no id in " + path + " within 30 s");
 }
 
 int32_t val(int r, size_t i) { return static_cast<int32_t>(r * 1000003 + i * 7 + 1); }
@@ -98,10 +130,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   ncclUniqueId id{};
-  const char* hex = argv[1];
-  if (std::strlen(hex) != 2 * sizeof(id.internal)) die("bad id");
-  for (size_t i = 0; i < sizeof(id.internal); ++i) id.internal[i] = static_cast<char>(std::stoi(std::string(hex + 2 * i, 2), nullptr, 16));
   rank_ = std::atoi(argv[2]);
+  std::string hex = argv[1];
+  if (hex[0] == '@') hex = id_file(hex.substr(1));
+  if (hex.size() != 2 * sizeof(id.internal)) die("bad id");
+  for (size_t i = 0; i < sizeof(id.internal); ++i) id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   const int n = std::atoi(argv[3]);
   const int delay_ms = std::atoi(argv[4]);
   const std::string mode = argv[5];

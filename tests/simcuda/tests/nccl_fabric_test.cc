@@ -6,7 +6,9 @@
 //
 // Each test sets its environment first: every test case runs as its own
 // process (tests/CMakeLists.txt) and the device reads it once. Bandwidths
-// are scaled down (0.1 GB/s) so that a 1 MiB all-reduce takes milliseconds.
+// are scaled down (0.1 GB/s) so that a 1 MiB all-reduce takes milliseconds,
+// and the timed tests move no data (GPUSIM_NCCL_DATA=0): reducing 4 MiB on a
+// CPU under a sanitizer takes longer than the modeled time.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -82,11 +84,13 @@ gn::Cost model(const char* algo, const char* proto) {
 
 TEST(NcclFabric, NoFabricKnobKeepsTheOneLinkTime) {
   setenv("GPUSIM_COST_NCCL_GBPS", "0.1", 1);
+  setenv("GPUSIM_NCCL_DATA", "0", 1);
   expect_about(one_link_ms(), all_reduce_ms());
 }
 
 TEST(NcclFabric, NoFabricKnobKeepsTheOneLinkTimeWhateverNcclAlgoAndProtoSay) {
   setenv("GPUSIM_COST_NCCL_GBPS", "0.1", 1);
+  setenv("GPUSIM_NCCL_DATA", "0", 1);
   setenv("NCCL_ALGO", "Tree", 1);
   setenv("NCCL_PROTO", "LL", 1);
   expect_about(one_link_ms(), all_reduce_ms());
@@ -94,6 +98,7 @@ TEST(NcclFabric, NoFabricKnobKeepsTheOneLinkTimeWhateverNcclAlgoAndProtoSay) {
 
 TEST(NcclFabric, AFabricTakesTheModelsTimeForNcclsChoice) {
   setenv("GPUSIM_COST_NCCL_GBPS", "0.1", 1);
+  setenv("GPUSIM_NCCL_DATA", "0", 1);
   setenv("GPUSIM_NET_GBPS", "0.1", 1);  // turns the fabric on; one node: PCIe at nccl_gbps
   const gn::Cost c = model(nullptr, nullptr);
   ASSERT_TRUE(c.valid);
@@ -102,6 +107,7 @@ TEST(NcclFabric, AFabricTakesTheModelsTimeForNcclsChoice) {
 
 TEST(NcclFabric, NcclProtoChangesTheTimeOnAFabric) {
   setenv("GPUSIM_COST_NCCL_GBPS", "0.1", 1);
+  setenv("GPUSIM_NCCL_DATA", "0", 1);
   setenv("GPUSIM_NET_GBPS", "0.1", 1);
   setenv("NCCL_ALGO", "Ring", 1);
   setenv("NCCL_PROTO", "LL", 1);

@@ -160,6 +160,10 @@ int main(int argc, char** argv) {
     float ms = 0;
     cuda(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
     nccl(ncclCommDestroy(comm), "ncclCommDestroy");
+    cuda(cudaEventDestroy(a), "cudaEventDestroy");
+    cuda(cudaEventDestroy(b), "cudaEventDestroy");
+    cuda(cudaFree(buf), "cudaFree");
+    cuda(cudaStreamDestroy(s), "cudaStreamDestroy");
     std::printf("rank %d ok timed_ms %.3f\n", rank_, ms);
     return 0;
   }

@@ -75,12 +75,12 @@
     (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,             \
      cudaStream_t stream),                                                                               \
     (sendbuff, count, datatype, peer, comm, stream), GPUSLACK_COLL, elem_bytes(count, datatype),         \
-    CallInfo{}, coll(kSend, count, datatype, comm, stream))                                               \
+    CallInfo{}, p2p(kSend, count, datatype, peer, comm, stream))                                         \
   X(ncclRecv, ncclResult_t,                                                                              \
     (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,                   \
      cudaStream_t stream),                                                                               \
     (recvbuff, count, datatype, peer, comm, stream), GPUSLACK_COLL, elem_bytes(count, datatype),         \
-    CallInfo{}, coll(kRecv, count, datatype, comm, stream))                                               \
+    CallInfo{}, p2p(kRecv, count, datatype, peer, comm, stream))                                         \
   /* ---- groups: grouped collectives are launched in ncclGroupEnd ---- */                               \
   X(ncclGroupStart, ncclResult_t, (), (), GPUSLACK_OTHER, 0, CallInfo{}, GroupStart{})                   \
   X(ncclGroupEnd, ncclResult_t, (), (), GPUSLACK_COLL, 0, CallInfo{}, GroupEnd{})                       \

@@ -46,6 +46,12 @@ inline nccl::Collective coll(nccl::CollectiveOp op, size_t count, ncclDataType_t
                                cudaStream_t stream) {
   return {op, count, static_cast<int>(datatype), comm, stream};
 }
+// A Send or Recv: its peer tells an exchange with the rank itself
+// (nccl::bus_bytes).
+inline nccl::Collective p2p(nccl::CollectiveOp op, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                            cudaStream_t stream) {
+  return {op, count, static_cast<int>(datatype), comm, stream, peer};
+}
 inline nccl::CollectiveTrack track_begin(const nccl::Collective& c) { return nccl::collective_begin(c); }
 inline void track_end(nccl::CollectiveTrack& t, ncclResult_t r, uint64_t ticks) {
   nccl::collective_end(t, r == ncclSuccess || r == ncclInProgress, ticks);

@@ -4,7 +4,7 @@
 //   more per call, where latency no longer matters) whose timed calls ran
 //   below half the bus bandwidth expected of the communicator's link
 //   (fabric.h, Note [Where the expected bandwidth comes from]). Cost: the
-//   GPU time of those calls (timed ones scaled to every uncaptured call,
+//   GPU time of those calls (the row's estimate over every uncaptured call,
 //   per rank where this process drives several GPUs) beyond what the
 //   expected bandwidth would take. Evidence: the slowest
 //   such row's figures, the link expected, the communicator's shape and the
@@ -55,12 +55,11 @@ int ranks_here(const report::Summary& s, int nranks) {
   return std::max(1, here);
 }
 
-// GPU time of every uncaptured call of the row, from its timed ones, per
-// rank of this process (the row sums the calls of every rank here).
+// GPU time of every uncaptured call of the row, per rank of this process
+// (the row sums the calls of every rank here): the section's estimate
+// (Note [Estimated GPU time] in report/collectives.h), the one figure.
 double gpu_estimated(const report::Summary& s, const report::CollectiveRow& r) {
-  if (r.timed == 0) return 0;
-  return r.gpu_s * static_cast<double>(r.count - std::min(r.count, r.captured)) / static_cast<double>(r.timed) /
-         ranks_here(s, r.nranks);
+  return r.gpu_s_estimated / ranks_here(s, r.nranks);
 }
 
 std::string bytes_text(double bytes) {

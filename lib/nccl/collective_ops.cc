@@ -36,6 +36,11 @@ double bus_factor(CollectiveOp op, int nranks) {
   return 1;
 }
 
+double bus_bytes(CollectiveOp op, int nranks, double bytes, double local_bytes) {
+  if (op == CollectiveOp::kSend || op == CollectiveOp::kRecv) return bytes - local_bytes;
+  return bytes * bus_factor(op, nranks);
+}
+
 uint64_t collective_bytes(CollectiveOp op, size_t count, size_t elem_size, int nranks) {
   uint64_t s = static_cast<uint64_t>(count) * elem_size;
   if (is_total_sized(op) && nranks > 0) s *= static_cast<uint64_t>(nranks);

@@ -47,10 +47,12 @@ constexpr int kMembers = 64;     // members of one group
 struct Cell {
   std::atomic<uint32_t> key{0};  // key + 1; 0: empty
   Counter count{0}, bytes{0}, host_ticks{0}, captured{0};
-  // Guarded by Shard::mu.
-  uint64_t timed = 0, timed_bytes = 0;
+  // Guarded by Shard::mu: as in CollectiveFigures.
+  uint64_t timed = 0, timed_bytes = 0, timed_local_bytes = 0;
   double gpu_s = 0;
   Histogram gpu_ns;
+  GpuNsSums gpu_ns_sums{};
+  double bw_s = 0;
 };
 
 struct Pending {
@@ -60,6 +62,7 @@ struct Pending {
   int n = 0;
   uint16_t cell[kPerPending];
   uint64_t bytes[kPerPending];
+  bool local[kPerPending];
 };
 
 struct Member {
@@ -67,6 +70,7 @@ struct Member {
   uint64_t bytes;
   cudaStream_t stream;
   int device;
+  bool local;
 };
 
 struct Shard : PooledShard<Shard> {
@@ -94,6 +98,7 @@ struct Orphan {
   int n = 0;
   uint32_t key[kPerPending];
   uint64_t bytes[kPerPending];
+  bool local[kPerPending];
 };
 constexpr int kOrphans = 64;
 
@@ -177,14 +182,39 @@ double member_seconds(float ms, int n, const uint64_t* bytes, int i) {
   return ms * 1e-3 * share;
 }
 
-// Credits one member's share of a timed pair to its figures: a live
-// shard's Cell or an exited thread's CollectiveFigures.
+// Credits a finished pair of `ms` around its n members (Note [Charged
+// time and bandwidth time] in collectives.h): each member its share of the
+// time by bytes, and each row among them the whole time, once. `figures(i)`
+// is member i's row (a live shard's Cell or an exited thread's
+// CollectiveFigures) and `row[i]` names it, so that members of one row are
+// seen as such.
+template <class RowId, class FiguresOf>
+void credit_pair(float ms, int n, const RowId* row, const uint64_t* bytes, const bool* local, FiguresOf figures) {
+  for (int i = 0; i < n; ++i) {
+    auto& f = figures(i);
+    uint64_t ns = static_cast<uint64_t>(member_seconds(ms, n, bytes, i) * 1e9);
+    ++f.timed;
+    f.timed_bytes += bytes[i];
+    if (local[i]) f.timed_local_bytes += bytes[i];
+    f.gpu_s += static_cast<double>(ns) * 1e-9;
+    f.gpu_ns.add(ns);
+    f.gpu_ns_sums[Histogram::bucket_of(ns)] += static_cast<double>(ns);
+    bool first_of_row = true;
+    for (int k = 0; k < i; ++k) first_of_row = first_of_row && row[k] != row[i];
+    if (first_of_row) f.bw_s += ms * 1e-3;
+  }
+}
+
+// Adds the timed figures of `from` (a Cell or CollectiveFigures) to `to`.
 template <class Figures>
-void credit_timed(Figures& f, double sec, uint64_t bytes) {
-  ++f.timed;
-  f.timed_bytes += bytes;
-  f.gpu_s += sec;
-  f.gpu_ns.add(static_cast<uint64_t>(sec * 1e9));
+void add_timed(CollectiveFigures& to, const Figures& from) {
+  to.timed += from.timed;
+  to.timed_bytes += from.timed_bytes;
+  to.timed_local_bytes += from.timed_local_bytes;
+  to.gpu_s += from.gpu_s;
+  to.gpu_ns.merge(from.gpu_ns);
+  for (int b = 0; b < Histogram::kBuckets; ++b) to.gpu_ns_sums[b] += from.gpu_ns_sums[b];
+  to.bw_s += from.bw_s;
 }
 
 // Resolves what has finished; never waits. Caller holds s->mu.
@@ -193,14 +223,10 @@ void poll_locked(Shard* s) {
     if (!p.used) continue;
     float ms = 0;
     if (!pair_finished(p.start, p.end, &ms)) continue;
-    if (ms < 0) {
+    if (ms < 0)
       ++s->dropped;
-    } else {
-      for (int i = 0; i < p.n; ++i) {
-        double sec = member_seconds(ms, p.n, p.bytes, i);
-        credit_timed(s->cells[p.cell[i]], sec, p.bytes[i]);
-      }
-    }
+    else
+      credit_pair(ms, p.n, p.cell, p.bytes, p.local, [&](int i) -> Cell& { return s->cells[p.cell[i]]; });
     release_event(p.device, p.start);
     release_event(p.device, p.end);
     p = Pending{};
@@ -209,7 +235,7 @@ void poll_locked(Shard* s) {
 
 // Queues a recorded pair; false when the ring is full.
 bool push_pending(Shard* s, int device, cudaEvent_t start, cudaEvent_t end, int n, const uint16_t* cells,
-                  const uint64_t* bytes) {
+                  const uint64_t* bytes, const bool* local) {
   std::lock_guard<std::mutex> lock(s->mu);
   poll_locked(s);
   for (Pending& p : s->pending) {
@@ -221,6 +247,7 @@ bool push_pending(Shard* s, int device, cudaEvent_t start, cudaEvent_t end, int 
     p.n = n;
     std::copy(cells, cells + n, p.cell);
     std::copy(bytes, bytes + n, p.bytes);
+    std::copy(local, local + n, p.local);
     return true;
   }
   return false;
@@ -253,6 +280,7 @@ CollectiveTrack collective_begin(const Collective& c) {
   t.device = ci.device;
   t.captured = is_capturing(c.stream);
   t.in_group = s->depth > 0;
+  t.local = c.peer >= 0 && c.peer == ci.rank;
   if (t.in_group || t.captured) return t;
   uint32_t n = s->op_calls[static_cast<int>(c.op)]++;
   if (n % static_cast<uint32_t>(g_every.load(std::memory_order_relaxed)) != 0) return t;
@@ -282,7 +310,7 @@ void collective_end(CollectiveTrack& t, bool issued, uint64_t ticks) {
   if (t.in_group) {
     if (t.captured) return;
     if (s->n_members < kMembers)
-      s->members[s->n_members++] = {static_cast<uint16_t>(cell), t.bytes, t.stream, t.device};
+      s->members[s->n_members++] = {static_cast<uint16_t>(cell), t.bytes, t.stream, t.device, t.local};
     else
       s->members_overflow = true;
     return;
@@ -292,7 +320,8 @@ void collective_end(CollectiveTrack& t, bool issued, uint64_t ticks) {
   cudaEvent_t end = record_on(t.device, t.stream);
   uint16_t cells[1] = {static_cast<uint16_t>(cell)};
   uint64_t bytes[1] = {t.bytes};
-  if (!end || !push_pending(s, t.device, t.start, end, 1, cells, bytes)) {
+  bool local[1] = {t.local};
+  if (!end || !push_pending(s, t.device, t.start, end, 1, cells, bytes, local)) {
     release_event(t.device, t.start);
     release_event(t.device, end);
   }
@@ -335,6 +364,7 @@ void group_end_finish(GroupTrack& g, bool issued) {
     for (int k = 0; k < g.n_streams; ++k) {
       uint16_t cells[kPerPending];
       uint64_t bytes[kPerPending];
+      bool local[kPerPending];
       int n = 0;
       bool fits = true;
       for (int i = 0; i < s->n_members; ++i) {
@@ -344,10 +374,11 @@ void group_end_finish(GroupTrack& g, bool issued) {
           break;
         }
         cells[n] = s->members[i].cell;
+        local[n] = s->members[i].local;
         bytes[n++] = s->members[i].bytes;
       }
       cudaEvent_t end = issued && fits && g.starts[k] ? record_on(g.devices[k], g.streams[k]) : nullptr;
-      if (!end || !push_pending(s, g.devices[k], g.starts[k], end, n, cells, bytes)) {
+      if (!end || !push_pending(s, g.devices[k], g.starts[k], end, n, cells, bytes, local)) {
         release_event(g.devices[k], g.starts[k]);
         release_event(g.devices[k], end);
       }
@@ -378,10 +409,7 @@ void merge_cells_locked(const Shard& s, std::map<uint32_t, CollectiveFigures>& r
     f.bytes += read(c.bytes);
     f.host_ticks += read(c.host_ticks);
     f.captured += read(c.captured);
-    f.timed += c.timed;
-    f.timed_bytes += c.timed_bytes;
-    f.gpu_s += c.gpu_s;
-    f.gpu_ns.merge(c.gpu_ns);
+    add_timed(f, c);
   }
 }
 
@@ -394,14 +422,11 @@ void poll_orphans_locked(Exited& e) {
       ++i;
       continue;
     }
-    if (ms < 0) {
+    if (ms < 0)
       ++e.dropped;
-    } else {
-      for (int m = 0; m < o.n; ++m) {
-        double sec = member_seconds(ms, o.n, o.bytes, m);
-        credit_timed(row_of(e.rows, o.key[m]), sec, o.bytes[m]);
-      }
-    }
+    else
+      credit_pair(ms, o.n, o.key, o.bytes, o.local,
+                  [&](int m) -> CollectiveFigures& { return row_of(e.rows, o.key[m]); });
     release_event(o.device, o.start);
     release_event(o.device, o.end);
     e.orphans.erase(e.orphans.begin() + static_cast<long>(i));
@@ -416,9 +441,10 @@ void zero_locked(Shard& s) {
     c.bytes.store(0, std::memory_order_relaxed);
     c.host_ticks.store(0, std::memory_order_relaxed);
     c.captured.store(0, std::memory_order_relaxed);
-    c.timed = c.timed_bytes = 0;
-    c.gpu_s = 0;
+    c.timed = c.timed_bytes = c.timed_local_bytes = 0;
+    c.gpu_s = c.bw_s = 0;
     c.gpu_ns = Histogram{};
+    c.gpu_ns_sums = GpuNsSums{};
   }
   for (Pending& p : s.pending) p = Pending{};
   s.untracked.store(0, std::memory_order_relaxed);
@@ -463,6 +489,7 @@ void retire(Shard& shard) {
     for (int i = 0; i < p.n; ++i) {
       o.key[i] = s->cells[p.cell[i]].key.load(std::memory_order_relaxed) - 1;
       o.bytes[i] = p.bytes[i];
+      o.local[i] = p.local[i];
     }
     e.orphans.push_back(o);
   }
@@ -496,10 +523,7 @@ CollectiveSnapshot collectives_snapshot() {
       m.bytes += f.bytes;
       m.host_ticks += f.host_ticks;
       m.captured += f.captured;
-      m.timed += f.timed;
-      m.timed_bytes += f.timed_bytes;
-      m.gpu_s += f.gpu_s;
-      m.gpu_ns.merge(f.gpu_ns);
+      add_timed(m, f);
     }
   }
   for (auto& [k, f] : merged) out.rows.push_back(f);

@@ -15,12 +15,27 @@
 // (N+1)th, ... call of each operation on each thread; for grouped calls,
 // the 1st, (N+1)th, ... outermost group of the thread). A timed call gets an
 // event recorded on its stream before and after it; a timed group gets one
-// pair per member stream around the outermost ncclGroupEnd, and each
-// stream's time is shared among that stream's members by bytes. The pair
-// goes on the thread's pending ring and is resolved by polling
-// (cudaEventQuery) from later timed calls and at report time: never a
-// synchronization. A full ring leaves the call untimed. GPU statistics come
-// from the timed calls; counts, bytes and host time from all of them.
+// pair per member stream around the outermost ncclGroupEnd. The pair goes
+// on the thread's pending ring and is resolved by polling (cudaEventQuery)
+// from later timed calls and at report time: never a synchronization. A
+// full ring leaves the call untimed. GPU statistics come from the timed
+// calls; counts, bytes and host time from all of them.
+//
+// Note [Charged time and bandwidth time]: one timed pair of T seconds
+// around n members (a group's calls on one stream) gives two figures:
+//   - the GPU time each member is charged (gpu_s, gpu_ns): T shared among
+//     the members by bytes, so that the charges sum to T and totals over
+//     rows count the stream's time once;
+//   - the time a row's bandwidth is computed over (bw_s): T, once per row
+//     per pair, with all of that row's bytes in the pair.
+// nccl-tests times a group as one operation: its sendrecv is a send and a
+// recv of S in one group, busbw = S / T; its alltoall(v) n sends and n
+// recvs of S/n, algbw = S / T. Shared by bytes, the send and the recv of
+// one exchange each looked twice as fast (issue 26: 1.5-1.9x the
+// benchmark's figure; a grouped all-to-all-v 4.5x). With bw_s, a row's
+// algbw is its bytes over the time of the groups it was in: the
+// benchmark's figure for those, and for a group that mixes rows a lower
+// bound on each row's own rate.
 //
 // Threads: a thread's shard is taken on its first collective and, when the
 // thread exits, merged into the exited threads' rows and reused (Note
@@ -41,6 +56,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -61,6 +77,12 @@ const char* collective_op_name(CollectiveOp op);
 // nccl-tests: busbw = algbw × this. AllReduce 2(n−1)/n; ReduceScatter,
 // AllGather, AlltoAll, Gather, Scatter (n−1)/n; the others 1.
 double bus_factor(CollectiveOp op, int nranks);
+// The bytes the nccl-tests bus bandwidth counts for `bytes` of timed calls
+// of `op`, `local_bytes` of them a Send/Recv with the rank itself: bytes ×
+// bus_factor for a collective; for Send/Recv the bytes exchanged with other
+// ranks (a rank's send to itself crosses no link: nccl-tests' alltoall of
+// grouped sends to every rank, itself included, counts (n−1)/n of S).
+double bus_bytes(CollectiveOp op, int nranks, double bytes, double local_bytes);
 // nccl-tests' S for one call of `count` elements of `elem_size` bytes.
 uint64_t collective_bytes(CollectiveOp op, size_t count, size_t elem_size, int nranks);
 // NCCL datatypes by their ncclDataType_t value: "int8", ..., "float32", ...
@@ -74,6 +96,7 @@ struct Collective {
   int datatype = 0;
   void* comm = nullptr;
   cudaStream_t stream = nullptr;
+  int peer = -1;  // Send/Recv: the peer's rank; -1 otherwise
 };
 
 struct CollectiveTrack {
@@ -84,6 +107,7 @@ struct CollectiveTrack {
   cudaEvent_t start = nullptr;  // timed and recorded
   bool captured = false;
   bool in_group = false;
+  bool local = false;   // a Send/Recv with this rank itself (bus_bytes)
   bool active = false;  // the ledger could take the call (a shard exists)
 };
 
@@ -111,6 +135,11 @@ void group_end_finish(GroupTrack& g, bool issued);
 
 // ---- report time ----
 
+// Per bucket of a ledger::Histogram of ns, the sum of the values it counted:
+// exact means within a bucket, for estimates that leave some buckets out
+// (Note [Estimated GPU time] in report/collectives.h).
+using GpuNsSums = std::array<double, ledger::Histogram::kBuckets>;
+
 struct CollectiveFigures {
   CollectiveOp op = CollectiveOp::kAllReduce;
   int datatype = 0;
@@ -118,8 +147,12 @@ struct CollectiveFigures {
   int nranks = 0;  // 0: unknown
   uint64_t count = 0, bytes = 0, host_ticks = 0, captured = 0;
   uint64_t timed = 0, timed_bytes = 0;  // timed calls resolved so far
-  double gpu_s = 0;                     // GPU time of the timed calls
-  ledger::Histogram gpu_ns;             // per timed call, ns
+  uint64_t timed_local_bytes = 0;       // of timed_bytes: Send/Recv with the rank itself
+  // Note [Charged time and bandwidth time].
+  double gpu_s = 0;                     // GPU time charged to the timed calls
+  ledger::Histogram gpu_ns;             // per timed call, ns charged
+  GpuNsSums gpu_ns_sums{};              // per gpu_ns bucket, the ns charged
+  double bw_s = 0;                      // the time the row's bandwidth is computed over
 };
 
 struct CollectiveSnapshot {

@@ -13,7 +13,37 @@ namespace {
 
 double finite(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 
+// Calls this many gpu_ns buckets or more above the median's are outliers.
+constexpr int kOutlierBuckets = 3;
+
+// Devices of this process's communicators, at least 1.
+int devices_driven(const std::vector<nccl::CommRow>& comms) {
+  std::vector<int> seen;
+  for (const nccl::CommRow& m : comms)
+    if (m.device >= 0 && std::find(seen.begin(), seen.end(), m.device) == seen.end()) seen.push_back(m.device);
+  return std::max<int>(1, static_cast<int>(seen.size()));
+}
+
 }  // namespace
+
+double estimate_gpu_s(const nccl::CollectiveFigures& f) {
+  const uint64_t n = f.gpu_ns.total();
+  if (f.timed == 0 || n == 0) return 0;
+  uint64_t timeable = f.count - std::min(f.count, f.captured);
+  uint64_t untimed = timeable > f.timed ? timeable - f.timed : 0;
+  int median = 0;
+  for (uint64_t seen = 0; median < ledger::Histogram::kBuckets; ++median) {
+    seen += f.gpu_ns.counts[median];
+    if (2 * seen >= n) break;
+  }
+  double typical_ns = 0;
+  uint64_t typical = 0;
+  for (int b = 0; b < ledger::Histogram::kBuckets && b < median + kOutlierBuckets; ++b) {
+    typical_ns += f.gpu_ns_sums[b];
+    typical += f.gpu_ns.counts[b];
+  }
+  return finite(f.gpu_s + static_cast<double>(untimed) * typical_ns * 1e-9 / static_cast<double>(typical));
+}
 
 CollectivesSection build_collectives(const RunInfo& run, double tick_s, double wall_s) {
   CollectivesSection c;
@@ -36,18 +66,29 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     r.bytes = f.bytes;
     r.host_s = finite(static_cast<double>(f.host_ticks) * tick_s);
     r.gpu_s = finite(f.gpu_s);
+    r.gpu_s_estimated = estimate_gpu_s(f);
     r.gpu_p50_s = finite(f.gpu_ns.percentile(0.50) * 1e-9);
     r.gpu_p99_s = finite(f.gpu_ns.percentile(0.99) * 1e-9);
     r.mostly_captured = f.captured > 0 && f.captured * 2 > f.count;  // Note [Captured collectives]
-    if (r.gpu_s > 0 && !r.mostly_captured) {
-      r.algbw_gbps = finite(static_cast<double>(f.timed_bytes) / r.gpu_s / 1e9);
-      r.busbw_gbps = finite(r.algbw_gbps * nccl::bus_factor(f.op, f.nranks));
+    if (f.bw_s > 0 && !r.mostly_captured) {  // Note [Charged time and bandwidth time] (nccl/collectives.h)
+      double timed_bytes = static_cast<double>(f.timed_bytes);
+      r.algbw_gbps = finite(timed_bytes / f.bw_s / 1e9);
+      r.busbw_gbps =
+          finite(nccl::bus_bytes(f.op, f.nranks, timed_bytes, static_cast<double>(f.timed_local_bytes)) / f.bw_s / 1e9);
     }
     c.host_s += r.host_s;
-    // Uncaptured calls stand for themselves in proportion to the timed ones.
-    uint64_t timeable = f.count - f.captured;
-    if (f.timed > 0) c.gpu_s_estimated += r.gpu_s * static_cast<double>(timeable) / static_cast<double>(f.timed);
+    c.gpu_s_estimated += r.gpu_s_estimated;
+    c.gpu_estimate_timed += r.timed;
     c.rows.push_back(std::move(r));
+  }
+  // Note [Estimated GPU time]: never more GPU time than the devices had.
+  c.gpu_estimate_devices = devices_driven(run.communicators);
+  const double most = c.gpu_estimate_devices * wall_s;
+  if (wall_s > 0 && c.gpu_s_estimated > most) {
+    double scale = most / c.gpu_s_estimated;
+    for (CollectiveRow& r : c.rows) r.gpu_s_estimated *= scale;
+    c.gpu_s_estimated = most;
+    c.gpu_estimate_capped = true;
   }
   c.host_share = wall_s > 0 ? finite(c.host_s / wall_s) : 0;
   c.gpu_share = wall_s > 0 ? finite(c.gpu_s_estimated / wall_s) : 0;

@@ -170,6 +170,9 @@ void collectives(const CollectivesSection& c, Writer* w) {
   w->key("host_share").share(c.host_share);
   w->key("gpu_s_estimated").seconds(c.gpu_s_estimated);
   w->key("gpu_share").share(c.gpu_share);
+  w->key("gpu_estimate_timed").unsigned_integer(c.gpu_estimate_timed);
+  w->key("gpu_estimate_devices").integer(c.gpu_estimate_devices);
+  w->key("gpu_estimate_capped").boolean(c.gpu_estimate_capped);
   w->key("pending").unsigned_integer(c.pending);
   w->key("dropped").unsigned_integer(c.dropped);
   w->key("rows").begin_array();
@@ -186,6 +189,7 @@ void collectives(const CollectivesSection& c, Writer* w) {
     w->key("bytes").unsigned_integer(r.bytes);
     w->key("host_s").seconds(r.host_s);
     w->key("gpu_s").seconds(r.gpu_s);
+    w->key("gpu_s_estimated").seconds(r.gpu_s_estimated);
     w->key("gpu_p50_s").seconds(r.gpu_p50_s);
     w->key("gpu_p99_s").seconds(r.gpu_p99_s);
     w->key("algbw_gbps").share(r.algbw_gbps);

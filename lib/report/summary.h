@@ -117,8 +117,9 @@ struct OtherThreadsRow {
 
 // One (operation, datatype, log2 size bucket, communicator size) of NCCL
 // calls. GPU figures come from the timed calls only (collective_timing_every);
-// algbw = bytes / GPU time of the timed calls, busbw = algbw × nccl-tests'
-// factor (nccl/collectives.h).
+// algbw = their bytes / the time of the timed calls and groups they were in,
+// busbw = their bus bytes (nccl::bus_bytes: nccl-tests' definitions) over
+// that time (Note [Charged time and bandwidth time] in nccl/collectives.h).
 struct CollectiveRow {
   std::string op;        // "all-reduce", ...
   std::string datatype;  // "float32", ...
@@ -133,7 +134,10 @@ struct CollectiveRow {
   bool mostly_captured = false;
   uint64_t bytes = 0;     // all calls, nccl-tests' S summed
   double host_s = 0;      // all calls
-  double gpu_s = 0;       // timed calls
+  double gpu_s = 0;       // timed calls (a group member: its share by bytes)
+  // Every uncaptured call, an estimate (Note [Estimated GPU time] in
+  // report/collectives.h); the one figure findings read for a row's GPU time.
+  double gpu_s_estimated = 0;
   double gpu_p50_s = 0, gpu_p99_s = 0;
   double algbw_gbps = 0, busbw_gbps = 0;  // 0 when none timed
 };
@@ -149,8 +153,13 @@ struct CollectivesSection {
   int timing_every = 1;    // one call in this many is timed
   double host_s = 0;       // host time in collectives, all threads
   double host_share = 0;   // of wall time
-  double gpu_s_estimated = 0;  // GPU time of the timed calls scaled to all calls
-  double gpu_share = 0;        // gpu_s_estimated / wall time
+  // Note [Estimated GPU time] in report/collectives.h: the rows' estimates
+  // summed, never past gpu_estimate_devices × wall time.
+  double gpu_s_estimated = 0;
+  double gpu_share = 0;               // gpu_s_estimated / wall time (up to gpu_estimate_devices)
+  uint64_t gpu_estimate_timed = 0;    // the timed calls the estimate rests on
+  int gpu_estimate_devices = 1;       // devices this process drives (its communicators'), at least 1
+  bool gpu_estimate_capped = false;   // the rows summed past devices × wall and were scaled down
   uint64_t pending = 0;    // timed calls still running on the GPU
   uint64_t dropped = 0;    // timed calls whose events failed (aborted comms)
   std::vector<CollectiveRow> rows;  // most host + GPU time first

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -186,6 +187,9 @@ CollectivesSection collectives(const Fields& f) {
   c.host_share = f.number("host_share");
   c.gpu_s_estimated = f.number("gpu_s_estimated");
   c.gpu_share = f.number("gpu_share");
+  c.gpu_estimate_timed = f.count("gpu_estimate_timed");
+  c.gpu_estimate_devices = f.whole("gpu_estimate_devices", 1);
+  c.gpu_estimate_capped = f.flag("gpu_estimate_capped");
   c.pending = f.count("pending");
   c.dropped = f.count("dropped");
   f.each("rows", [&](const JsonValue& item, const std::string& at) {
@@ -204,6 +208,12 @@ CollectivesSection collectives(const Fields& f) {
     row.bytes = r.count("bytes");
     row.host_s = r.number("host_s");
     row.gpu_s = r.number("gpu_s");
+    if (r.get("gpu_s_estimated")) {
+      row.gpu_s_estimated = r.number("gpu_s_estimated");
+    } else if (row.timed > 0) {  // older summaries: the figure they scaled their total from
+      uint64_t timeable = row.count - std::min(row.count, row.captured);
+      row.gpu_s_estimated = row.gpu_s * static_cast<double>(timeable) / static_cast<double>(row.timed);
+    }
     row.gpu_p50_s = r.number("gpu_p50_s");
     row.gpu_p99_s = r.number("gpu_p99_s");
     row.algbw_gbps = r.number("algbw_gbps");

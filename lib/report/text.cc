@@ -405,9 +405,17 @@ void collective_table(const Summary& s, std::string* out) {
   if (!c.present) return;
   const std::string host = over_wall(c.host_share) ? thread_seconds(c.host_s)  // Note [Thread-seconds]
                                                   : seconds_1(c.host_s) + " (" + percent(c.host_share) + " of wall)";
+  // Note [Estimated GPU time] (collectives.h): an estimate, from so many
+  // timed calls; over several devices a share of their wall time together
+  // (never past 100%: the estimate is capped there).
+  const int devices = std::max(1, c.gpu_estimate_devices);
+  const std::string gpu_share = devices > 1 ? percent(c.gpu_share / devices) + " of " + std::to_string(devices) +
+                                                  " devices x wall"
+                                            : percent(c.gpu_share) + " of wall";
   line(out, "collectives: NCCL " + nccl_version_text(c.nccl_version) + ", host " + host + ", GPU ~" +
-                seconds_1(c.gpu_s_estimated) + " (" +
-                percent(c.gpu_share) + " of wall); GPU time from 1 call in " + std::to_string(c.timing_every));
+                seconds_1(c.gpu_s_estimated) + " (" + gpu_share + (c.gpu_estimate_capped ? ", capped" : "") +
+                "), estimated from " + count_text(c.gpu_estimate_timed) + " timed calls (1 in " +
+                std::to_string(c.timing_every) + ")");
   for (const std::string& w : c.warnings) line(out, "  warning: " + printable(w));
   if (!c.rows.empty()) {
     Table table(5);

@@ -40,7 +40,7 @@ report::CollectiveRow all_reduce(int bucket, int nranks, uint64_t calls, double 
   r.nranks = nranks;
   r.count = r.timed = calls;
   r.bytes = calls << bucket;
-  r.gpu_s = call_s * static_cast<double>(calls);
+  r.gpu_s = r.gpu_s_estimated = call_s * static_cast<double>(calls);
   r.gpu_p50_s = r.gpu_p99_s = call_s;
   r.busbw_gbps = busbw;
   r.algbw_gbps = busbw / 2;
@@ -98,7 +98,7 @@ TEST(CollectiveBandwidth, SmallOrUntimedCallsAreNotJudged) {
   report::CollectiveRow untimed = all_reduce(28, 8, 100, 0.02, 40);
   untimed.timed = 0;
   untimed.captured = 100;
-  untimed.gpu_s = 0;
+  untimed.gpu_s = untimed.gpu_s_estimated = 0;
   untimed.busbw_gbps = 0;
   s.collectives.rows.push_back(untimed);
   EXPECT_TRUE(run(s, "nvlink4").empty());

@@ -135,8 +135,11 @@ nccl::CollectiveFigures all_reduce(uint64_t count, uint64_t captured, double gpu
   f.host_ticks = count * 1000;
   f.timed = count - captured;
   f.timed_bytes = f.timed << 20;
-  f.gpu_s = gpu_s_each * static_cast<double>(f.timed);
-  for (uint64_t i = 0; i < f.timed; ++i) f.gpu_ns.add(static_cast<uint64_t>(gpu_s_each * 1e9));
+  f.gpu_s = f.bw_s = gpu_s_each * static_cast<double>(f.timed);  // each call timed alone
+  for (uint64_t i = 0; i < f.timed; ++i) {
+    f.gpu_ns.add(static_cast<uint64_t>(gpu_s_each * 1e9));
+    f.gpu_ns_sums[ledger::Histogram::bucket_of(static_cast<uint64_t>(gpu_s_each * 1e9))] += gpu_s_each * 1e9;
+  }
   return f;
 }
 

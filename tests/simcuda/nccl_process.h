@@ -57,6 +57,7 @@ class Segment {
   static uint64_t key_of(const ncclUniqueId& id);
 
   int nranks() const { return nranks_; }
+  const std::string& name() const { return name_; }  // the shm name, with its '/'
   bool complete() const;               // every rank registered
   std::vector<int> devices() const;    // per rank, once complete
   // Removes the name (the mapping lives on while this object does).

@@ -16,12 +16,14 @@ looks at them; what the loop shows is NCCL's work as torch issues it
 (ProcessGroupNCCL: ncclCommInitRankConfig with the unique id through
 torchrun's TCPStore, its watchdog polling ncclCommGetAsyncError and CUDA
 events, DDP's broadcast of the parameters at construction and the gradient
-all-reduces on its own NCCL stream).
+all-reduces on its own NCCL stream), then one all-reduce in a subgroup of
+the even or the odd ranks (ncclCommSplit).
 
     ddp.py [--steps N] [--width N] [--layers N] [--bucket-cap-mb N]
 
 Prints one line per rank, `ddp: {...}` (JSON): rank, world size, device,
-steps run, gradient bytes, bucket cap.
+steps run, gradient bytes, bucket cap, the rank's subgroup and the first
+values of its all-reduce there.
 """
 import argparse
 import json
@@ -66,10 +68,24 @@ def main(argv=None):
         loss.backward()
         opt.step()
     torch.cuda.synchronize(device)
+
+    # A subgroup: the even and the odd ranks (dist.new_group, which every
+    # rank calls for every group; with the default group bound to a device,
+    # torch makes each by ncclCommSplit of the default communicator, the
+    # ranks outside it splitting with NCCL_SPLIT_NOCOLOR). One all-reduce in
+    # each of a tensor copied from the host (copies carry real values on the
+    # simulated device; kernels do not): the sum of its ranks' rank + 1.
+    pairs = [list(range(start, world, 2)) for start in (0, 1)]
+    groups = [dist.new_group(p) for p in pairs]
+    mine = rank % 2
+    t = torch.full((1 << 18,), float(rank + 1)).to(device)
+    dist.all_reduce(t, group=groups[mine])
+    group_sum = t[:4].cpu().tolist()
     dist.barrier()
     grad_bytes = sum(q.numel() * q.element_size() for q in model.parameters())
     print("ddp: " + json.dumps({"rank": rank, "world_size": world, "device": str(device), "steps": a.steps,
-                                "grad_bytes": grad_bytes, "bucket_cap_mb": a.bucket_cap_mb}), flush=True)
+                                "grad_bytes": grad_bytes, "bucket_cap_mb": a.bucket_cap_mb,
+                                "group": pairs[mine], "group_sum": group_sum}), flush=True)
     dist.destroy_process_group()
     return 0
 

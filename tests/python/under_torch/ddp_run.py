@@ -15,20 +15,22 @@ processes (tests/simcuda/README.md, "Across processes"). Then checks:
 
   - the 4 ranks finished, each on cuda:LOCAL_RANK, and wrote one summary
     each (torchrun's own process makes no CUDA call and writes none);
-  - each summary: the job is torchrun's, rank 0..3 of 4, one NCCL
-    communicator of 4 ranks on the rank's device; a collectives section
+  - each summary: the job is torchrun's, rank 0..3 of 4, an NCCL
+    communicator of 4 ranks and the subgroup's of 2 (ncclCommSplit across
+    processes, whose all-reduce summed the right values), both on the
+    rank's device; a collectives section
     whose all-reduce rows (4 ranks, every call timed, GPU time > 0) carry
     exactly `steps` x the gradient bytes in the gradient buckets (each
     step all-reduces every gradient once), in buckets of tens of MiB, and
     the broadcast of the parameters at DDP's construction;
   - `python -m gpuslack merge` merges the 4 into one job report: 4 ranks,
-    world size 4, collectives from 4 ranks, the all-reduce groups' calls
-    and bytes the sum of the ranks'.
+    world size 4, collectives from 4 ranks, all-reduce groups of 4 and 2
+    ranks whose calls and bytes are the sum of the ranks'.
 
     ddp_run.py [--algo-proto]
 
 --algo-proto also checks NCCL's algorithm and protocol on the rows
-(algo_proto() below): the figures engineer P's profiler plugin adds
+(algo_proto() below; the 4-rank rows): the figures engineer P's profiler plugin adds
 (CollectiveRow.algo/.proto, docs/summary.md). NOT yet registered with
 ctest: the lead adds the flag to torch.ddp's command when the plugin
 lands.
@@ -110,12 +112,19 @@ def check_rank(doc, line):
     job = doc["job"]
     check(job["launcher"] == "torchrun" and job["world_size"] == RANKS and job["local_rank"] == rank,
           "rank %d: job %s" % (rank, job))
-    comms = doc["collectives"]["communicators"]
-    check(len(comms) == 1 and comms[0]["nranks"] == RANKS and comms[0]["rank"] == rank
-          and comms[0]["device"] == rank, "rank %d: communicators %s (one of 4 ranks on cuda:%d)" % (rank, comms, rank))
+    # The default group's communicator and the subgroup's (ncclCommSplit:
+    # 2 ranks, this rank's index among them), both on cuda:LOCAL_RANK.
+    comms = sorted(doc["collectives"]["communicators"], key=lambda c: -c["nranks"])
+    check([(c["nranks"], c["rank"], c["device"]) for c in comms] == [(RANKS, rank, rank), (2, rank // 2, rank)],
+          "rank %d: communicators %s (4 ranks and the subgroup's 2, on cuda:%d)" % (rank, comms, rank))
+    check(line["group"] == list(range(rank % 2, RANKS, 2)) and line["group_sum"] == [4.0 + 2 * (rank % 2)] * 4,
+          "rank %d: subgroup %s all-reduced %s (its ranks' rank + 1 summed)" % (rank, line["group"], line["group_sum"]))
     rows = doc["collectives"]["rows"]
+    check([r for r in rows if r["nranks"] == 2] and all(r["op"] == "all-reduce" for r in rows if r["nranks"] == 2),
+          "rank %d: no subgroup all-reduce row: %s" % (rank, rows))
+    rows = [r for r in rows if r["nranks"] == RANKS]
     allreduce = [r for r in rows if r["op"] == "all-reduce"]
-    check(allreduce and all(r["nranks"] == RANKS for r in rows), "rank %d: rows %s" % (rank, rows))
+    check(allreduce, "rank %d: rows %s" % (rank, rows))
     for r in allreduce:
         check(r["timed"] == r["count"] > 0 and r["gpu_s"] > 0 and r["busbw_gbps"] > 0,
               "rank %d: an all-reduce row not timed (collective_timing_every:1): %s" % (rank, r))
@@ -139,7 +148,7 @@ def check_job(job, docs):
     c = job["collectives"]
     check(c["ranks_with_collectives"] == RANKS, "job report: collectives on %s ranks" % c["ranks_with_collectives"])
     groups = [g for g in c["groups"] if g["op"] == "all-reduce"]
-    check(groups and all(g["nranks"] == RANKS for g in groups), "job report: all-reduce groups %s" % groups)
+    check({g["nranks"] for g in groups} == {2, RANKS}, "job report: all-reduce groups %s" % groups)
     for what in ("count", "bytes"):
         merged = sum(g[what] for g in groups)
         ranks = sum(r[what] for d in docs for r in d["collectives"]["rows"] if r["op"] == "all-reduce")
@@ -168,15 +177,15 @@ def algo_proto(docs):
         rank = doc["rank"]
         c = doc["collectives"]
         check(c.get("profiler", "").startswith("on"), "rank %d: profiler plugin %r" % (rank, c.get("profiler")))
-        for r in (r for r in c["rows"] if r["op"] == "all-reduce"):
+        for r in (r for r in c["rows"] if r["op"] == "all-reduce" and r["nranks"] == RANKS):
             algo, proto = r.get("algo", ""), r.get("proto", "")
             check(algo.lower() in ALGORITHMS and proto.lower() in PROTOCOLS,
                   "rank %d: all-reduce row without NCCL's algorithm/protocol: %s" % (rank, r))
             chosen.setdefault((r["datatype"], r["size_bucket"]), set()).add((algo, proto))
-        rows = [a for a in c.get("algorithms", []) if a["op"] == "all-reduce"]
+        rows = [a for a in c.get("algorithms", []) if a["op"] == "all-reduce" and a["nranks"] == RANKS]
         check(rows and all(a["nranks"] == RANKS and a["calls"] > 0 for a in rows),
               "rank %d: collectives.algorithms for all-reduce: %s" % (rank, rows))
-        timed = sum(r["timed"] for r in c["rows"] if r["op"] == "all-reduce")
+        timed = sum(r["timed"] for r in c["rows"] if r["op"] == "all-reduce" and r["nranks"] == RANKS)
         check(sum(a["calls"] for a in rows) >= timed, "rank %d: algorithms rows count %d all-reduce calls, %d timed"
               % (rank, sum(a["calls"] for a in rows), timed))
     split = {k: v for k, v in chosen.items() if len(v) > 1}

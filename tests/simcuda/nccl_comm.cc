@@ -205,6 +205,8 @@ ncclResult_t read_config(const ncclConfig_t* config, bool* blocking) {
   return ncclSuccess;
 }
 
+}  // namespace
+
 ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
                        const ncclConfig_t* config) {
   if (!out) return fail(ncclInvalidArgument, "ncclCommInitRank: comm is NULL");
@@ -254,8 +256,6 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
   *out = c;
   return finish_init(out);
 }
-
-}  // namespace
 
 ncclResult_t fail(ncclResult_t r, const std::string& msg) {
   std::snprintf(t_last_error, sizeof(t_last_error), "%s", msg.c_str());
@@ -380,8 +380,6 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
   if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
   *newcomm = nullptr;
   if (ncclResult_t r = usable(comm)) return r;
-  if (comm->clique->segment)
-    return fail(ncclInvalidUsage, "ncclCommSplit of a communicator across processes is not simulated");
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
     return fail(ncclInvalidArgument, "ncclCommSplit: color must be >= 0 or NCCL_SPLIT_NOCOLOR");
   bool blocking = comm->blocking;
@@ -392,6 +390,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     std::lock_guard<std::mutex> l(parent.mu);
     seq = parent.split_next[comm->rank]++;
   }
+  if (parent.segment) return split_across_processes(comm, seq, color, key, blocking, newcomm);
   ncclComm* c = nullptr;
   if (color != NCCL_SPLIT_NOCOLOR) {
     c = new ncclComm();

@@ -188,6 +188,15 @@ ncclResult_t usable(ncclComm* comm);
 // Waits until a comm's initialization finished; its result.
 ncclResult_t wait_init(ncclComm* comm);
 
+// ncclCommInitRank[Config] on the calling thread's current device
+// (nccl_comm.cc): registers the rank, then waits or defers as the config says.
+ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config);
+
+// ncclCommSplit of a communicator across processes (nccl_split.cc), after
+// the caller validated it and took the rank's split number `seq`.
+ncclResult_t split_across_processes(ncclComm* comm, uint64_t seq, int color, int key, bool blocking,
+                                    ncclComm_t* newcomm);
+
 // Groups (nccl_ops.cc): inside ncclGroupStart/End, a blocking init's wait
 // is deferred to the outermost ncclGroupEnd. Returns false outside a group.
 bool group_defer_init(ncclComm* comm);

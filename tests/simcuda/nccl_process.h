@@ -57,6 +57,7 @@ class Segment {
   static uint64_t key_of(const ncclUniqueId& id);
 
   int nranks() const { return nranks_; }
+  const std::string& name() const { return name_; }  // the shm name, with its '/'
   bool complete() const;               // every rank registered
   std::vector<int> devices() const;    // per rank, once complete
   std::vector<int> nodes() const;      // per rank (GPUSIM_NODE of its process), once complete

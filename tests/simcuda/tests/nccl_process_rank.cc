@@ -11,7 +11,8 @@
 // after the init, never arriving at a collective; "one": only the first
 // all-reduce; "fabric:<bytes>": an all-reduce of <bytes> of float (which
 // lines the ranks up), then the timed one of the same size, unchecked (the
-// fabric's timing, nccl_process_test.cc).
+// fabric's timing, nccl_process_test.cc); "split": ncclCommSplit of the comm
+// (check_split), 4 ranks.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -82,7 +83,17 @@ std::string id_file(const std::string& path) {
 
 int32_t val(int r, size_t i) { return static_cast<int32_t>(r * 1000003 + i * 7 + 1); }
 
+// An in-place int32 sum over the comm whose ranks are `members` (parent
+// ranks, each contributing val(parent rank, i)).
+void check_all_reduce(ncclComm_t comm, cudaStream_t s, const std::vector<int>& members, size_t count);
+
 void check_all_reduce(ncclComm_t comm, cudaStream_t s, int n, size_t count) {
+  std::vector<int> all;
+  for (int r = 0; r < n; ++r) all.push_back(r);
+  check_all_reduce(comm, s, all, count);
+}
+
+void check_all_reduce(ncclComm_t comm, cudaStream_t s, const std::vector<int>& members, size_t count) {
   std::vector<int32_t> h(count);
   for (size_t i = 0; i < count; ++i) h[i] = val(rank_, i);
   int32_t* d = nullptr;
@@ -93,7 +104,7 @@ void check_all_reduce(ncclComm_t comm, cudaStream_t s, int n, size_t count) {
   cuda(cudaMemcpy(h.data(), d, count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
   for (size_t i = 0; i < count; ++i) {
     int64_t want = 0;
-    for (int r = 0; r < n; ++r) want += val(r, i);
+    for (int r : members) want += val(r, i);
     if (h[i] != static_cast<int32_t>(want)) die("all-reduce of " + std::to_string(count) + " wrong at " + std::to_string(i));
   }
   cuda(cudaFree(d), "cudaFree");
@@ -122,11 +133,41 @@ void check_broadcast_and_all_gather(ncclComm_t comm, cudaStream_t s, int n) {
   cuda(cudaFree(recv), "cudaFree");
 }
 
+// ncclCommSplit across processes (4 ranks): ranks 2 and 0 (color 0, key
+// -rank: rank 2 first), rank 1 alone (color 1), rank 3 NCCL_SPLIT_NOCOLOR
+// (NULL); then all four in one color, keyed by rank. Each new comm's rank,
+// size and an all-reduce on it are checked.
+void check_split(ncclComm_t comm, cudaStream_t s, int n) {
+  if (n != 4) die("split needs 4 ranks");
+  const int color = rank_ == 3 ? NCCL_SPLIT_NOCOLOR : rank_ % 2;
+  ncclComm_t sub = nullptr;
+  nccl(ncclCommSplit(comm, color, -rank_, &sub, nullptr), "ncclCommSplit");
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    if (sub) die("NCCL_SPLIT_NOCOLOR got a communicator");
+  } else {
+    const std::vector<int> members = color == 0 ? std::vector<int>{2, 0} : std::vector<int>{1};
+    int count = 0, me = -1;
+    nccl(ncclCommCount(sub, &count), "ncclCommCount");
+    nccl(ncclCommUserRank(sub, &me), "ncclCommUserRank");
+    if (count != static_cast<int>(members.size()) || members[me] != rank_)
+      die("split: rank " + std::to_string(me) + " of " + std::to_string(count));
+    check_all_reduce(sub, s, members, (5u << 20) / 4 + 3);
+    nccl(ncclCommDestroy(sub), "ncclCommDestroy");
+  }
+  nccl(ncclCommSplit(comm, 0, rank_, &sub, nullptr), "ncclCommSplit");
+  int count = 0, me = -1;
+  nccl(ncclCommCount(sub, &count), "ncclCommCount");
+  nccl(ncclCommUserRank(sub, &me), "ncclCommUserRank");
+  if (count != n || me != rank_) die("split of all: rank " + std::to_string(me) + " of " + std::to_string(count));
+  check_all_reduce(sub, s, n, 1001);
+  nccl(ncclCommDestroy(sub), "ncclCommDestroy");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    std::fprintf(stderr, "usage: nccl_process_rank <id-hex> <rank> <nranks> <delay-ms> <run|die|one>\n");
+    std::fprintf(stderr, "usage: nccl_process_rank <id-hex> <rank> <nranks> <delay-ms> <run|die|one|split>\n");
     return 2;
   }
   ncclUniqueId id{};
@@ -168,6 +209,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   check_all_reduce(comm, s, n, 1001);
+  if (mode == "split") {
+    check_split(comm, s, n);
+    check_all_reduce(comm, s, n, 1001);  // the parent still works
+    nccl(ncclCommDestroy(comm), "ncclCommDestroy");
+    cuda(cudaStreamDestroy(s), "cudaStreamDestroy");
+    std::printf("rank %d ok\n", rank_);
+    return 0;
+  }
   if (mode == "one") {
     nccl(ncclCommDestroy(comm), "ncclCommDestroy");
     cuda(cudaStreamDestroy(s), "cudaStreamDestroy");

@@ -202,6 +202,29 @@ TEST(NcclProcesses, TwoRanksInThisProcessAndTwoInOthers) {
   }
 }
 
+TEST(NcclProcesses, SplitAcrossProcessesByColorAndKey) {
+  // nccl_process_rank.cc check_split: colors, keys, NCCL_SPLIT_NOCOLOR and a
+  // one-rank color; every new comm's rank, size and an all-reduce checked.
+  auto results = run_job({0, 0, 0, 0}, {"split", "split", "split", "split"}, std::chrono::seconds(100));
+  for (size_t r = 0; r < results.size(); ++r) {
+    EXPECT_EQ(0, results[r].exit_code) << "rank " << r << ": " << results[r].out;
+    EXPECT_NE(std::string::npos, results[r].out.find(" ok")) << results[r].out;
+  }
+}
+
+TEST(NcclProcesses, ARankThatNeverSplitsFailsTheSplitAfterTheTimeout) {
+  // Rank 3 runs the first all-reduce with the others ("one"), then destroys
+  // its comm without splitting: the others wait for it in the split until
+  // GPUSIM_NCCL_TIMEOUT_S, then fail, naming the split.
+  auto results = run_job({0, 0, 0, 0}, {"split", "split", "split", "one"}, std::chrono::seconds(60), "3");
+  for (int r : {0, 1, 2}) {
+    EXPECT_EQ(1, results[r].exit_code) << "rank " << r << ": " << results[r].out;
+    EXPECT_NE(std::string::npos, results[r].out.find("ncclCommSplit: remote process exited")) << results[r].out;
+    EXPECT_NE(std::string::npos, results[r].out.find("did not arrive within 3 s")) << results[r].out;
+  }
+  EXPECT_EQ(0, results[3].exit_code) << results[3].out;
+}
+
 TEST(NcclProcesses, ADeadRankIsAnErrorNotAHang) {
   auto start = std::chrono::steady_clock::now();
   auto results = run_job({0, 0, 0}, {"run", "die", "run"}, std::chrono::seconds(60), "5");

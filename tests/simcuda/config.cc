@@ -84,6 +84,16 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_PAGEABLE_ASYNC_BYTES"))
     c.pageable_async_bytes = parse_bytes(v, c.pageable_async_bytes);
   if (const char* v = std::getenv("GPUSIM_NVML_THROTTLE")) read_throttle(v, &c);
+  if (const char* v = std::getenv("GPUSIM_NVLINK_LINKS")) c.nvlink_links = std::atoi(v);
+  if (c.nvlink_links < 0 || c.nvlink_links > 18) {
+    std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVLINK_LINKS=%d (want 0..18)\n", c.nvlink_links);
+    c.nvlink_links = 0;
+  }
+  if (const char* v = std::getenv("GPUSIM_NVLINK_VERSION")) c.nvlink_version = std::atoi(v);
+  if (c.nvlink_version < 1 || c.nvlink_version > 5) {
+    std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVLINK_VERSION=%d (want 1..5)\n", c.nvlink_version);
+    c.nvlink_version = 4;
+  }
 #define GPUSIM_COST(field) read_double(#field, &c.field)
   GPUSIM_COST(pinned_h2d_gbps); GPUSIM_COST(pinned_d2h_gbps); GPUSIM_COST(pageable_gbps);
   GPUSIM_COST(d2d_gbps); GPUSIM_COST(memset_gbps); GPUSIM_COST(copy_latency_us);

@@ -82,6 +82,11 @@ struct Config {
   int throttle_device = -1;
   double throttle_ratio = 1.0;
   unsigned long long throttle_reason = 0;
+  // The GPUs' links as NVML reports them (nvml.cc): NVLink links up per
+  // GPU, 0 = PCIe only, as before; and their generation (1..5: NVML
+  // answers the matching nvmlNvlinkVersion_t). The PCIe link is gen 5 x16.
+  int nvlink_links = 0;    // GPUSIM_NVLINK_LINKS (0..18)
+  int nvlink_version = 4;  // GPUSIM_NVLINK_VERSION
 
   double pinned_h2d_gbps = 50;   // DMA, pinned host -> device
   double pinned_d2h_gbps = 50;   // DMA, device -> pinned host

@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 namespace gpuslack {
 namespace cuda {
@@ -46,6 +47,16 @@ void load() {
             resolve(lib, "nvmlDeviceGetPowerUsage", &api->power_usage) &&
             resolve(lib, "nvmlDeviceGetEnforcedPowerLimit", &api->enforced_power_limit) &&
             resolve(lib, "nvmlDeviceGetMemoryInfo", &api->memory_info);
+  const auto optional = [lib](const char* name, auto* slot) {
+    *slot = reinterpret_cast<std::remove_pointer_t<decltype(slot)>>(dlsym(lib, name));
+  };
+  optional("nvmlDeviceGetCount_v2", &api->device_count);
+  optional("nvmlDeviceGetNvLinkState", &api->nvlink_state);
+  optional("nvmlDeviceGetNvLinkVersion", &api->nvlink_version);
+  optional("nvmlDeviceGetCurrPcieLinkGeneration", &api->curr_pcie_link_generation);
+  optional("nvmlDeviceGetCurrPcieLinkWidth", &api->curr_pcie_link_width);
+  optional("nvmlDeviceGetMaxPcieLinkGeneration", &api->max_pcie_link_generation);
+  optional("nvmlDeviceGetMaxPcieLinkWidth", &api->max_pcie_link_width);
   if (ok && !api->clocks_event_reasons) {
     *g_why = std::string(kSoname) + " has no nvmlDeviceGetCurrentClocksEventReasons";
     ok = false;

@@ -1,5 +1,5 @@
-// The NVML functions the device health sampler calls (health/sampler.h),
-// found at run time in libnvidia-ml.so.1, never linked (docs/design.md,
+// The NVML functions the device health sampler (health/sampler.h) and the
+// topology reader (topology/topology.h) call, found at run time in libnvidia-ml.so.1, never linked (docs/design.md,
 // principle 2): the driver's own library, so the loader's search finds it
 // wherever the driver is installed.
 //
@@ -9,6 +9,11 @@
 // Clock event reasons: nvmlDeviceGetCurrentClocksEventReasons, or in a
 // driver older than 535 its former name ...ClocksThrottleReasons (the same
 // signature and bits); one of the two is required.
+//
+// The topology's entries (device count, NVLink, PCIe link) are optional:
+// a driver without one leaves it null and the table still loads; the
+// topology then says which entry was missing (by its NVML name, given
+// beside each).
 //
 // Thread safety: any thread; the table is immutable once published.
 #pragma once
@@ -35,6 +40,20 @@ struct NvmlApi {
   nvmlReturn_t (*power_usage)(nvmlDevice_t device, unsigned int* milliwatts);
   nvmlReturn_t (*enforced_power_limit)(nvmlDevice_t device, unsigned int* milliwatts);
   nvmlReturn_t (*memory_info)(nvmlDevice_t device, nvmlMemory_t* memory);
+
+  // Optional (null when the library lacks them): the topology's.
+  nvmlReturn_t (*device_count)(unsigned int* count);  // nvmlDeviceGetCount_v2
+  // nvmlDeviceGetNvLinkState, nvmlDeviceGetNvLinkVersion, then
+  // nvmlDeviceGet{Curr,Max}PcieLink{Generation,Width}.
+  nvmlReturn_t (*nvlink_state)(nvmlDevice_t device, unsigned int link, nvmlEnableState_t* active);
+  // An nvmlNvlinkVersion_t (NVML_NVLINK_VERSION_4_0 is 6), not the NVLink
+  // generation: topology/nvlink.h maps one to the other.
+  nvmlReturn_t (*nvlink_version)(nvmlDevice_t device, unsigned int link, unsigned int* version);
+  nvmlReturn_t (*curr_pcie_link_generation)(nvmlDevice_t device, unsigned int* generation);
+  nvmlReturn_t (*curr_pcie_link_width)(nvmlDevice_t device, unsigned int* width);
+  // The most the device and the slot it sits in allow together.
+  nvmlReturn_t (*max_pcie_link_generation)(nvmlDevice_t device, unsigned int* generation);
+  nvmlReturn_t (*max_pcie_link_width)(nvmlDevice_t device, unsigned int* width);
 };
 
 const NvmlApi* nvml();

@@ -18,6 +18,8 @@ GPUSLACK_RUNTIME_CALL(driver_get_version, "cudaDriverGetVersion", (int* version)
 GPUSLACK_RUNTIME_CALL(get_device, "cudaGetDevice", (int* device), (device))
 GPUSLACK_RUNTIME_CALL(set_device, "cudaSetDevice", (int device), (device))
 GPUSLACK_RUNTIME_CALL(device_synchronize, "cudaDeviceSynchronize", (), ())
+GPUSLACK_RUNTIME_CALL(device_can_access_peer, "cudaDeviceCanAccessPeer", (int* can, int device, int peer),
+                      (can, device, peer))
 GPUSLACK_RUNTIME_CALL(event_create, "cudaEventCreateWithFlags", (cudaEvent_t * event, unsigned int flags),
                       (event, flags))
 GPUSLACK_RUNTIME_CALL(event_record, "cudaEventRecord", (cudaEvent_t event, cudaStream_t stream), (event, stream))

@@ -25,6 +25,8 @@ cudaError_t driver_get_version(int* version);
 cudaError_t get_device(int* device);
 cudaError_t set_device(int device);
 cudaError_t device_synchronize();
+// The topology (topology/topology.h): whether `device` can map `peer`'s memory.
+cudaError_t device_can_access_peer(int* can, int device, int peer);
 cudaError_t event_create(cudaEvent_t* event, unsigned int flags);
 cudaError_t event_record(cudaEvent_t event, cudaStream_t stream);
 cudaError_t event_query(cudaEvent_t event);

@@ -68,6 +68,13 @@ JobIdentity job_from(EnvironmentLookup lookup, void* context) {
   job.local_rank = env.count({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"});
   job.world_size = env.count({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"});
   job.node_rank = env.count({"GROUP_RANK", "SLURM_NODEID"});
+  const char* from = nullptr;
+  job.local_world_size = env.count(
+      {"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, &from);
+  if (job.local_world_size >= 0) job.local_world_size_from = from;
+  from = nullptr;
+  job.nodes = env.count({"GROUP_WORLD_SIZE", "SLURM_STEP_NUM_NODES", "SLURM_JOB_NUM_NODES"}, &from);
+  if (job.nodes >= 0) job.nodes_from = from;
   int restart = env.count({"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"});
   job.restart = restart > 0 ? restart : 0;
   for (const char* name :

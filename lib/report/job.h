@@ -11,6 +11,10 @@
 //   local_rank  LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID
 //   world_size  WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE
 //   node_rank   GROUP_RANK, SLURM_NODEID
+//   local_world_size  (ranks on this node) LOCAL_WORLD_SIZE, SLURM_NTASKS_PER_NODE,
+//               OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS
+//   nodes       GROUP_WORLD_SIZE (torchrun: one agent per node), SLURM_STEP_NUM_NODES,
+//               SLURM_JOB_NUM_NODES
 //   restart     TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT (else 0)
 //   id          GPUSLACK_JOB_ID, SLURM_JOB_ID, TORCHELASTIC_RUN_ID (not its
 //               default "none"), OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE
@@ -50,6 +54,10 @@ struct JobIdentity {
   int local_rank = -1;
   int world_size = -1;
   int node_rank = -1;
+  int local_world_size = -1;           // ranks on this node
+  std::string local_world_size_from;   // the variable that gave it (not in the JSON)
+  int nodes = -1;                      // nodes of the job
+  std::string nodes_from;              // (not in the JSON)
   std::string node;      // the host name (Summary::host)
   int restart = 0;
   std::string launcher;  // "torchrun", "slurm", "mpirun", "pmi" or ""

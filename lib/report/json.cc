@@ -12,6 +12,7 @@
 
 #include "report/findings_json.h"
 #include "report/health_series.h"
+#include "report/topology_json.h"
 #include "report/json_writer.h"
 #include "report/utf8.h"
 
@@ -332,6 +333,8 @@ void job(const JobIdentity& j, Writer* w) {
   w->key("local_rank").integer(j.local_rank < 0 ? -1 : j.local_rank);
   w->key("world_size").integer(j.world_size < 0 ? -1 : j.world_size);
   w->key("node_rank").integer(j.node_rank < 0 ? -1 : j.node_rank);
+  w->key("local_world_size").integer(j.local_world_size < 0 ? -1 : j.local_world_size);
+  w->key("nodes").integer(j.nodes < 0 ? -1 : j.nodes);
   w->key("node").string(j.node);
   w->key("restart").integer(j.restart < 0 ? 0 : j.restart);
   w->key("launcher").string(j.launcher);
@@ -468,6 +471,12 @@ std::string format_json(const Summary& s) {
   }
   w.key("device_health");
   write_device_health(s.device_health, &w);
+  w.key("topology");
+  if (s.topology.present) {
+    write_topology(s.topology, &w);
+  } else {
+    w.null();
+  }
   w.key("series");
   write_series(s.series, &w);
   w.end_object();

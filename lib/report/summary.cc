@@ -28,6 +28,7 @@
 #include "report/series.h"
 #include "report/staging.h"
 #include "report/symbolize.h"
+#include "report/topology.h"
 
 namespace gpuslack {
 namespace report {
@@ -287,6 +288,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.device_health.status = run.device_health.status;
   s.device_health.detail = run.device_health.detail;
   s.device_health.devices = run.device_health.devices;
+  s.topology = build_topology_section(run.topology, s.job, run.communicators);
   s.series = build_series(run);
   return s;
 }

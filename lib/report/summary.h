@@ -27,6 +27,7 @@
 #include "report/job.h"
 #include "stage/staging_stats.h"
 #include "timeline/timeline.h"
+#include "topology/topology.h"
 
 namespace gpuslack {
 namespace report {
@@ -254,6 +255,31 @@ struct DeviceHealthSection {
   std::vector<health::DeviceHealth> devices;
 };
 
+// What the links carry for one rank, for the collectives' model
+// (nccl/cost_model.h) and findings: each figure says where it came from,
+// "measured: <how>" (the topology read), "knob: fabric=<v>" (the findings
+// apply the knob on top) or "unknown: <reason>". report/topology.h fills it.
+struct TopologyLinks {
+  double intra_gbps = 0;       // one rank's link within its node, per direction, GB/s; 0 unknown
+  bool intra_is_nvlink = false;
+  std::string intra_from;      // "measured: <how>", "knob: fabric=<v>", "unknown: <reason>"
+  double inter_gbps = 0;       // one rank's share of the node's NICs, per direction, GB/s; 0 unknown
+  std::string inter_from;
+  int nodes = 0, ranks_per_node = 0;  // the job's shape; 0 unknown
+  std::string shape_from;
+};
+
+// The node as this rank read it (topology/topology.h) and what its links
+// carry: "topology" (null when not read: device_health:off, a secure
+// process).
+struct TopologySection {
+  bool present = false;
+  topology::Status status = topology::Status::kOff;  // kRead or kNotRead when present
+  std::string detail;                                // why not read
+  topology::NodeTopology node;
+  TopologyLinks links;
+};
+
 // Figures over time, all in buckets of interval_s from t0_s after
 // started_utc (report/series.h): "series".
 struct SeriesDevice {
@@ -309,6 +335,7 @@ struct Summary {
   PinnedSection pinned;                 // "pinned" in the JSON only when present
   GpuTimelineSection gpu_timeline;
   DeviceHealthSection device_health;
+  TopologySection topology;
   SeriesSection series;
 };
 
@@ -334,6 +361,7 @@ struct RunInfo {
   PinnedSection pinned;                 // session.cc fills it
   timeline::Snapshot gpu_timeline;      // session.cc fills it (timeline::snapshot())
   health::Snapshot device_health;       // session.cc fills it (health::snapshot())
+  topology::Snapshot topology;          // session.cc fills it (topology::snapshot())
   uint64_t series_origin_ticks = 0;     // the series' origin (base/time_buckets.h)
 };
 

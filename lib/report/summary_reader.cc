@@ -14,6 +14,7 @@
 #include "report/gpu_timeline.h"
 #include "report/findings_json.h"
 #include "report/health_series.h"
+#include "report/topology_json.h"
 #include "report/json_fields.h"
 #include "report/json_reader.h"
 
@@ -330,6 +331,8 @@ JobIdentity job(const Fields& top) {
   j.local_rank = f.whole("local_rank", -1);
   j.world_size = f.whole("world_size", -1);
   j.node_rank = f.whole("node_rank", -1);
+  j.local_world_size = f.whole("local_world_size", -1);
+  j.nodes = f.whole("nodes", -1);
   j.node = f.text("node");
   j.restart = f.whole("restart");
   j.launcher = f.text("launcher");
@@ -382,6 +385,7 @@ Summary summary(const Fields& f) {
   if (f.object("pinned", &v)) s.pinned = pinned(Fields(*v, "pinned"));
   if (f.object("gpu_timeline", &v)) s.gpu_timeline = read_gpu_timeline(Fields(*v, "gpu_timeline"));
   if (f.object("device_health", &v)) s.device_health = read_device_health(Fields(*v, "device_health"));
+  if (f.object("topology", &v)) s.topology = read_topology(Fields(*v, "topology"));
   if (f.object("series", &v)) s.series = read_series(Fields(*v, "series"));
   return s;
 }

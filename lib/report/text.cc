@@ -12,6 +12,7 @@
 
 #include "report/findings_text.h"
 #include "report/health_series.h"
+#include "report/topology.h"
 #include "report/utf8.h"
 #include "report/wrap.h"
 
@@ -568,11 +569,14 @@ std::string format_text(const Summary& summary, TextDetail detail) {
   gpu_headline(summary, &out);
   headline(summary, &out);
   for (const std::string& text : findings_lines(summary.findings)) line(&out, printable(text));
-  // The findings follow the headline, in the short text too; the short
-  // text ends here.
+  // The findings follow the headline, in the short text too, then the
+  // topology's line; the short text ends there.
+  // The topology's one line (report/topology.h): what the links carry.
+  if (summary.topology.present) line(&out, printable(topology_short_line(summary.topology)));
   if (detail == TextDetail::kShort) return out;
   gpu_details(summary, &out);
   for (const std::string& text : device_health_lines(summary.device_health)) line(&out, printable(text));
+  for (const std::string& text : topology_lines(summary.topology)) line(&out, printable(text));
   call_tables(summary, &out);
   copy_table(summary, &out);
   collective_table(summary, &out);

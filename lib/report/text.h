@@ -26,7 +26,7 @@
 // (wrap.h); table rows keep their columns.
 //
 // TextDetail::kShort is the first lines only: the GPU's, the headline and
-// its context line (and the findings, once they follow the headline); the
+// its context line, the findings and the topology's one line; the
 // writer (output.h) adds where the full summary is. config's summary_detail
 // chooses.
 //

@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "base/time_buckets.h"
 #include "health/sampler.h"
+#include "topology/topology.h"
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
 #include "ledger/host_activity.h"
@@ -117,6 +118,7 @@ void on_fork_child() {
   reporter_after_fork_child();
   timeline::after_fork_child();
   health::after_fork_child();
+  topology::after_fork_child();
 }
 
 }  // namespace
@@ -131,6 +133,13 @@ stage::OwnedRange owned_by_vmm_allocator(const void* p, size_t bytes) {
     case alloc::VmmRange::kNotVmm: break;
   }
   return stage::OwnedRange::kNotOwned;
+}
+
+// The reporter's once-a-second work (session/signals.h): the device health
+// sampler and the topology, both NVML's, never on an application thread.
+void reporter_tick() {
+  health::sample();
+  topology::tick();
 }
 
 // Set while this thread runs start(): NVTX's first call may load a tool
@@ -156,6 +165,9 @@ void start(const ApiCall* const* calls, int n_calls) {
   // knob is off in a secure process (secure_options).
   const bool health_on = o.device_health != "off";
   health::configure(health_on, g_start_seconds);
+  // The topology is read once on the same tick (topology/topology.h); the
+  // same knob keeps NVML out of the process.
+  topology::configure(health_on);
   format_utc_now(g_started_utc);
   nvtx::set_enabled(o.nvtx);
   nccl::set_collective_timing_every(o.collective_timing_every);
@@ -178,7 +190,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   // Metrics are written every summary interval, or every
   // kMetricsIntervalS when there is none (report/prometheus.h).
   start_reporter(o.summary_interval_s > 0 || o.prometheus_dir.empty() ? o.summary_interval_s : report::kMetricsIntervalS,
-                 o.signals, health_on ? &health::sample : nullptr);
+                 o.signals, health_on ? &reporter_tick : nullptr);
   timeline::start();  // per gpu_timeline; once (a forked child's is off)
   detail::g_active.store(true, std::memory_order_release);
   log::debug("session started (pid {})", static_cast<int>(getpid()));
@@ -217,6 +229,8 @@ report::RunInfo run_info(const char* reason) {
   if (g_forked_child) return run;
   health::sample_if_ready();
   run.device_health = health::snapshot();
+  topology::read_if_ready();
+  run.topology = topology::snapshot();
   for (int d = 0; d < alloc::kMaxDevices; ++d) {
     alloc::DeviceAllocator* a = alloc::existing_allocator(d);
     if (!a) continue;

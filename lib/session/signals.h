@@ -1,8 +1,9 @@
 // The reporter: a thread that writes the summary every summary_interval_s,
 // and on SIGTERM/SIGINT, then lets the signal act as it did before. It also
 // runs the session's once-a-second `tick` (the device health sampler,
-// health/sampler.h): gpuslack's one background thread for such work, so no
-// NVML call ever runs on an application thread.
+// health/sampler.h, and the topology's one reading, topology/topology.h):
+// gpuslack's one background thread for such work, so no NVML library is
+// loaded and no sysfs tree walked on an application thread.
 //
 // Note [Signals]: formatting a summary is not async-signal-safe, so the
 // handler only writes the signal number into a pipe and waits (up to 3 s,

@@ -10,6 +10,11 @@ ratio, and the GPU timeline must see device 0 busier. Without the knob no
 device throttles; with the simulated libnvidia-ml.so.1 hidden, the status is
 "unavailable" with one line of why, and nothing else changes.
 
+The topology (issue 26) rides on the same reporter and knob: with
+GPUSIM_NVLINK_LINKS=18 the summary's topology has each GPU's 18 NVLink 4
+links and the 450 GB/s link within the node; device_health:off leaves it
+null.
+
 Run by ctest, one test method per ctest entry, with GPUSLACK_SO, TRAIN_LOOP
 and SIMCUDA_DIR in the environment (tests/interpose/CMakeLists.txt).
 """
@@ -129,6 +134,31 @@ class DeviceHealth(OutDirTest):
         _, doc = summary_file(self.out)
         self.assertEqual({"status": "off", "detail": "", "devices": []}, doc["device_health"])
         self.assertNotIn("throttled", r.stderr)
+        self.assertIsNone(doc["topology"])  # the same knob keeps NVML and the topology out
+        self.assertNotIn("topology:", r.stderr)
+
+    def test_the_topology_is_read_once_with_nvlink_from_the_simulated_nvml(self):
+        # Issue 26: 18 NVLink 4 links per GPU; sysfs read under an empty
+        # root (GPUSLACK_TEST_SYSFS_ROOT), so the NICs are unknown with why.
+        with tempfile.TemporaryDirectory() as root:
+            r, doc = self.run_demo({"GPUSIM_NVLINK_LINKS": "18", "GPUSLACK_TEST_SYSFS_ROOT": root})
+        t = doc["topology"]
+        self.assertEqual("read", t["status"], t)
+        self.assertEqual(2, t["gpus_on_node"], t)
+        self.assertEqual([0, 1], [g["device"] for g in t["gpus"]], t)
+        for g in t["gpus"]:
+            self.assertEqual((18, 4, 450), (g["nvlink_links"], g["nvlink_generation"], g["nvlink_gbps"]), g)
+            self.assertEqual((5, 16), (g["pcie_max_generation"], g["pcie_max_width"]), g)
+            self.assertEqual([1 - g["device"]], g["peers"], g)
+        self.assertEqual([], t["nics"])
+        self.assertIn("no RDMA device", t["nics_unknown"])
+        links = t["links"]
+        self.assertEqual((450, True), (links["intra_gbps"], links["intra_is_nvlink"]), links)
+        self.assertTrue(links["intra_from"].startswith("measured: NVML: GPU 0 has 18 NVLink 4 links up"), links)
+        self.assertEqual(0, links["inter_gbps"], links)
+        self.assertTrue(links["inter_from"].startswith("unknown: no RDMA device"), links)
+        text = " ".join(l[len("gpuslack: "):].strip() for l in r.stderr.splitlines() if l.startswith("gpuslack: "))
+        self.assertIn("topology: within the node 450 GB/s (NVLink), between nodes unknown", text)
 
 
 if __name__ == "__main__":

@@ -49,8 +49,8 @@ class Job(OutDirTest):
         doc = load(os.path.join(self.out, "gpuslack-run_42-rank3.json"))
         self.assertEqual(3, doc["rank"])
         self.assertEqual({"id": "run/42", "id_from": "TORCHELASTIC_RUN_ID", "rank": 3, "rank_from": "RANK",
-                          "local_rank": 1, "world_size": 8, "node_rank": 1, "node": doc["host"], "restart": 0,
-                          "launcher": "torchrun", "nccl_ranks": []}, doc["job"])
+                          "local_rank": 1, "world_size": 8, "node_rank": 1, "local_world_size": -1, "nodes": -1,
+                          "node": doc["host"], "restart": 0, "launcher": "torchrun", "nccl_ranks": []}, doc["job"])
         first = [l for l in r.stderr.splitlines() if " lost (pid " in l]
         self.assertEqual(1, len(first), r.stderr)
         self.assertIn(", rank 3 of 8, job run/42)", first[0])

@@ -10,6 +10,7 @@ made from real demo summaries (tests/job/fixtures); it is the one function
 to swap for the multi-process demo's real rank files."""
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -154,6 +155,45 @@ class Merge(unittest.TestCase):
             page = f.read()
         for ref in ("http://", "https://", "<script", "<link", "@import", "src=\"http"):
             self.assertNotIn(ref, page.replace("http://www.w3.org/2000/svg", ""))
+
+    def test_each_kind_of_node_topology_is_shown_once_with_the_job_shape(self):
+        ranks = os.path.join(self.tmp, "ranks")
+        templates = [read_json(f) for f in FIXTURES]
+        synth.generate(templates, ranks, RANKS, seed=7, ranks_per_node=4)
+        # Node 1's rank 7 ran with device_health:off: no topology.
+        path = [os.path.join(ranks, f) for f in os.listdir(ranks) if f.endswith("rank7.json")][0]
+        doc = read_json(path)
+        doc["topology"] = None
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        out = os.path.join(self.tmp, "report")
+        p = merge(ranks, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "job-report.json")) as f:
+            rep = json.load(f)
+        self.assertEqual(validate(rep), [])
+        t = rep["topology"]
+        self.assertEqual(len(t["kinds"]), 1, t["kinds"])     # both nodes read alike
+        k = t["kinds"][0]
+        self.assertEqual(k["nodes"], ["node000", "node001"])
+        self.assertEqual(k["ranks"], RANKS - 1)
+        self.assertEqual(k["ranks_per_node"], 4)
+        self.assertEqual((k["intra_gbps"], k["intra_is_nvlink"], k["inter_gbps"]), (450.0, True, 50.0))
+        self.assertEqual(k["nics"], {"ports": 8, "active": 8, "rdma_active": 8, "gbit_s": 3200.0,
+                                     "link_layers": ["InfiniBand"]})
+        self.assertEqual([g["closeness"] for g in k["gpus"]], ["same_pcie_switch"] * 4)
+        self.assertEqual(t["shapes"], [{"nodes": 2, "ranks_per_node": 4}])
+        self.assertEqual(t["ranks_missing"], 1)
+        self.assertIn("device_health:off", t["missing_why"])
+        with open(os.path.join(out, "job-report.txt")) as f:
+            text = f.read()
+        self.assertIn("gpuslack job: topology (each kind of node once); job shape 2 nodes x 4 ranks:", text)
+        flat = re.sub(r"\ngpuslack job:\s+", " ", text)     # the wrapped lines as one
+        self.assertEqual(flat.count("node000, node001 (2 nodes, 7 ranks read it): within the node 450 GB/s (NVLink), "
+                                    "between nodes 50 GB/s"), 1, text)
+        self.assertEqual(flat.count("NVIDIA H200: 18 NVLink 4 links; nearest NIC"), 4, text)
+        self.assertIn("NICs: 8 ports, 8 active (InfiniBand), 3200 Gb/s in all", text)
+        self.assertIn("topology missing on 1 ranks", text)
 
     def test_good_files_only_exit_0_and_the_folder_can_be_merged_again(self):
         ranks = os.path.join(self.tmp, "ranks")

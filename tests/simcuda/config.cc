@@ -89,6 +89,10 @@ void read_number(const char* name, T* field) {
 // The NCCL fabric's knobs (Config::nvlink_links ... nccl_ring_default).
 void read_fabric(Config* c) {
   read_number("GPUSIM_NVLINK_LINKS", &c->nvlink_links);
+  if (c->nvlink_links < 0 || c->nvlink_links > 18) {
+    std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVLINK_LINKS=%d (want 0..18)\n", c->nvlink_links);
+    c->nvlink_links = 0;
+  }
   read_number("GPUSIM_NVLINK_VERSION", &c->nvlink_version);
   if (nvlink_link_gbps(c->nvlink_version) <= 0) {
     std::fprintf(stderr, "gpusim: ignoring GPUSIM_NVLINK_VERSION=%d (known: 1 to 5)\n", c->nvlink_version);

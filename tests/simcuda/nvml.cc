@@ -1,8 +1,10 @@
 // libnvidia-ml.so.1 of the simulated device: the NVML calls PyTorch makes
 // (c10/cuda's driver API table and its device checks look them up with
 // dlsym, and with expandable segments torch calls through them without
-// checking that NVML loaded). The devices are the simulated ones, PCIe
-// GPUs with no NVLink and no fabric, no process listed on them.
+// checking that NVML loaded). The devices are the simulated ones, no
+// process listed on them: PCIe gen 5 x16 GPUs with no fabric, and with no
+// NVLink unless GPUSIM_NVLINK_LINKS says how many links each has up
+// (GPUSIM_NVLINK_VERSION their generation, 4 by default).
 //
 // NVML's header (nvml.h) is not part of the CUDA toolkit installed here: the
 // types below are NVML's, declared with the values of its header. Only the
@@ -36,6 +38,8 @@ typedef int nvmlGpuP2PStatus_t;
 typedef int nvmlIntNvLinkDeviceType_t;
 typedef int nvmlClockType_t;
 typedef int nvmlTemperatureSensors_t;
+typedef int nvmlEnableState_t;
+typedef int nvmlNvLinkCapability_t;
 typedef struct nvmlMemory_st {
   unsigned long long total, free, used;
 } nvmlMemory_t;
@@ -54,6 +58,19 @@ constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_OK = 0;
 constexpr nvmlClockType_t NVML_CLOCK_SM = 1;
 constexpr nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU = 0;
 constexpr unsigned kMaxSmMhz = 1980;
+constexpr nvmlEnableState_t NVML_FEATURE_DISABLED = 0;
+constexpr nvmlEnableState_t NVML_FEATURE_ENABLED = 1;
+constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
+constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02;
+constexpr unsigned kPcieGeneration = 5, kPcieWidth = 16;
+
+// nvmlDeviceGetNvLinkVersion answers an nvmlNvlinkVersion_t (nvml.h:
+// NVML_NVLINK_VERSION_1_0 = 1, 2_0 = 2, 2_2 = 3, 3_0 = 4, 3_1 = 5, 4_0 = 6,
+// 5_0 = 7), not the generation GPUSIM_NVLINK_VERSION names.
+unsigned nvml_nvlink_version(int generation) {
+  static const unsigned kByGeneration[] = {0, 1, 2, 4, 6, 7};
+  return generation >= 1 && generation <= 5 ? kByGeneration[generation] : 0;
+}
 
 bool throttled(int d) { return d == gpusim::config().throttle_device; }
 
@@ -210,26 +227,95 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t h, 
                                                                 nvmlProcessInfo_t* infos) {
   return nvmlDeviceGetComputeRunningProcesses_v3(h, count, infos);
 }
-// A PCIe GPU: no fabric, no NVLink.
+// No fabric (the GPU fabric of a GB200 NVL72 rack is not simulated).
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t h, nvmlGpuFabricInfoV_t* info) {
   (void)info;
   int d;
   if (nvmlReturn_t r = check(h, "nvmlDeviceGetGpuFabricInfoV", &d)) return r;
   return NVML_ERROR_NOT_SUPPORTED;
 }
+
+// ---- NVLink (GPUSIM_NVLINK_LINKS, Config::nvlink_*) ----
+// A GPU with no link up answers as one without NVLink:
+// NVML_ERROR_NOT_SUPPORTED. Otherwise links 0 .. links-1 are up, the rest
+// of NVML_NVLINK_MAX_LINKS down, each to an NVSwitch (as on HGX boards);
+// a link past the maximum is an invalid argument, as NVML documents.
+namespace {
+nvmlReturn_t check_link(nvmlDevice_t h, unsigned link, const char* call, int* d) {
+  if (nvmlReturn_t r = check(h, call, d)) return r;
+  if (gpusim::config().nvlink_links == 0) return NVML_ERROR_NOT_SUPPORTED;
+  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  return NVML_SUCCESS;
+}
+bool link_up(unsigned link) { return link < static_cast<unsigned>(gpusim::config().nvlink_links); }
+}  // namespace
+
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t h, unsigned int link, nvmlEnableState_t* active) {
+  int d;
+  if (nvmlReturn_t r = check_link(h, link, "nvmlDeviceGetNvLinkState", &d)) return r;
+  if (!active) return NVML_ERROR_INVALID_ARGUMENT;
+  *active = link_up(link) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t h, unsigned int link, unsigned int* version) {
+  int d;
+  if (nvmlReturn_t r = check_link(h, link, "nvmlDeviceGetNvLinkVersion", &d)) return r;
+  if (!version) return NVML_ERROR_INVALID_ARGUMENT;
+  *version = nvml_nvlink_version(gpusim::config().nvlink_version);
+  return NVML_SUCCESS;
+}
+// Every capability (P2P, system memory, atomics) on a link that is up.
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkCapability(nvmlDevice_t h, unsigned int link,
+                                                         nvmlNvLinkCapability_t capability, unsigned int* result) {
+  int d;
+  if (nvmlReturn_t r = check_link(h, link, "nvmlDeviceGetNvLinkCapability", &d)) return r;
+  if (!result || capability < 0 || capability > 5) return NVML_ERROR_INVALID_ARGUMENT;
+  *result = link_up(link) ? 1 : 0;
+  return NVML_SUCCESS;
+}
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t h, unsigned int link,
                                                                nvmlIntNvLinkDeviceType_t* type) {
-  (void)link, (void)type;
   int d;
-  if (nvmlReturn_t r = check(h, "nvmlDeviceGetNvLinkRemoteDeviceType", &d)) return r;
-  return NVML_ERROR_NOT_SUPPORTED;
+  if (nvmlReturn_t r = check_link(h, link, "nvmlDeviceGetNvLinkRemoteDeviceType", &d)) return r;
+  if (!type) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!link_up(link)) return NVML_ERROR_NOT_SUPPORTED;
+  *type = NVML_NVLINK_DEVICE_TYPE_SWITCH;
+  return NVML_SUCCESS;
 }
+// The remote end is an NVSwitch, which the simulation does not describe
+// (nvmlPciInfo_t is not declared here): not supported, as before.
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t h, unsigned int link,
                                                                nvmlPciInfo_t* pci) {
   (void)link, (void)pci;
   int d;
   if (nvmlReturn_t r = check(h, "nvmlDeviceGetNvLinkRemotePciInfo", &d)) return r;
   return NVML_ERROR_NOT_SUPPORTED;
+}
+
+// ---- PCIe: gen 5 x16, now and at most ----
+namespace {
+nvmlReturn_t pcie(nvmlDevice_t h, const char* call, unsigned value, unsigned int* out) {
+  int d;
+  if (nvmlReturn_t r = check(h, call, &d)) return r;
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  *out = value;
+  return NVML_SUCCESS;
+}
+}  // namespace
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t h, unsigned int* gen) {
+  return pcie(h, "nvmlDeviceGetCurrPcieLinkGeneration", kPcieGeneration, gen);
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t h, unsigned int* width) {
+  return pcie(h, "nvmlDeviceGetCurrPcieLinkWidth", kPcieWidth, width);
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t h, unsigned int* gen) {
+  return pcie(h, "nvmlDeviceGetMaxPcieLinkGeneration", kPcieGeneration, gen);
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t h, unsigned int* gen) {
+  return pcie(h, "nvmlDeviceGetGpuMaxPcieLinkGeneration", kPcieGeneration, gen);
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t h, unsigned int* width) {
+  return pcie(h, "nvmlDeviceGetMaxPcieLinkWidth", kPcieWidth, width);
 }
 
 // ---- device health (gpuslack's health/sampler.h) ----

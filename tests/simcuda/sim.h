@@ -95,7 +95,10 @@ struct Config {
   // Set by GPUSIM_NVLINK_LINKS, GPUSIM_NVLINK_VERSION, GPUSIM_NET_GBPS,
   // GPUSIM_NET_LATENCY_US and GPUSIM_NODE; with neither GPUSIM_NVLINK_LINKS
   // nor GPUSIM_NET_GBPS set (`fabric` false), collectives keep the one-link
-  // time above (nccl_gbps, nccl_latency_us).
+  // time above (nccl_gbps, nccl_latency_us). NVML reports the same links
+  // (nvml.cc): NVLink links up per GPU (0..18), 0 = PCIe only, as before;
+  // and their generation (1..5: NVML answers the matching
+  // nvmlNvlinkVersion_t). The PCIe link is gen 5 x16.
   int nvlink_links = 0;          // GPUSIM_NVLINK_LINKS: NVLink links up per GPU; 0 = PCIe only
   int nvlink_version = 4;        // GPUSIM_NVLINK_VERSION
   double net_gbps = 0;           // GPUSIM_NET_GBPS: network per GPU per direction (0: nccl_gbps)

@@ -56,6 +56,56 @@ def _nodes(ranks, strag):
     return sorted(nodes.values(), key=lambda n: (-n["lost_s"], n["node"]))
 
 
+def _topology(ranks):
+    """Each node's topology once (docs/summary.md, "Topology"): its links as
+    its ranks read them, the GPUs its ranks use (by PCI bus id, with their
+    nearest NIC), its NICs; nodes whose topology reads alike are grouped,
+    so a 512-node job lists one entry per kind of node. None when no rank
+    read one."""
+    per_node = {}
+    for r in ranks:
+        t = r.get("topology")
+        if not t or t["status"] != "read":
+            continue
+        n = per_node.setdefault(r["host"], {"node": r["host"], "ranks": [], "t": t, "gpus": {}})
+        n["ranks"].append(r["rank"])
+        for g in t["gpus"]:
+            n["gpus"].setdefault(g["bus_id"] or "rank %d" % r["rank"], g)
+    if not per_node:
+        return None
+    kinds = {}
+    for name in sorted(per_node):
+        n = per_node[name]
+        t = n["t"]
+        active = [x for x in t["nics"] if x["active"]]
+        nics = {"ports": len(t["nics"]), "active": len(active),
+                "rdma_active": sum(1 for x in active if x["rdma"]),
+                "gbit_s": round(sum(x["gbit_s"] for x in active), 3),
+                "link_layers": sorted({("RoCE" if x["link_layer"] == "Ethernet" and x["rdma"] else x["link_layer"])
+                                       for x in active if x["link_layer"]})}
+        gpus = [dict(g, bus_id=k if g["bus_id"] else "") for k, g in sorted(n["gpus"].items())]
+        key = (round(t["intra_gbps"], 3), t["intra_is_nvlink"], round(t["inter_gbps"], 3), t["gpus_on_node"],
+               tuple(sorted({g["name"] for g in gpus})), tuple((k, str(v)) for k, v in sorted(nics.items())),
+               tuple(sorted({g["closeness"] for g in gpus})))
+        k = kinds.setdefault(key, {"nodes": [], "ranks": 0, "ranks_per_node": t["ranks_per_node"],
+                                   "intra_gbps": t["intra_gbps"], "intra_is_nvlink": t["intra_is_nvlink"],
+                                   "intra_from": t["intra_from"], "inter_gbps": t["inter_gbps"],
+                                   "inter_from": t["inter_from"], "gpus_on_node": t["gpus_on_node"],
+                                   "nics": nics, "gpus": gpus})
+        k["nodes"].append(name)
+        k["ranks"] += len(n["ranks"])
+    shapes = {(r["topology"]["nodes"], r["topology"]["ranks_per_node"]) for r in ranks
+              if r.get("topology") and r["topology"]["ranks_per_node"] > 0}
+    missing = [r for r in ranks if not r.get("topology") or r["topology"]["status"] != "read"]
+    why = ""
+    if missing:
+        t = missing[0].get("topology")
+        why = ("not read: " + t["detail"]) if t else missing[0].get("topology_missing", "")
+    return {"kinds": sorted(kinds.values(), key=lambda k: k["nodes"][0]),
+            "shapes": [{"nodes": a, "ranks_per_node": b} for a, b in sorted(shapes)],
+            "ranks_missing": len(missing), "missing_why": why}
+
+
 def _collectives(ranks, expected_arg):
     expected = expected_arg or max([r["collectives"]["expected_busbw_gbps"] for r in ranks if r["collectives"]] or [0.0])
     groups = {}
@@ -226,4 +276,5 @@ def build(ranks, skipped, notes, expected_busbw=0.0):
         "stragglers": strag, "collectives": _collectives(ranks, expected_busbw),
         "nccl_env_differences": _nccl_env(ranks), "memory": _memory(ranks),
         "call_sites": _call_sites(ranks), "timeline": timeline, "per_rank": per_rank,
+        "topology": _topology(ranks),
     }

@@ -174,6 +174,7 @@ def render(rep):
     P.append("</section>")
     P.append(_timeline(rep, strag))
     P.append(_nodes(rep))
+    P.append(_topology(rep))
     P.append(_collectives(rep))
     P.append(_memory(rep))
     P.append(_sites(rep))
@@ -278,6 +279,30 @@ def _nodes(rep):
     return "<section id=\"nodes\"><h2>Per node (most time lost first)</h2>%s%s</section>" % (
         _table(["node", "ranks", "time lost", "GPU idle", "stragglers"], rows,
                ["straggler" if n["stragglers"] else "" for n in nodes[:TABLE_ROWS]]), more)
+
+
+def _topology(rep):
+    """Each kind of node once: its nodes, links per rank, NICs, GPUs."""
+    t = rep.get("topology")
+    if not t:
+        return ""
+    gbps = lambda v: "%.4g GB/s" % v if v > 0 else "unknown"
+    rows = []
+    for k in t["kinds"][:TABLE_ROWS]:
+        names = ", ".join(k["nodes"][:4]) + (" and %d more" % (len(k["nodes"]) - 4) if len(k["nodes"]) > 4 else "")
+        n = k["nics"]
+        near = sorted({g["closeness"] for g in k["gpus"]})
+        rows.append([names, k["ranks_per_node"] or "?",
+                     gbps(k["intra_gbps"]) + (" NVLink" if k["intra_is_nvlink"] else " PCIe" if k["intra_gbps"] else ""),
+                     gbps(k["inter_gbps"]), "%d of %d active%s" % (n["active"], n["ports"],
+                                                                     " (%s)" % "/".join(n["link_layers"]) if n["link_layers"] else ""),
+                     ", ".join(near) or "-"])
+    shapes = ", ".join("%d nodes x %d ranks" % (s["nodes"], s["ranks_per_node"]) for s in t["shapes"])
+    missing = "<p class=\"note\">topology missing on %d ranks: %s</p>" % (t["ranks_missing"], _e(t["missing_why"])) \
+        if t["ranks_missing"] else ""
+    return "<section id=\"topology\"><h2>Topology (each kind of node once%s)</h2>%s%s</section>" % (
+        _e("; job shape " + shapes) if shapes else "",
+        _table(["nodes", "ranks per node", "within the node", "between nodes", "NICs", "nearest NIC"], rows), missing)
 
 
 def _collectives(rep):

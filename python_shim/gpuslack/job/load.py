@@ -115,6 +115,42 @@ def _health(doc):
     return devs, ""
 
 
+def _topology(doc):
+    """The node's topology as this rank read it (docs/summary.md, "Topology"):
+    (record, "") or (None, why)."""
+    t = doc.get("topology")
+    if not isinstance(t, dict):
+        return None, ("null: device_health:off or a secure process" if "topology" in doc
+                      else "absent (a summary from before the topology)")
+    links = t.get("links") if isinstance(t.get("links"), dict) else {}
+    rec = {"status": _text(t.get("status")), "detail": _text(t.get("detail")),
+           "intra_gbps": _num(links.get("intra_gbps")), "intra_is_nvlink": links.get("intra_is_nvlink") is True,
+           "intra_from": _text(links.get("intra_from")), "inter_gbps": _num(links.get("inter_gbps")),
+           "inter_from": _text(links.get("inter_from")), "nodes": int(_num(links.get("nodes"))),
+           "ranks_per_node": int(_num(links.get("ranks_per_node"))), "shape_from": _text(links.get("shape_from")),
+           "gpus_on_node": int(_num(t.get("gpus_on_node"))), "gpus": [], "nics": []}
+    nearest = {}
+    for a in _list(t.get("affinity")):
+        if isinstance(a, dict):
+            nearest[a.get("device")] = (_text(a.get("nic")), _text(a.get("closeness")))
+    for g in _list(t.get("gpus")):
+        if not isinstance(g, dict):
+            continue
+        nic, close = nearest.get(g.get("device"), ("", "unknown"))
+        rec["gpus"].append({"bus_id": _text(g.get("bus_id")), "name": _text(g.get("name")),
+                            "numa_node": int(_num(g.get("numa_node"))) if isinstance(g.get("numa_node"), int) else -1,
+                            "nvlink_links": g.get("nvlink_links") if isinstance(g.get("nvlink_links"), int) else -1,
+                            "nvlink_generation": int(_num(g.get("nvlink_generation"))),
+                            "nvlink_gbps": _num(g.get("nvlink_gbps")), "pcie_gbps": _num(g.get("pcie_gbps")),
+                            "nearest_nic": nic, "closeness": close})
+    for n in _list(t.get("nics")):
+        if isinstance(n, dict):
+            rec["nics"].append({"name": _text(n.get("name")), "port": int(_num(n.get("port"))),
+                                "rdma": n.get("rdma") is not False, "link_layer": _text(n.get("link_layer")),
+                                "active": n.get("active") is True, "gbit_s": _num(n.get("gbit_s"))})
+    return rec, ""
+
+
 def _floats(v):
     """A list of numbers as floats; [] when it is not one."""
     try:
@@ -223,6 +259,7 @@ def extract(doc, path):
     cats = doc.get("categories") or {}
     gpu, gpu_why = _gpu(doc)
     health, health_why = _health(doc)
+    topology, topology_why = _topology(doc)
     sites = {}
     for s in doc.get("call_sites") or []:
         frames = s.get("frames") or []
@@ -240,6 +277,7 @@ def extract(doc, path):
         "gpu": gpu, "gpu_missing": gpu_why, "health": health, "health_missing": health_why,
         "has_job": job is not None, "series": _series(doc), "collectives": _collectives(doc),
         "memory": _memory(doc), "sites": sites, "findings": _findings(doc),
+        "topology": topology, "topology_missing": topology_why,
     }
 
 

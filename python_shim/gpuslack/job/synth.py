@@ -129,6 +129,8 @@ def _rank_doc(template, rank, n, args, rng, arrive_max, plan):
         "temperature_c_mean": 84.0 if throttled else rng.uniform(55, 68),
         "temperature_c_max": 88.0 if throttled else rng.uniform(65, 75),
         "power_w_mean": rng.uniform(450, 600), "power_limit_w": 700.0, "memory_used_bytes_max": 0}]}
+    doc["job"].update({"local_world_size": args.ranks_per_node, "nodes": (n + args.ranks_per_node - 1) // args.ranks_per_node})
+    doc["topology"] = _topology(local, n, args.ranks_per_node)
     buckets = args.series_buckets
     dt = wall / buckets
     idle_share = idle_total / wall
@@ -145,6 +147,34 @@ def _rank_doc(template, rank, n, args, rng, arrive_max, plan):
         "reserved_bytes": [int(u * 0.9) for u in used] if doc["allocator"] else [],
         "allocated_bytes": [int(u * 0.7) for u in used] if doc["allocator"] else []}
     return doc
+
+
+def _topology(local, n, per_node):
+    """An HGX H200 node's topology as rank `local` of it reads it: its GPU
+    (18 NVLink 4 links) behind one PCIe switch with its NDR NIC, 8 of them."""
+    bus = 0x18 + 0x10 * local
+    nodes = (n + per_node - 1) // per_node
+
+    def place(b, numa):
+        return {"bus_id": "0000:%02x:00.0" % b, "numa_node": numa,
+                "pci_path": ["pci0000:%02x" % (bus - 3), "0000:%02x:01.0" % (bus - 3), "0000:%02x:00.0" % b],
+                "place_unknown": ""}
+    numa = 0 if local < 4 else 1
+    gpu = dict(place(bus, numa), device=local, name="NVIDIA H200", nvlink_links=18, nvlink_generation=4,
+               nvlink_gbps=450.0, pcie_generation=5, pcie_width=16, pcie_max_generation=5, pcie_max_width=16,
+               pcie_gbps=63.0153846, peers=[], unknown="")
+    nics = [dict(place(0x19 + 0x10 * i, 0 if i < 4 else 1), name="mlx5_%d" % i, port=1, rdma=True,
+                 link_layer="InfiniBand", netdev="", state="ACTIVE", active=True, gbit_s=400.0,
+                 rate_from="/sys/class/infiniband/mlx5_%d/ports/1/rate" % i, unknown="") for i in range(8)]
+    return {"status": "read", "detail": "", "links": {
+        "intra_gbps": 450.0, "intra_is_nvlink": True,
+        "intra_from": "measured: NVML: GPU %d has 18 NVLink 4 links up, 25 GB/s each per direction" % local,
+        "inter_gbps": 50.0, "inter_from": "measured: 8 active RDMA ports (InfiniBand), 3200 Gb/s over the node's 8 GPUs (NVML)",
+        "nodes": nodes, "ranks_per_node": per_node,
+        "shape_from": "measured: SLURM_NTASKS_PER_NODE=%d, SLURM_JOB_NUM_NODES=%d" % (per_node, nodes)},
+        "sysfs_root": "/", "gpus_on_node": 8, "gpus_unknown": "", "gpus": [gpu], "nics_unknown": "", "nics": nics,
+        "affinity": [{"device": local, "nic": "mlx5_%d" % local, "port": 1, "closeness": "same_pcie_switch"}],
+        "corrupt": []}
 
 
 def finding(rule, cost_s, title=None, gpu_idle_s=None, evidence=(), where=(), fix=None):

@@ -54,6 +54,7 @@ def render(rep):
                          "GPU idle")
     L += _stragglers(rep["stragglers"])
     L += _nodes(rep["per_node"])
+    L += _topology(rep.get("topology"))
     L += _collectives(rep["collectives"])
     L += _memory(rep["memory"])
     if rep["call_sites"]:
@@ -153,6 +154,48 @@ def _nodes(nodes):
                      fmt.ranks(n["stragglers"], 4) or "-"])
     more = ["  and %d more nodes" % (len(nodes) - NODE_ROWS)] if len(nodes) > NODE_ROWS else []
     return ["per node (most time lost first):"] + _table(rows) + more
+
+
+def _gbps(v):
+    return "%.4g GB/s" % v if v > 0 else "unknown"
+
+
+def _topology(t):
+    """Each kind of node once: its links per rank, shape, GPUs and NICs."""
+    if not t:
+        return []
+    L = []
+    shapes = ", ".join("%d node%s x %d ranks" % (s["nodes"], "" if s["nodes"] == 1 else "s", s["ranks_per_node"])
+                       if s["nodes"] else "%d ranks per node" % s["ranks_per_node"] for s in t["shapes"])
+    L.append("topology (each kind of node once)%s:" % ("; job shape " + shapes if shapes else ""))
+    for k in t["kinds"][:NODE_ROWS]:
+        nodes = k["nodes"]
+        names = ", ".join(nodes[:4]) + (" and %d more" % (len(nodes) - 4) if len(nodes) > 4 else "")
+        L += _wrap("%s (%d node%s, %d ranks read it): within the node %s%s, between nodes %s per rank and "
+                   "direction" % (names, len(nodes), "" if len(nodes) == 1 else "s", k["ranks"], _gbps(k["intra_gbps"]),
+                                  (" (NVLink)" if k["intra_is_nvlink"] else " (PCIe)") if k["intra_gbps"] > 0 else "",
+                                  _gbps(k["inter_gbps"])), 2)
+        if k["intra_gbps"] <= 0:
+            L += _wrap(k["intra_from"], 5)
+        if k["inter_gbps"] <= 0:
+            L += _wrap(k["inter_from"], 5)
+        n = k["nics"]
+        L += _wrap("NICs: %d port%s, %d active%s%s" % (
+            n["ports"], "" if n["ports"] == 1 else "s", n["active"],
+            " (%s)" % "/".join(n["link_layers"]) if n["link_layers"] else "",
+            ", %.4g Gb/s in all" % n["gbit_s"] if n["gbit_s"] else ""), 5)
+        for g in k["gpus"][:8]:
+            link = ("%d NVLink %d links" % (g["nvlink_links"], g["nvlink_generation"]) if g["nvlink_links"] > 0
+                    else "no NVLink" if g["nvlink_links"] == 0 else "NVLink unknown")
+            near = " nearest NIC %s (%s)" % (g["nearest_nic"], g["closeness"]) if g["nearest_nic"] else ""
+            L += _wrap("GPU %s %s: %s;%s" % (g["bus_id"] or "?", g["name"] or "?", link, near), 5)
+        if len(k["gpus"]) > 8:
+            L.append("     and %d more GPUs" % (len(k["gpus"]) - 8))
+    if len(t["kinds"]) > NODE_ROWS:
+        L.append("  and %d more kinds of node" % (len(t["kinds"]) - NODE_ROWS))
+    if t["ranks_missing"]:
+        L.append("  topology missing on %d ranks: %s" % (t["ranks_missing"], t["missing_why"]))
+    return L
 
 
 def _collectives(c):

@@ -48,6 +48,29 @@ TEST(JobIdentity, Torchrun) {
   EXPECT_EQ("TORCHELASTIC_RUN_ID", j.id_from);
 }
 
+// The job's shape (issue 26): ranks per node and nodes, each launcher's.
+TEST(JobIdentity, ShapeFromEachLauncher) {
+  JobIdentity torchrun = job_of({{"LOCAL_WORLD_SIZE", "4"}, {"GROUP_WORLD_SIZE", "2"}, {"WORLD_SIZE", "8"}});
+  EXPECT_EQ(4, torchrun.local_world_size);
+  EXPECT_EQ("LOCAL_WORLD_SIZE", torchrun.local_world_size_from);
+  EXPECT_EQ(2, torchrun.nodes);
+  EXPECT_EQ("GROUP_WORLD_SIZE", torchrun.nodes_from);
+  JobIdentity slurm = job_of({{"SLURM_NTASKS_PER_NODE", "8"}, {"SLURM_JOB_NUM_NODES", "32"}});
+  EXPECT_EQ(8, slurm.local_world_size);
+  EXPECT_EQ("SLURM_NTASKS_PER_NODE", slurm.local_world_size_from);
+  EXPECT_EQ(32, slurm.nodes);
+  EXPECT_EQ("SLURM_JOB_NUM_NODES", slurm.nodes_from);
+  JobIdentity step = job_of({{"SLURM_STEP_NUM_NODES", "4"}, {"SLURM_JOB_NUM_NODES", "32"}});
+  EXPECT_EQ(4, step.nodes) << "the step's nodes, not the allocation's";
+  JobIdentity mpi = job_of({{"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  EXPECT_EQ(4, mpi.local_world_size);
+  EXPECT_EQ(4, job_of({{"MPI_LOCALNRANKS", "4"}}).local_world_size);
+  JobIdentity none = job_of({{"SLURM_NTASKS_PER_NODE", "4(x2)"}});
+  EXPECT_EQ(-1, none.local_world_size);
+  EXPECT_EQ("", none.local_world_size_from);
+  EXPECT_EQ(-1, none.nodes);
+}
+
 TEST(JobIdentity, TorchrunsDefaultRunIdIsNoId) {
   JobIdentity j = job_of({{"RANK", "0"}, {"TORCHELASTIC_RUN_ID", "none"}});
   EXPECT_EQ("", j.id);

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "nccl/collectives.h"
 
@@ -55,6 +56,27 @@ struct Links {
   bool intra_is_nvlink = true;  // NVLink's latencies, else PCIe's
 };
 
+// Note [Link efficiency] (cost_model.cc): the links the model knows, with
+// their line rate and the bus bandwidth nccl-tests reaches over them; the
+// `fabric` knob names them (findings/fabric.h), and a link the topology
+// measured takes the efficiency (busbw / line rate) of the nearest of its
+// kind. One table for both, so the knob and the topology judge alike.
+struct LinkKind {
+  const char* name;    // the knob's word: "nvlink4"; nullptr ends the table
+  bool network;        // between nodes (ib*, roce*); else within a node
+  bool nvlink;         // NVLink (its latencies, LL128); else PCIe or a NIC
+  double line_gbps;    // one GPU's line rate (its share of the NICs), per direction, GB/s
+  double busbw_gbps;   // nccl-tests' bus bandwidth a healthy link sustains at large sizes
+  const char* what;    // "NVLink 4 (H100/H200 SXM, NVSwitch)"
+};
+const LinkKind* link_kinds();                           // the table
+const LinkKind* find_link_kind(std::string_view name);  // nullptr: not in it
+// busbw / line rate of the table's link nearest to `line_gbps` of that kind
+// (network; NVLink or PCIe within a node): what fraction a link sustains.
+double link_efficiency(bool network, bool nvlink, double line_gbps);
+// The Links a knob's pair names (either may be null): line rates.
+Links links_of(const LinkKind* node, const LinkKind* network);
+
 struct Shape {
   int nodes = 1;
   int ranks_per_node = 1;
@@ -74,6 +96,12 @@ struct Cost {
 // count (NCCL's: enough to fill the links).
 Cost collective_cost(CollectiveOp op, uint64_t bytes, Algo algo, Proto proto, const Shape& shape, const Links& links,
                      int channels = 0);
+
+// nccl-tests' bus bandwidth a healthy link sustains for Ring/Simple on
+// `shape`: the node's link within one node, the slower of the two across
+// nodes; 0 when a link it needs is unknown. (Point-to-point ops are judged
+// against it.)
+double link_busbw(const Shape& shape, const Links& links);
 
 struct Choice {
   Algo algo = Algo::kRing;

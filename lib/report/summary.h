@@ -136,6 +136,18 @@ struct CollectiveRow {
   double gpu_s = 0;       // timed calls
   double gpu_p50_s = 0, gpu_p99_s = 0;
   double algbw_gbps = 0, busbw_gbps = 0;  // 0 when none timed
+  // NCCL's own choice, from its profiler plugin (lib/nccl/profiler_*).
+  std::string algo, proto;  // NCCL's choice for most of the row's calls ("" unknown)
+  double channels = 0;      // mean channels NCCL used; 0 unknown
+  int nnodes = 0;           // the communicator's nodes per NCCL; 0 unknown
+  // The cost model's expectation (report/collective_expectations.h, Note
+  // [Where the expected bandwidth comes from]); per call of the row's mean
+  // size.
+  double expected_busbw_gbps = 0;  // the model's for NCCL's choice (algo/proto) on this shape; 0 unknown
+  std::string expected_from;       // where the links came from
+  std::string best_algo, best_proto;  // the model's fastest choice; "" unknown
+  double best_time_s = 0;             // one call by best_algo/best_proto, per the model
+  double chosen_time_s = 0;           // one call by NCCL's choice (algo/proto, channels), per the model
 };
 
 struct CommunicatorRow {
@@ -157,6 +169,23 @@ struct CollectivesSection {
   std::vector<CommunicatorRow> communicators;
   std::vector<std::pair<std::string, std::string>> env;  // NCCL_* in effect, by name
   std::vector<std::string> warnings;  // "all-reduce ran at X GB/s bus bandwidth, expected Y"
+};
+
+// The links one rank can use and the job's shape (lib/topology/; T fills
+// `links` from what it measured, "measured:"/"unknown:"; the collectives'
+// expectations apply the `fabric` knob on top of it).
+struct TopologyLinks {
+  double intra_gbps = 0;       // one rank's link within its node, per direction, GB/s; 0 unknown
+  bool intra_is_nvlink = false;
+  std::string intra_from;      // "measured: <how>", "knob: fabric=<v>", "unknown: <reason>"
+  double inter_gbps = 0;       // one rank's share of the node's NICs, per direction, GB/s; 0 unknown
+  std::string inter_from;
+  int nodes = 0, ranks_per_node = 0;  // the job's shape; 0 unknown
+  std::string shape_from;
+};
+struct TopologySection {
+  bool present = false;
+  TopologyLinks links;
 };
 
 // The VMM allocator of one device (allocator:vmm), as alloc::DeviceStats
@@ -295,6 +324,7 @@ struct Summary {
   std::vector<CallSiteRow> call_sites;   // top call sites per category: categories in enum
                                          // order, most blocked first within each
   CollectivesSection collectives;
+  TopologySection topology;
   std::vector<AllocatorRow> allocator;  // empty unless allocator:vmm served a device
   StagingSection staging;
   PinnedSection pinned;                 // "pinned" in the JSON only when present
@@ -319,6 +349,7 @@ struct RunInfo {
   int nccl_version = 0;
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check
+  std::string fabric = "auto";     // the fabric knob (report/collective_expectations.h)
   std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
   bool staging_present = false;         // session.cc fills these from stage::existing_stager()
   stage::StagingStats staging;

@@ -139,6 +139,7 @@ bool communicator_shape(const Summary& s, const CollectiveRow& r, nccl::Shape* o
 void apply_collective_expectations(Summary* s, const ExpectationKnobs& knobs) {
   for (CollectiveRow& r : s->collectives.rows) {
     r.expected_busbw_gbps = r.best_time_s = r.chosen_time_s = 0;
+    r.best_channels = 0;
     r.best_algo.clear();
     r.best_proto.clear();
     if (knobs.expected_busbw_gbps > 0) {
@@ -170,6 +171,7 @@ void apply_collective_expectations(Summary* s, const ExpectationKnobs& knobs) {
     r.best_algo = nccl::algo_name(best.algo);
     r.best_proto = nccl::proto_name(best.proto);
     r.best_time_s = best.cost.time_s;
+    r.best_channels = best.cost.channels;
     nccl::Algo algo;
     nccl::Proto proto;
     std::string how;

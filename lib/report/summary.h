@@ -147,6 +147,7 @@ struct CollectiveRow {
   std::string expected_from;       // where the links came from
   std::string best_algo, best_proto;  // the model's fastest choice; "" unknown
   double best_time_s = 0;             // one call by best_algo/best_proto, per the model
+  int best_channels = 0;              // the channels best_time_s assumed (the model's own count)
   double chosen_time_s = 0;           // one call by NCCL's choice (algo/proto, channels), per the model
 };
 

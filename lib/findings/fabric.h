@@ -2,13 +2,11 @@
 // of links (published nccl-tests figures, sources in nccl/cost_model.cc) and the
 // shape of a communicator as far as the summary tells it.
 //
-// Note [Where the expected bandwidth comes from]: in this order,
+// Note [Where the expected bandwidth comes from] (report/collective_expectations.h)
+// gives each collectives row its own expectation; this is the fallback for
+// rows without one (the shape unknown), in this order:
 //   1. expected_busbw_gbps, when set: for every communicator;
-//   2. the topology: NVML's NVLink state or NCCL's topology would say which
-//      link a communicator crosses, but the summary records neither (NVML is
-//      sampled for clocks, throttling, temperature, power and memory only;
-//      NCCL's topology is not read), so this step gives nothing yet;
-//   3. the `fabric` knob: one link ("nvlink4", "ib400", ...) or a node's
+//   2. the `fabric` knob: one link ("nvlink4", "ib400", ...) or a node's
 //      link and the network's joined by '+' ("nvlink4+ib400"). A
 //      communicator within one node expects the node's link (nvlink*,
 //      pcie*); one across nodes expects the network's (ib*, roce*); one of

@@ -254,6 +254,23 @@ TEST(CollectiveAlgorithm, TheCostIsTheGpusTimeAsTheTimelineMeasuredIt) {
   EXPECT_LT(f->cost_s, unclipped);
 }
 
+TEST(CollectiveAlgorithm, TheFabricKnobAndRanksHereNeedNoTopology) {
+  // ncclCommInitAll's 8 ranks in this process: one node. fabric=nvlink4.
+  report::Summary s = field_rank();
+  s.topology = report::TopologySection{};
+  s.collectives.communicators.clear();
+  for (int r = 0; r < 8; ++r) s.collectives.communicators.push_back({8, r, r, true, false});
+  report::Summary measured = field_rank();  // the same links, to make the row
+  s.collectives.rows.push_back(all_reduce(measured, {1, 8}, 28, 100, nccl::Algo::kRing, nccl::Proto::kSimple));
+  run(&s, "nvlink4");
+  const report::CollectiveRow& r = s.collectives.rows[0];
+  EXPECT_NEAR(r.busbw_gbps, r.expected_busbw_gbps, 0.01);
+  EXPECT_NE(std::string::npos, r.expected_from.find("within a node: knob: fabric=nvlink4")) << r.expected_from;
+  EXPECT_NE(std::string::npos, r.expected_from.find("1 node x 8 ranks (this process holds every rank)"))
+      << r.expected_from;
+  EXPECT_NE(std::string::npos, r.expected_from.find("for NCCL's choice Ring/Simple")) << r.expected_from;
+}
+
 TEST(CollectiveAlgorithm, BelowTheThresholdIsQuiet) {
   report::Summary s = field_rank();
   s.wall_s = 1000;  // 1.5 s recovered of 1000: under 1%

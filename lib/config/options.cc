@@ -120,7 +120,7 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
                                       escaped_input(o.gpu_timeline)));
     o.gpu_timeline = "auto";
   }
-  // fabric: the names of findings/fabric.cc's table (fabric_test checks
+  // fabric: the names of nccl/cost_model.cc's link table (fabric_test checks
   // that the two agree), one link or a node's and a network's joined by '+'.
   {
     static const char* const kFabricWords[] = {"nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5",

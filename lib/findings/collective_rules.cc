@@ -13,6 +13,26 @@
 //   the warning stays as the section's raw flag, the same rows and
 //   threshold, for the job report, which merges it across ranks.
 //
+//   With a known topology (report/collective_expectations.h) each row
+//   carries its own expectation, the cost model's for the algorithm and
+//   protocol NCCL used: the rule needs no knob then.
+//
+// collective_algorithm: rows whose calls the cost model says another
+//   algorithm or protocol (or NCCL's channel count raised) would finish at
+//   least kBetterChoice times sooner than NCCL's choice did
+//   (CollectiveRow::chosen_time_s against best_time_s). Cost: the measured
+//   GPU time of those calls, per rank, less the model's time for the better
+//   choice. Evidence: sizes, shape, what NCCL chose, measured and expected
+//   bus bandwidth for both. Fix: environment lines (NCCL_ALGO, NCCL_PROTO,
+//   NCCL_MIN_NCHANNELS where channels limit it), to be set on every rank
+//   alike (NCCL needs every rank to make the same choice; the job report
+//   checks that the ranks' fixes agree). Rows grouped by the fix; the fix
+//   recovering most is the finding.
+//
+// Note [The GPU's time]: both rules cost GPU time, never host time: the
+// timed calls' GPU time scaled to every call, and, where the GPU timeline
+// measured, no more than the communication time it saw on this rank's GPUs.
+//
 // latency_bound_collectives: many small calls (under 1 MiB each) whose GPU
 //   time is mostly the per-call latency and at least half of all
 //   collective GPU time. Latency per call: the median GPU time of the
@@ -29,6 +49,7 @@
 #include "findings/fabric.h"
 #include "findings/figures.h"
 #include "findings/findings.h"
+#include "report/collective_expectations.h"
 #include "report/collectives.h"
 
 namespace gpuslack {
@@ -36,6 +57,7 @@ namespace findings {
 namespace {
 
 inline constexpr double kSlowFraction = 0.5;  // below this share of the expected busbw
+inline constexpr double kBetterChoice = 1.3;  // the better choice at least this many times sooner
 inline constexpr int kSmallBucket = 20;       // calls under 2^20 bytes (1 MiB) are small
 inline constexpr uint64_t kManyCalls = 100;   // small calls, at least
 inline constexpr double kMergedBucketBytes = 25.0 * (1 << 20);  // DDP's default bucket_cap_mb
@@ -60,6 +82,19 @@ int ranks_here(const report::Summary& s, int nranks) {
 // (Note [Estimated GPU time] in report/collectives.h), the one figure.
 double gpu_estimated(const report::Summary& s, const report::CollectiveRow& r) {
   return r.gpu_s_estimated / ranks_here(s, r.nranks);
+}
+
+// Note [The GPU's time]: the share of the event-timed estimate the GPU
+// timeline confirms (1 when it did not measure, or saw as much).
+double timeline_scale(const report::Summary& s) {
+  if (s.gpu_timeline.status != timeline::Status::kMeasured || s.gpu_timeline.devices.empty()) return 1;
+  double comm = 0;
+  for (const report::GpuDeviceRow& d : s.gpu_timeline.devices)
+    comm += d.busy_by[static_cast<int>(timeline::Busy::kCommunication)];
+  comm /= static_cast<double>(s.gpu_timeline.devices.size());  // per rank: one GPU each
+  double estimated = 0;
+  for (const report::CollectiveRow& r : s.collectives.rows) estimated += gpu_estimated(s, r);
+  return estimated > comm && estimated > 0 ? comm / estimated : 1;
 }
 
 std::string bytes_text(double bytes) {
@@ -110,15 +145,26 @@ void collective_bandwidth(const report::Summary& s, const Context& ctx, std::vec
   std::string worst_source;
   Span worst_span = Span::kUnknown;
   uint64_t slow_calls = 0;
+  const double scale = timeline_scale(s);
   for (const report::CollectiveRow& r : s.collectives.rows) {
     if (r.bucket < report::kLargeBucket || r.timed == 0 || r.nranks <= 1 || r.busbw_gbps <= 0) continue;
     Span span = span_of(s, r.nranks);
     std::string source;
-    double expected = expected_busbw(ctx.expected_busbw_gbps, fabric, span, &source);
+    double expected = 0;
+    nccl::Shape shape;
+    std::string shape_from;
+    if (r.expected_busbw_gbps > 0) {  // the row's own (report/collective_expectations.h)
+      expected = r.expected_busbw_gbps;
+      source = r.expected_from;
+      if (report::communicator_shape(s, r, &shape, &shape_from))
+        span = shape.nodes > 1 ? Span::kAcrossNodes : Span::kWithinNode;
+    } else {
+      expected = expected_busbw(ctx.expected_busbw_gbps, fabric, span, &source);
+    }
     if (expected <= 0) continue;
     double ratio = r.busbw_gbps / expected;
     if (ratio >= kSlowFraction) continue;
-    cost += gpu_estimated(s, r) * (1 - ratio);
+    cost += gpu_estimated(s, r) * scale * (1 - ratio);
     slow_calls += (r.count - std::min(r.count, r.captured)) / ranks_here(s, r.nranks);
     if (!worst || ratio < worst_ratio) {
       worst = &r;
@@ -199,11 +245,109 @@ void latency_bound(const report::Summary& s, const Context& ctx, std::vector<rep
   out->push_back(std::move(f));
 }
 
+
+// What NCCL chose for a row: its profiler's word, else NCCL_ALGO/NCCL_PROTO
+// (the expectation took them only when each names one choice).
+std::string chosen_algo(const report::Summary& s, const report::CollectiveRow& r) {
+  return !r.algo.empty() ? r.algo : env_value(s.collectives, "NCCL_ALGO");
+}
+std::string chosen_proto(const report::Summary& s, const report::CollectiveRow& r) {
+  return !r.proto.empty() ? r.proto : env_value(s.collectives, "NCCL_PROTO");
+}
+
+// collective_algorithm (the header's comment). A row's better choice and
+// the environment lines that make NCCL take it.
+struct AlgorithmFix {
+  std::string lines;  // "NCCL_ALGO=Tree NCCL_PROTO=Simple"
+  double cost = 0;    // GPU time it would recover, per rank
+  uint64_t calls = 0;
+  const report::CollectiveRow* worst = nullptr;  // the row recovering most
+  double worst_saving = 0;
+};
+
+// The lines for row `r`'s best choice; "" when none would change what NCCL
+// does. Channels only where the choice stays and NCCL's channel count is
+// what makes it slower (chosen_time_s assumed NCCL's count, best_time_s
+// the model's own: best_channels).
+std::string fix_lines(const report::CollectiveRow& r, const std::string& algo, const std::string& proto) {
+  std::string out;
+  if (r.best_algo != algo) out = "NCCL_ALGO=" + r.best_algo;
+  if (r.best_proto != proto) out += (out.empty() ? "" : " ") + std::string("NCCL_PROTO=") + r.best_proto;
+  if (out.empty() && r.channels > 0 && r.best_channels > std::lround(r.channels))
+    out = absl::StrFormat("NCCL_MIN_NCHANNELS=%d", r.best_channels);
+  return out;
+}
+
+void collective_algorithm(const report::Summary& s, const Context&, std::vector<report::Finding>* out) {
+  const double scale = timeline_scale(s);
+  std::vector<AlgorithmFix> fixes;
+  for (const report::CollectiveRow& r : s.collectives.rows) {
+    if (r.timed == 0 || r.nranks <= 1 || r.mostly_captured || r.count == 0) continue;
+    if (r.chosen_time_s <= 0 || r.best_time_s <= 0) continue;           // NCCL's choice or the links unknown
+    if (r.chosen_time_s < kBetterChoice * r.best_time_s) continue;      // not enough sooner
+    std::string lines = fix_lines(r, chosen_algo(s, r), chosen_proto(s, r));
+    if (lines.empty()) continue;
+    const uint64_t calls = (r.count - std::min(r.count, r.captured)) / ranks_here(s, r.nranks);
+    const double measured = gpu_estimated(s, r) * scale;
+    const double saving = measured - r.best_time_s * static_cast<double>(calls);
+    if (saving <= 0) continue;
+    auto it = std::find_if(fixes.begin(), fixes.end(), [&](const AlgorithmFix& f) { return f.lines == lines; });
+    if (it == fixes.end()) it = fixes.insert(fixes.end(), AlgorithmFix{lines});
+    it->cost += saving;
+    it->calls += calls;
+    if (!it->worst || saving > it->worst_saving) it->worst = &r, it->worst_saving = saving;
+  }
+  if (fixes.empty()) return;
+  const AlgorithmFix& fix = *std::max_element(
+      fixes.begin(), fixes.end(), [](const AlgorithmFix& a, const AlgorithmFix& b) { return a.cost < b.cost; });
+  if (!worth_reporting(fix.cost, s.wall_s)) return;
+  const report::CollectiveRow& w = *fix.worst;
+  const double bytes = static_cast<double>(w.bytes) / static_cast<double>(w.count);
+  nccl::CollectiveOp op = nccl::CollectiveOp::kAllReduce;
+  report::collective_op_of(w.op, &op);
+  const double factor = nccl::bus_factor(op, w.nranks);
+  nccl::Shape shape;
+  std::string shape_from;
+  std::string shape_text = report::communicator_shape(s, w, &shape, &shape_from)
+                               ? absl::StrFormat("%d node%s x %d ranks (%s)", shape.nodes, shape.nodes == 1 ? "" : "s",
+                                                 shape.ranks_per_node, shape_from)
+                               : std::string("unknown");
+  report::Finding f;
+  f.rule = "collective_algorithm";
+  const std::string algo = chosen_algo(s, w), proto = chosen_proto(s, w);
+  f.title = absl::StrFormat("%s would finish %.1fx sooner by %s/%s than by NCCL's %s/%s", w.op,
+                            w.chosen_time_s / w.best_time_s, w.best_algo, w.best_proto, algo, proto);
+  f.cost_s = fix.cost;
+  f.cost_share = std::min(1.0, fix.cost / s.wall_s);
+  const double measured_call = w.timed > 0 ? w.gpu_s / static_cast<double>(w.timed) : 0;
+  f.evidence = {
+      {"largest", row_text(w)},
+      {"communicator", shape_text},
+      {"NCCL chose", absl::StrFormat("%s/%s%s", algo, proto,
+                                     w.channels > 0 ? absl::StrFormat(", %.0f channels", w.channels) : "")},
+      {"measured", absl::StrFormat("%s per call, %.1f GB/s bus bandwidth (%llu of %llu calls timed)",
+                                   seconds_text(measured_call), w.busbw_gbps,
+                                   static_cast<unsigned long long>(w.timed), static_cast<unsigned long long>(w.count))},
+      {"expected for NCCL's choice", absl::StrFormat("%s per call, %.1f GB/s", seconds_text(w.chosen_time_s),
+                                                     w.expected_busbw_gbps)},
+      {"expected for " + w.best_algo + "/" + w.best_proto,
+       absl::StrFormat("%s per call, %.1f GB/s", seconds_text(w.best_time_s), bytes / w.best_time_s / 1e9 * factor)},
+      {"links", w.expected_from},
+      {"calls it would speed up, per rank", absl::StrFormat("%llu", static_cast<unsigned long long>(fix.calls))},
+      {"environment", fix.lines},
+  };
+  f.where = collective_sites(s);
+  f.fix = "Set on every rank alike (NCCL needs every rank to make the same choice): " + fix.lines +
+          ". Measure again: gpuslack's model is NCCL's own tuning model on the links it measured.";
+  out->push_back(std::move(f));
+}
+
 }  // namespace
 
 void collective_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out) {
   if (!s.collectives.present) return;
   collective_bandwidth(s, c, out);
+  collective_algorithm(s, c, out);
   latency_bound(s, c, out);
 }
 

@@ -1,14 +1,12 @@
 // The bus bandwidth a communicator should reach: the `fabric` knob's table
-// of links (published nccl-tests figures, sources in fabric.cc) and the
+// of links (published nccl-tests figures, sources in nccl/cost_model.cc) and the
 // shape of a communicator as far as the summary tells it.
 //
-// Note [Where the expected bandwidth comes from]: in this order,
+// Note [Where the expected bandwidth comes from] (report/collective_expectations.h)
+// gives each collectives row its own expectation; this is the fallback for
+// rows without one (the shape unknown), in this order:
 //   1. expected_busbw_gbps, when set: for every communicator;
-//   2. the topology: NVML's NVLink state or NCCL's topology would say which
-//      link a communicator crosses, but the summary records neither (NVML is
-//      sampled for clocks, throttling, temperature, power and memory only;
-//      NCCL's topology is not read), so this step gives nothing yet;
-//   3. the `fabric` knob: one link ("nvlink4", "ib400", ...) or a node's
+//   2. the `fabric` knob: one link ("nvlink4", "ib400", ...) or a node's
 //      link and the network's joined by '+' ("nvlink4+ib400"). A
 //      communicator within one node expects the node's link (nvlink*,
 //      pcie*); one across nodes expects the network's (ib*, roce*); one of
@@ -17,7 +15,8 @@
 //      "auto" (the default) names none: no expectation, no finding.
 // The figures are what a healthy link sustains in nccl-tests' bus bandwidth
 // at large sizes, on the conservative side (Ring, one NIC per GPU), and the
-// rule fires only below half of them (collective_rules.cc).
+// rule fires only below half of them (collective_rules.cc). They live in
+// the cost model's table (nccl/cost_model.cc, Note [Link efficiency]).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -25,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "nccl/cost_model.h"
 #include "report/summary.h"
 
 namespace gpuslack {
@@ -34,12 +34,11 @@ namespace findings {
 enum class Span { kUnknown, kWithinNode, kAcrossNodes };
 const char* span_text(Span s);  // "shape unknown", "within one node", "across nodes"
 
-struct Link {
-  const char* name;     // the knob's word: "nvlink4"
-  bool network;         // true: between nodes (ib*, roce*); false: within a node
-  double busbw_gbps;    // expected nccl-tests bus bandwidth, GB/s
-  const char* what;     // "NVLink 4 (H100/H200 SXM, NVSwitch)"
-};
+// The knob's links: the cost model's one table (nccl/cost_model.h, Note
+// [Link efficiency] in cost_model.cc, with the published figures): name,
+// network, busbw_gbps (expected nccl-tests bus bandwidth), what, and the
+// line rate the model starts from.
+using Link = nccl::LinkKind;
 
 // The table, null-terminated by a Link with name == nullptr.
 const Link* links();

@@ -195,6 +195,14 @@ void collectives(const CollectivesSection& c, Writer* w) {
     w->key("gpu_p99_s").seconds(r.gpu_p99_s);
     w->key("algbw_gbps").share(r.algbw_gbps);
     w->key("busbw_gbps").share(r.busbw_gbps);
+    // The cost model's (report/collective_expectations.h).
+    w->key("expected_busbw_gbps").share(r.expected_busbw_gbps);
+    w->key("expected_from").string(r.expected_from);
+    w->key("best_algo").string(r.best_algo);
+    w->key("best_proto").string(r.best_proto);
+    w->key("best_channels").integer(r.best_channels);
+    w->key("best_time_s").seconds(r.best_time_s);
+    w->key("chosen_time_s").seconds(r.chosen_time_s);
     w->end_object();
   }
   w->end_array();

@@ -23,6 +23,7 @@
 
 #include "base/top_n.h"
 #include "build_info.h"
+#include "report/collective_expectations.h"
 #include "report/collectives.h"
 #include "report/gpu_timeline.h"
 #include "report/series.h"
@@ -290,6 +291,8 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.device_health.devices = run.device_health.devices;
   s.topology = build_topology_section(run.topology, s.job, run.communicators);
   s.series = build_series(run);
+  // Last: the expectations read the topology and the collectives both.
+  apply_collective_expectations(&s, {run.expected_busbw_gbps, run.fabric});
   return s;
 }
 

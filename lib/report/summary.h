@@ -141,6 +141,19 @@ struct CollectiveRow {
   double gpu_s_estimated = 0;
   double gpu_p50_s = 0, gpu_p99_s = 0;
   double algbw_gbps = 0, busbw_gbps = 0;  // 0 when none timed
+  // NCCL's own choice, from its profiler plugin (lib/nccl/profiler_*).
+  std::string algo, proto;  // NCCL's choice for most of the row's calls ("" unknown)
+  double channels = 0;      // mean channels NCCL used; 0 unknown
+  int nnodes = 0;           // the communicator's nodes per NCCL; 0 unknown
+  // The cost model's expectation (report/collective_expectations.h, Note
+  // [Where the expected bandwidth comes from]); per call of the row's mean
+  // size.
+  double expected_busbw_gbps = 0;  // the model's for NCCL's choice (algo/proto) on this shape; 0 unknown
+  std::string expected_from;       // where the links came from
+  std::string best_algo, best_proto;  // the model's fastest choice; "" unknown
+  double best_time_s = 0;             // one call by best_algo/best_proto, per the model
+  int best_channels = 0;              // the channels best_time_s assumed (the model's own count)
+  double chosen_time_s = 0;           // one call by NCCL's choice (algo/proto, channels), per the model
 };
 
 struct CommunicatorRow {
@@ -355,6 +368,7 @@ struct RunInfo {
   int nccl_version = 0;
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check
+  std::string fabric = "auto";     // the fabric knob (report/collective_expectations.h)
   std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
   bool staging_present = false;         // session.cc fills these from stage::existing_stager()
   stage::StagingStats staging;

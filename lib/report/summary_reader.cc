@@ -219,6 +219,13 @@ CollectivesSection collectives(const Fields& f) {
     row.gpu_p99_s = r.number("gpu_p99_s");
     row.algbw_gbps = r.number("algbw_gbps");
     row.busbw_gbps = r.number("busbw_gbps");
+    row.expected_busbw_gbps = r.number("expected_busbw_gbps");
+    row.expected_from = r.text("expected_from");
+    row.best_algo = r.text("best_algo");
+    row.best_proto = r.text("best_proto");
+    row.best_channels = r.whole("best_channels");
+    row.best_time_s = r.number("best_time_s");
+    row.chosen_time_s = r.number("chosen_time_s");
     c.rows.push_back(std::move(row));
   });
   f.each("communicators", [&](const JsonValue& item, const std::string& at) {

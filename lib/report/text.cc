@@ -438,6 +438,24 @@ void collective_table(const Summary& s, std::string* out) {
                     count_text(r.count) + " calls captured in CUDA graphs, not timed" +
                     (r.mostly_captured ? "; no algbw/busbw" : ""));
     }
+    // The cost model's expectation per row (report/collective_expectations.h),
+    // then where its links came from, each source once.
+    std::vector<std::string> sources;
+    for (const CollectiveRow& r : c.rows) {
+      if (r.expected_busbw_gbps <= 0 && r.best_time_s <= 0) continue;
+      std::string l = "  expected: " + printable(r.op) + " " + printable(r.datatype) + " >=" +
+                      bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0) + ": " + gbps_text(r.expected_busbw_gbps) +
+                      " GB/s busbw";
+      if (r.best_time_s > 0) {
+        l += "; best " + printable(r.best_algo) + "/" + printable(r.best_proto) + " " + duration(r.best_time_s) +
+             " a call";
+        if (r.chosen_time_s > 0) l += " against " + duration(r.chosen_time_s) + " by NCCL's choice";
+      }
+      line(out, l);
+      if (std::find(sources.begin(), sources.end(), r.expected_from) == sources.end())
+        sources.push_back(r.expected_from);
+    }
+    for (const std::string& from : sources) line(out, "  expected from: " + printable(from));
   }
   std::string comms;
   for (const CommunicatorRow& m : c.communicators) {

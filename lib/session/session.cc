@@ -225,6 +225,7 @@ report::RunInfo run_info(const char* reason) {
   }
   run.collective_timing_every = o.collective_timing_every < 1 ? 1 : o.collective_timing_every;
   run.expected_busbw_gbps = o.expected_busbw_gbps;
+  run.fabric = o.fabric;
   run.series_origin_ticks = series_origin_ticks();
   if (g_forked_child) return run;
   health::sample_if_ready();

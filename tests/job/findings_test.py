@@ -109,6 +109,45 @@ class MergedFindings(Job):
                          (0.0, [], [], None, ""))
 
 
+def algorithm(lines_of):
+    """collective_algorithm on the ranks lines_of(rank) gives lines for
+    (None: the rule did not fire there)."""
+    def findings(rank, wall):
+        lines = lines_of(rank)
+        if lines is None:
+            return []
+        return [synth.finding("collective_algorithm", 2.0 + 0.1 * rank, title="all-reduce would finish 2.9x sooner",
+                              evidence=[("NCCL chose", "Ring/Simple"), ("environment", lines)],
+                              fix="Set on every rank alike (NCCL needs every rank to make the same choice): " + lines)]
+    return findings
+
+
+class AlgorithmFixAcrossRanks(Job):
+    def test_the_same_fix_on_every_rank_is_said(self):
+        rep = self.report(findings=algorithm(lambda r: "NCCL_ALGO=Tree"))
+        [f] = self.by_rule(rep, "collective_algorithm")
+        self.assertEqual(f["fix_check"], {"same": True, "fix": "NCCL_ALGO=Tree", "differing": []})
+        self.assertIn("The fix is the same on every rank (8)", f["fix"])
+        self.assertIn("The fix is the same on every rank (8)", text.render(rep))
+
+    def test_ranks_that_differ_or_lack_the_fix_are_listed(self):
+        def lines(r):
+            return {3: "NCCL_ALGO=Tree NCCL_PROTO=LL128", 5: None}.get(r, "NCCL_ALGO=Tree")
+        rep = self.report(findings=algorithm(lines))
+        [f] = self.by_rule(rep, "collective_algorithm")
+        check = f["fix_check"]
+        self.assertFalse(check["same"])
+        self.assertEqual(check["fix"], "NCCL_ALGO=Tree")
+        self.assertEqual(check["differing"], [{"rank": 3, "fix": "NCCL_ALGO=Tree NCCL_PROTO=LL128"},
+                                              {"rank": 5, "fix": ""}])
+        self.assertIn("rank 3: NCCL_ALGO=Tree NCCL_PROTO=LL128, rank 5: none", f["fix"])
+        self.assertIn("NCCL needs every rank to make the same choice", f["fix"])
+
+    def test_other_rules_carry_no_check(self):
+        rep = self.report(findings=two_rules)
+        self.assertTrue(all("fix_check" not in f for f in rep["findings"]))
+
+
 class NcclEnvMismatch(Job):
     def test_a_variable_that_differs_names_the_ranks_holding_each_value(self):
         def env(r):

@@ -91,6 +91,30 @@ TEST(SummaryReader, FiguresBeyondTheWrittenDigitsSettleAfterOneRoundTrip) {
   EXPECT_EQ("NCCL_\"ODD\"", read_back(once).collectives.env.at(0).first);
 }
 
+TEST(SummaryReader, CollectiveExpectationsRoundTrip) {
+  Summary s = sample_summary();
+  s.collectives.present = true;
+  CollectiveRow r;
+  r.op = "all-reduce";
+  r.nranks = 8;
+  r.expected_busbw_gbps = 40.125;
+  r.expected_from = "between nodes: measured: sysfs \"mlx5_0\"";
+  r.best_algo = "Tree";
+  r.best_proto = "Simple";
+  r.best_channels = 4;
+  r.best_time_s = 0.004112934;
+  r.chosen_time_s = 0.011852123;
+  s.collectives.rows.push_back(r);
+  const CollectiveRow back = read_back(format_json(s)).collectives.rows.at(0);
+  EXPECT_EQ(r.expected_busbw_gbps, back.expected_busbw_gbps);
+  EXPECT_EQ(r.expected_from, back.expected_from);
+  EXPECT_EQ("Tree", back.best_algo);
+  EXPECT_EQ("Simple", back.best_proto);
+  EXPECT_EQ(4, back.best_channels);
+  EXPECT_DOUBLE_EQ(r.best_time_s, back.best_time_s);
+  EXPECT_DOUBLE_EQ(r.chosen_time_s, back.chosen_time_s);
+}
+
 TEST(SummaryReader, OlderDocumentsMayLackTheMembersAddedSince) {
   Summary s = read_back(R"({"schema_version": 1, "pid": 7, "wall_s": 2, "lost_share": 0.5,
                             "categories": {"allocation": {"seconds": 1, "share": 0.5}},

@@ -80,6 +80,33 @@ TEST(FormatText, OneTablePerCategoryWithCallsEmptyOnesOmitted) {
   EXPECT_EQ(std::string::npos, text.find("top call sites, collectives")) << text;
 }
 
+TEST(FormatText, CollectivesSayWhatTheModelExpectsAndFromWhere) {
+  Summary s = sample_summary();
+  s.collectives.present = true;
+  CollectiveRow r;
+  r.op = "all-reduce";
+  r.datatype = "float32";
+  r.bucket = 28;
+  r.nranks = 8;
+  r.count = r.timed = 10;
+  r.expected_busbw_gbps = 40.1;
+  r.expected_from = "between nodes: knob: fabric=ib400; 2 nodes x 4 ranks (NCCL)";
+  r.best_algo = "Tree";
+  r.best_proto = "Simple";
+  r.best_time_s = 0.0041;
+  r.chosen_time_s = 0.0118;
+  s.collectives.rows = {r, r};
+  s.collectives.rows[1].bucket = 27;
+  const std::string text = format_text(s);
+  EXPECT_NE(std::string::npos, text.find("expected: all-reduce float32 >=256.0 MiB: 40.10 GB/s busbw; best\n"))
+      << text;
+  EXPECT_NE(std::string::npos, text.find("Tree/Simple 4.1 ms a call against 11.8 ms by NCCL's choice")) << text;
+  // The source once for both rows.
+  const std::string from = "expected from: between nodes: knob: fabric=ib400";
+  ASSERT_NE(std::string::npos, text.find(from)) << text;
+  EXPECT_EQ(std::string::npos, text.find(from, text.find(from) + 1)) << text;
+}
+
 TEST(FormatText, PinnedHeapLine) {
   std::string text = format_text(sample_summary());
   EXPECT_NE(std::string::npos,

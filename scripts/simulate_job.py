@@ -8,7 +8,9 @@ The ranks' all-reduces really couple them (the simulated NCCL across processes, 
 a slow rank (--slow-rank, --slow-ms) makes the others wait in their collectives, as on a cluster. A
 throttled device (--throttle-rank) gets GPUSIM_NVML_THROTTLE=<device>:<spec> in its rank's environment.
 A node's hostname cannot be faked: node identity is GROUP_RANK (and GPUSIM_DEVICE_COUNT = ranks per node,
-so LOCAL_RANK is a device of its "node").
+so LOCAL_RANK is a device of its "node"); the simulated NCCL learns it from GPUSIM_NODE (= GROUP_RANK), so a
+communicator's shape is nodes x ranks per node. --env KEY=VALUE (repeatable) sets more variables in every
+rank (the simulated fabric's GPUSIM_* knobs, NCCL_ALGO, ...).
 
     scripts/simulate_job.py --build build --ranks 8 --ranks-per-node 4 --slow-rank 5 --slow-ms 40 \\
         --throttle-rank 2 --out /tmp/job
@@ -44,6 +46,8 @@ def parse_args(argv):
     p.add_argument("--throttle", default="0.85:sw_thermal",
                    help="GPUSIM_NVML_THROTTLE after '<device>:' (default 0.85:sw_thermal)")
     p.add_argument("--conf", default="", help="more GPUSLACK_CONF entries (output_dir is set)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="a variable for every rank (repeatable): GPUSIM_NET_GBPS=50, NCCL_ALGO=Tree, ...")
     p.add_argument("--no-preload", action="store_true", help="run without libgpuslack.so")
     p.add_argument("--nccl-timeout", type=float, default=60, help="GPUSIM_NCCL_TIMEOUT_S (default 60)")
     p.add_argument("--timeout", type=float, default=300, help="seconds before every rank is killed")
@@ -51,6 +55,9 @@ def parse_args(argv):
     a = p.parse_args(argv)
     if a.ranks < 1 or a.ranks_per_node < 1:
         p.error("--ranks and --ranks-per-node must be positive")
+    for kv in a.env:
+        if "=" not in kv or not kv.split("=", 1)[0]:
+            p.error(f"--env takes KEY=VALUE, not {kv!r}")
     for name in ("slow_rank", "throttle_rank"):
         v = getattr(a, name)
         if v is not None and not 0 <= v < a.ranks:
@@ -68,10 +75,11 @@ def rank_env(a, rank, out, rendezvous, job_id):
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
         "TORCHELASTIC_RUN_ID": job_id, "TORCHELASTIC_RESTART_COUNT": "0", "GPUSLACK_JOB_ID": job_id,
         "TRAIN_LOOP_RENDEZVOUS": rendezvous,
-        "GPUSIM_DEVICE_COUNT": str(a.ranks_per_node),
+        "GPUSIM_DEVICE_COUNT": str(a.ranks_per_node), "GPUSIM_NODE": str(rank // a.ranks_per_node),
         "GPUSIM_NCCL_TIMEOUT_S": str(a.nccl_timeout),
         "LD_LIBRARY_PATH": os.path.join(build, "simcuda") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else ""),
     })
+    env.update(kv.split("=", 1) for kv in a.env)
     conf = f"output_dir:{out}" + ("," + a.conf if a.conf else "")
     env["GPUSLACK_CONF"] = conf
     if not a.no_preload:

@@ -34,5 +34,12 @@ inline constexpr int kLargeBucket = 26;  // 64 MiB
 
 CollectivesSection build_collectives(const RunInfo& run, double tick_s, double wall_s);
 
+// NCCL's choices from its profiler plugin (algorithms.cc): the section's
+// algorithms, profiler status and counts, and on each row the algorithm and
+// protocol of most of its calls (the records of its op and size bucket on
+// communicators of its size), mean channels and nodes. build_collectives
+// calls it.
+void add_algorithms(const RunInfo& run, CollectivesSection* c);
+
 }  // namespace report
 }  // namespace gpuslack

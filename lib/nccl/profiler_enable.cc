@@ -27,7 +27,10 @@ constexpr const char* kDefaultLibrary = "libnccl-profiler.so";
 std::atomic<bool> g_knob{true};
 std::atomic<bool> g_decided{false};
 std::mutex g_mu;
-Outcome g_outcome;  // guarded by g_mu; set once g_decided
+// The decision, guarded by g_mu, set once g_decided. Plain data: nothing
+// may run at load (docs/design.md, principle 4).
+Decision g_decision = Decision::kOff;
+char g_why[1024];
 
 std::string base_name(const std::string& p) {
   size_t slash = p.rfind('/');
@@ -171,7 +174,8 @@ void prepare() {
     case Decision::kOff:
       break;
   }
-  g_outcome = o;
+  g_decision = o.decision;
+  std::snprintf(g_why, sizeof(g_why), "%s", o.why.c_str());
   g_decided.store(true, std::memory_order_release);
 }
 
@@ -180,21 +184,22 @@ std::string status() {
   if (!listening()) return "off: nccl_profiler=false";
   std::lock_guard<std::mutex> l(g_mu);
   if (!g_decided.load(std::memory_order_relaxed)) return "off: no communicator init was hooked";
-  switch (g_outcome.decision) {
+  switch (g_decision) {
     case Decision::kJoin:
     case Decision::kNamedUs:
       return "off: NCCL did not load it (NCCL before 2.23, or no communicator finished its init)";
     case Decision::kOff:
-      return "off: " + g_outcome.why;
+      return std::string("off: ") + g_why;
     case Decision::kSteppedAside:
-      return "stepped aside: " + g_outcome.why;
+      return std::string("stepped aside: ") + g_why;
   }
   return "off";
 }
 
 void reset_decision() {
   std::lock_guard<std::mutex> l(g_mu);
-  g_outcome = Outcome{};
+  g_decision = Decision::kOff;
+  g_why[0] = '\0';
   g_decided.store(false, std::memory_order_release);
 }
 

@@ -5,15 +5,21 @@
 // another thread (NCCL's proxy or profiler thread), possibly after the
 // collective's own stopEvent. So a collective's state must outlive its stop,
 // and no one knows for sure how many channels will come. Rather than count
-// references, collectives take slots of a ring in turn (a fetch_add): slot
-// i is reused kCollSlots collectives later, when its generation changes. A
-// kernel channel remembers its parent's generation; a channel that stops
-// after its parent's slot was reused finds another generation and is
-// counted as dropped. Each stopped channel widens its collective's span
-// (first start .. last stop, atomics) and adds what the span grew by to the
-// row's GPU time, so the row holds the span of every channel seen, however
-// many come and in whatever order. A collective counts as timed when its
-// first channel stops.
+// references, collectives take slots of a ring in turn: the n-th collective
+// (a fetch_add) takes slot n % kCollSlots, which the (n + kCollSlots)-th
+// takes over. Handles are not addresses but these sequence numbers, tagged
+// (n << 2 | 1 for a collective, k << 2 | 2 for the k-th kernel channel):
+// NCCL only passes them back, and a handle whose slot has moved on to a
+// later sequence number is recognized, never followed. A kernel channel
+// that starts or stops after its collective's slot was taken over is
+// counted as dropped, as is one whose own slot was. Each stopped channel
+// widens its collective's span (first start .. last stop, atomics) and adds
+// what the span grew by to the row's GPU time, so the row holds the span of
+// every channel seen, however many come and in whatever order. A collective
+// counts as timed when its first channel stops. Only a slot taken over in
+// the nanoseconds between a check and the update after it can still mix
+// two collectives' figures: with 4096 collectives in flight between them,
+// not a case NCCL's own queues allow.
 #include "nccl/profiler_records.h"
 
 #include <atomic>
@@ -46,17 +52,29 @@ struct Row {
 };
 
 struct CollSlot {
-  std::atomic<uint32_t> generation{0};
+  std::atomic<uint64_t> seq{~0ull};  // the collective's sequence number, published last
   std::atomic<uint32_t> row{kNoRow};
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> first_start{0}, last_stop{0}, committed_span{0};
 };
 
 struct KernelSlot {
-  std::atomic<uint32_t> parent{0};
-  std::atomic<uint32_t> parent_generation{0};
+  std::atomic<uint64_t> seq{~0ull};  // the channel's sequence number, published last
+  std::atomic<uint64_t> parent{0};   // the collective's sequence number
   std::atomic<uint64_t> start{0}, stop{0};
 };
+
+constexpr uintptr_t kCollTag = 1, kKernelTag = 2, kTagMask = 3;
+
+void* handle_of(uint64_t seq, uintptr_t tag) { return reinterpret_cast<void*>((static_cast<uintptr_t>(seq) << 2) | tag); }
+
+// The sequence number a handle of `tag` carries; false for another kind.
+bool seq_of(const void* handle, uintptr_t tag, uint64_t* seq) {
+  const auto v = reinterpret_cast<uintptr_t>(handle);
+  if ((v & kTagMask) != tag) return false;
+  *seq = static_cast<uint64_t>(v >> 2);
+  return true;
+}
 
 Context g_contexts[kMaxContexts];
 Row g_rows[kRows];
@@ -139,15 +157,6 @@ void atomic_max(std::atomic<uint64_t>& a, uint64_t v) {
   uint64_t cur = a.load(std::memory_order_relaxed);
   while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
   }
-}
-
-template <typename T, size_t N>
-bool inside(const void* p, const T (&array)[N], size_t* index) {
-  auto a = reinterpret_cast<uintptr_t>(p), lo = reinterpret_cast<uintptr_t>(&array[0]),
-       hi = reinterpret_cast<uintptr_t>(&array[N]);
-  if (a < lo || a >= hi || (a - lo) % sizeof(T) != 0) return false;
-  *index = (a - lo) / sizeof(T);
-  return true;
 }
 
 }  // namespace
@@ -263,40 +272,51 @@ void* start_coll(Context* c, const CollStart& s) {
   // Note [Profiler slots].
   const uint64_t n = g_coll_next.fetch_add(1, std::memory_order_relaxed);
   CollSlot& slot = g_colls[n % kCollSlots];
-  slot.generation.store(static_cast<uint32_t>(n / kCollSlots) + 1, std::memory_order_relaxed);
   slot.row.store(row, std::memory_order_relaxed);
   slot.bytes.store(bytes, std::memory_order_relaxed);
   slot.first_start.store(std::numeric_limits<uint64_t>::max(), std::memory_order_relaxed);
   slot.last_stop.store(0, std::memory_order_relaxed);
-  slot.committed_span.store(0, std::memory_order_release);
-  return &slot;
+  slot.committed_span.store(0, std::memory_order_relaxed);
+  slot.seq.store(n, std::memory_order_release);
+  return handle_of(n, kCollTag);
 }
 
 void* start_kernel_channel(void* parent, uint64_t start_ns) {
-  size_t pi = 0;
-  if (start_ns == 0 || !inside(parent, g_colls, &pi)) return nullptr;
-  const uint64_t n = g_kernel_next.fetch_add(1, std::memory_order_relaxed);
-  KernelSlot& k = g_kernels[n % kKernelSlots];
-  k.parent.store(static_cast<uint32_t>(pi), std::memory_order_relaxed);
-  k.parent_generation.store(g_colls[pi].generation.load(std::memory_order_acquire), std::memory_order_relaxed);
-  k.start.store(start_ns, std::memory_order_relaxed);
-  k.stop.store(0, std::memory_order_relaxed);
-  return &k;
+  uint64_t n = 0;
+  if (start_ns == 0 || !seq_of(parent, kCollTag, &n)) return nullptr;
+  if (g_colls[n % kCollSlots].seq.load(std::memory_order_acquire) != n) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);  // its collective's slot was taken over
+    return nullptr;
+  }
+  const uint64_t k = g_kernel_next.fetch_add(1, std::memory_order_relaxed);
+  KernelSlot& ks = g_kernels[k % kKernelSlots];
+  ks.parent.store(n, std::memory_order_relaxed);
+  ks.start.store(start_ns, std::memory_order_relaxed);
+  ks.stop.store(0, std::memory_order_relaxed);
+  ks.seq.store(k, std::memory_order_release);
+  return handle_of(k, kKernelTag);
 }
 
 void kernel_channel_stop(void* handle, uint64_t stop_ns) {
-  size_t ki = 0;
-  if (inside(handle, g_kernels, &ki)) g_kernels[ki].stop.store(stop_ns, std::memory_order_relaxed);
+  uint64_t k = 0;
+  if (!seq_of(handle, kKernelTag, &k)) return;
+  KernelSlot& ks = g_kernels[k % kKernelSlots];
+  if (ks.seq.load(std::memory_order_acquire) == k) ks.stop.store(stop_ns, std::memory_order_relaxed);
 }
 
 void end_event(void* handle) {
-  size_t ki = 0;
-  if (!inside(handle, g_kernels, &ki)) return;  // a collective: its slot lives on (Note [Profiler slots])
-  KernelSlot& k = g_kernels[ki];
-  const uint64_t start = k.start.load(std::memory_order_relaxed), stop = k.stop.load(std::memory_order_relaxed);
+  uint64_t k = 0;
+  if (!seq_of(handle, kKernelTag, &k)) return;  // a collective: its slot lives on (Note [Profiler slots])
+  KernelSlot& ks = g_kernels[k % kKernelSlots];
+  if (ks.seq.load(std::memory_order_acquire) != k) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t start = ks.start.load(std::memory_order_relaxed), stop = ks.stop.load(std::memory_order_relaxed);
+  const uint64_t n = ks.parent.load(std::memory_order_relaxed);
   if (stop <= start) return;  // no KernelChStop, or a clock that went back: untimed
-  CollSlot& c = g_colls[k.parent.load(std::memory_order_relaxed)];
-  if (c.generation.load(std::memory_order_acquire) != k.parent_generation.load(std::memory_order_relaxed)) {
+  CollSlot& c = g_colls[n % kCollSlots];
+  if (c.seq.load(std::memory_order_acquire) != n) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -370,7 +390,8 @@ void reset() {
     r.gpu_ns.store(0, std::memory_order_relaxed);
   }
   for (Context& c : g_contexts) c.used.store(false, std::memory_order_relaxed);
-  for (CollSlot& c : g_colls) c.generation.store(0, std::memory_order_relaxed);
+  for (CollSlot& c : g_colls) c.seq.store(~0ull, std::memory_order_relaxed);
+  for (KernelSlot& k : g_kernels) k.seq.store(~0ull, std::memory_order_relaxed);
   g_coll_next.store(0, std::memory_order_relaxed);
   g_kernel_next.store(0, std::memory_order_relaxed);
   g_records.store(0, std::memory_order_relaxed);

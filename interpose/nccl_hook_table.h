@@ -86,15 +86,15 @@
   X(ncclGroupEnd, ncclResult_t, (), (), GPUSLACK_COLL, 0, CallInfo{}, GroupEnd{})                       \
   /* ---- communicators ---- */                                                                          \
   X(ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId id, int rank),          \
-    (comm, nranks, id, rank), GPUSLACK_OTHER, 0, CallInfo{}, Untracked{})                                \
+    (comm, nranks, id, rank), GPUSLACK_OTHER, 0, CallInfo{}, CommInit{})                                 \
   X(ncclCommInitRankConfig, ncclResult_t,                                                                \
     (ncclComm_t * comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config),                    \
-    (comm, nranks, id, rank, config), GPUSLACK_OTHER, 0, CallInfo{}, Untracked{})                        \
+    (comm, nranks, id, rank, config), GPUSLACK_OTHER, 0, CallInfo{}, CommInit{})                         \
   X(ncclCommInitAll, ncclResult_t, (ncclComm_t * comm, int ndev, const int* devlist),                    \
-    (comm, ndev, devlist), GPUSLACK_OTHER, 0, CallInfo{}, Untracked{})                                   \
+    (comm, ndev, devlist), GPUSLACK_OTHER, 0, CallInfo{}, CommInit{})                                    \
   X(ncclCommSplit, ncclResult_t,                                                                         \
     (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config),                    \
-    (comm, color, key, newcomm, config), GPUSLACK_OTHER, 0, CallInfo{}, Untracked{})                     \
+    (comm, color, key, newcomm, config), GPUSLACK_OTHER, 0, CallInfo{}, CommInit{})                      \
   X(ncclCommFinalize, ncclResult_t, (ncclComm_t comm), (comm), GPUSLACK_OTHER, 0, CallInfo{},            \
     Untracked{})                                                                                         \
   X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm), GPUSLACK_OTHER, 0, CallInfo{},             \

@@ -16,6 +16,7 @@
 
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
+#include "nccl/profiler_enable.h"
 
 namespace gpuslack {
 namespace interpose {
@@ -66,6 +67,18 @@ inline nccl::GroupTrack track_begin(GroupEnd) { return nccl::group_end_begin(); 
 inline void track_end(nccl::GroupTrack& g, ncclResult_t r, uint64_t) {
   nccl::group_end_finish(g, r == ncclSuccess || r == ncclInProgress);
 }
+
+// ncclCommInitRank, ...Config, ...All, ncclCommSplit: before NCCL reads its
+// environment, gpuslack offers itself as NCCL's profiler plugin unless the
+// user runs another (Note [Joining NCCL as its profiler] in
+// nccl/profiler_enable.h). Once per process; later inits are one load.
+struct CommInit {};
+inline CommInit track_begin(CommInit c) {
+  nccl::profiler::prepare();
+  return c;
+}
+template <typename R>
+inline void track_end(CommInit, R, uint64_t) {}
 
 // ncclCommDestroy / ncclCommAbort: the address may be reused by a later comm.
 struct CommGone {

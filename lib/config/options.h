@@ -87,6 +87,8 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(pinned_chunk_mb, int, 64, between(2, 1024), "pin: the heap pins host memory in chunks of this many MiB") \
   X(collective_timing_every, int, 8, between(1, 1000000),                                          \
     "time the GPU side of one NCCL call in this many (each costs two events)")                     \
+  X(nccl_profiler, bool, true, kNoRange,                                                           \
+    "join NCCL (2.23+) as its profiler plugin: algorithm, protocol and channels per collective (steps aside for another)") \
   X(expected_busbw_gbps, double, 0.0, between(0, 100000),                                          \
     "expected bus bandwidth of large collectives, GB/s: a warning and a finding below half (0: fabric)") \
   X(fabric, std::string, "auto", kNoRange,                                                         \

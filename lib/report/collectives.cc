@@ -48,7 +48,7 @@ double estimate_gpu_s(const nccl::CollectiveFigures& f) {
 CollectivesSection build_collectives(const RunInfo& run, double tick_s, double wall_s) {
   CollectivesSection c;
   const nccl::CollectiveSnapshot& snap = run.collectives;
-  c.present = !snap.rows.empty() || !run.communicators.empty();
+  c.present = !snap.rows.empty() || !run.communicators.empty() || !run.profiler.rows.empty();
   if (!c.present) return c;
   c.nccl_version = run.nccl_version;
   c.timing_every = std::max(1, run.collective_timing_every);
@@ -97,6 +97,7 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
   });
   for (const nccl::CommRow& m : run.communicators)
     c.communicators.push_back({m.nranks, m.rank, m.device, m.alive, m.aborted});
+  add_algorithms(run, &c);
   c.env = nccl_variables(environment_block());  // Note [NCCL variables]; none in a secure process
   if (run.expected_busbw_gbps > 0) {
     std::vector<std::string> warned;

@@ -58,5 +58,12 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
 // (Note [Estimated GPU time]); 0 when none was timed.
 double estimate_gpu_s(const nccl::CollectiveFigures& f);
 
+// NCCL's choices from its profiler plugin (algorithms.cc): the section's
+// algorithms, profiler status and counts, and on each row the algorithm and
+// protocol of most of its calls (the records of its op and size bucket on
+// communicators of its size), mean channels and nodes. build_collectives
+// calls it.
+void add_algorithms(const RunInfo& run, CollectivesSection* c);
+
 }  // namespace report
 }  // namespace gpuslack

@@ -163,6 +163,14 @@ void staging(const StagingSection& st, Writer* w) {
   w->end_object();
 }
 
+// A communicator's hash as 16 hex digits: JSON numbers lose 64-bit integers.
+std::string hex_hash(uint64_t h) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<size_t>(i)] = kDigits[h & 0xF];
+  return out;
+}
+
 void collectives(const CollectivesSection& c, Writer* w) {
   w->begin_object();
   w->key("nccl_version").integer(c.nccl_version);
@@ -203,6 +211,30 @@ void collectives(const CollectivesSection& c, Writer* w) {
     w->key("best_channels").integer(r.best_channels);
     w->key("best_time_s").seconds(r.best_time_s);
     w->key("chosen_time_s").seconds(r.chosen_time_s);
+    w->key("algo").string(r.algo);
+    w->key("proto").string(r.proto);
+    w->key("channels").share(r.channels);
+    w->key("nnodes").integer(r.nnodes);
+    w->end_object();
+  }
+  w->end_array();
+  w->key("profiler").string(c.profiler);
+  w->key("profiler_records").unsigned_integer(c.profiler_records);
+  w->key("profiler_dropped").unsigned_integer(c.profiler_dropped);
+  w->key("algorithms").begin_array();
+  for (const AlgoProtoRow& a : c.algorithms) {
+    w->begin_object();
+    w->key("comm_hash").string(hex_hash(a.comm_hash));
+    w->key("nranks").integer(a.nranks);
+    w->key("nnodes").integer(a.nnodes);
+    w->key("op").string(a.op);
+    w->key("size_bucket").integer(a.bucket);
+    w->key("algo").string(a.algo);
+    w->key("proto").string(a.proto);
+    w->key("calls").unsigned_integer(a.calls);
+    w->key("channels").share(a.channels);
+    w->key("gpu_s").seconds(a.gpu_s);
+    w->key("busbw_gbps").share(a.busbw_gbps);
     w->end_object();
   }
   w->end_array();

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -80,10 +81,14 @@ struct OpFigures {
   double host_s = 0, gpu_s = 0, busbw_weighted = 0, busbw_weight = 0;
 };
 
+// NCCL's choice for the row (its profiler plugin), "unknown" without one.
+std::string algo_proto(const CollectiveRow& r) { return r.algo.empty() ? "unknown" : r.algo + "/" + r.proto; }
+
 void collectives(const CollectivesSection& c, Exposition* e) {
-  std::map<std::string, OpFigures> ops;
+  // By operation and NCCL's algorithm/protocol.
+  std::map<std::pair<std::string, std::string>, OpFigures> ops;
   for (const CollectiveRow& r : c.rows) {
-    OpFigures& f = ops[r.op];
+    OpFigures& f = ops[{r.op, algo_proto(r)}];
     f.calls += r.count;
     f.bytes += r.bytes;
     f.timed += r.timed;
@@ -95,21 +100,36 @@ void collectives(const CollectivesSection& c, Exposition* e) {
     }
   }
   if (ops.empty()) return;
-  e->family("gpuslack_collective_calls_total", "counter", "NCCL calls made, by operation.");
-  for (const auto& [op, f] : ops) e->sample(number(f.calls), {{"op", op}});
-  e->family("gpuslack_collective_bytes_total", "counter", "Bytes moved by NCCL calls (nccl-tests' S), by operation.");
-  for (const auto& [op, f] : ops) e->sample(number(f.bytes), {{"op", op}});
-  e->family("gpuslack_collective_host_seconds_total", "counter", "Host time blocked in NCCL calls, by operation.");
-  for (const auto& [op, f] : ops) e->sample(number(f.host_s), {{"op", op}});
+  e->family("gpuslack_collective_calls_total", "counter", "NCCL calls made, by operation and NCCL's algorithm/protocol.");
+  for (const auto& [k, f] : ops) e->sample(number(f.calls), {{"op", k.first}, {"algo_proto", k.second}});
+  e->family("gpuslack_collective_bytes_total", "counter",
+            "Bytes moved by NCCL calls (nccl-tests' S), by operation and NCCL's algorithm/protocol.");
+  for (const auto& [k, f] : ops) e->sample(number(f.bytes), {{"op", k.first}, {"algo_proto", k.second}});
+  e->family("gpuslack_collective_host_seconds_total", "counter",
+            "Host time blocked in NCCL calls, by operation and NCCL's algorithm/protocol.");
+  for (const auto& [k, f] : ops) e->sample(number(f.host_s), {{"op", k.first}, {"algo_proto", k.second}});
   e->family("gpuslack_collective_timed_calls_total", "counter",
-            "NCCL calls whose GPU time was measured (one in collective_timing_every), by operation.");
-  for (const auto& [op, f] : ops) e->sample(number(f.timed), {{"op", op}});
-  e->family("gpuslack_collective_gpu_seconds_total", "counter", "GPU time of the timed NCCL calls, by operation.");
-  for (const auto& [op, f] : ops) e->sample(number(f.gpu_s), {{"op", op}});
+            "NCCL calls whose GPU time was measured (one in collective_timing_every), by operation and NCCL's "
+            "algorithm/protocol.");
+  for (const auto& [k, f] : ops) e->sample(number(f.timed), {{"op", k.first}, {"algo_proto", k.second}});
+  e->family("gpuslack_collective_gpu_seconds_total", "counter",
+            "GPU time of the timed NCCL calls, by operation and NCCL's algorithm/protocol.");
+  for (const auto& [k, f] : ops) e->sample(number(f.gpu_s), {{"op", k.first}, {"algo_proto", k.second}});
   e->family("gpuslack_collective_busbw_bytes_per_second", "gauge",
-            "Bus bandwidth of the timed NCCL calls (nccl-tests' busbw), mean weighted by GPU time, by operation.");
-  for (const auto& [op, f] : ops)
-    e->sample(number(f.busbw_weight > 0 ? f.busbw_weighted / f.busbw_weight * 1e9 : 0.0), {{"op", op}});
+            "Bus bandwidth of the timed NCCL calls (nccl-tests' busbw), mean weighted by GPU time, by operation and "
+            "NCCL's algorithm/protocol.");
+  for (const auto& [k, f] : ops)
+    e->sample(number(f.busbw_weight > 0 ? f.busbw_weighted / f.busbw_weight * 1e9 : 0.0),
+              {{"op", k.first}, {"algo_proto", k.second}});
+  if (c.algorithms.empty()) return;
+  e->family("gpuslack_nccl_algorithm_calls_total", "counter",
+            "Collectives NCCL's profiler plugin recorded, by operation, log2 size bucket and NCCL's "
+            "algorithm/protocol.");
+  std::map<std::tuple<std::string, int, std::string>, uint64_t> calls;
+  for (const AlgoProtoRow& a : c.algorithms) calls[{a.op, a.bucket, a.algo + "/" + a.proto}] += a.calls;
+  for (const auto& [k, n] : calls)
+    e->sample(number(n), {{"op", std::get<0>(k)}, {"size_bucket", std::to_string(std::get<1>(k))},
+                          {"algo_proto", std::get<2>(k)}});
 }
 
 void gpu_timeline(const GpuTimelineSection& g, Exposition* e) {

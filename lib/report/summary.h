@@ -21,6 +21,7 @@
 #include "ledger/api_call.h"
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
+#include "nccl/profiler_records.h"
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
 #include "report/finding.h"
@@ -141,10 +142,13 @@ struct CollectiveRow {
   double gpu_s_estimated = 0;
   double gpu_p50_s = 0, gpu_p99_s = 0;
   double algbw_gbps = 0, busbw_gbps = 0;  // 0 when none timed
-  // NCCL's own choice, from its profiler plugin (lib/nccl/profiler_*).
-  std::string algo, proto;  // NCCL's choice for most of the row's calls ("" unknown)
-  double channels = 0;      // mean channels NCCL used; 0 unknown
-  int nnodes = 0;           // the communicator's nodes per NCCL; 0 unknown
+  // NCCL's own choice, from its profiler plugin (nccl/profiler_records.h):
+  // the algorithm and protocol of most of the row's calls ("" unknown: the
+  // plugin is off, or recorded none of these calls), the mean channels NCCL
+  // used (0 unknown) and the communicator's nodes per NCCL (0 unknown).
+  std::string algo, proto;
+  double channels = 0;
+  int nnodes = 0;
   // The cost model's expectation (report/collective_expectations.h, Note
   // [Where the expected bandwidth comes from]); per call of the row's mean
   // size.
@@ -154,6 +158,21 @@ struct CollectiveRow {
   double best_time_s = 0;             // one call by best_algo/best_proto, per the model
   int best_channels = 0;              // the channels best_time_s assumed (the model's own count)
   double chosen_time_s = 0;           // one call by NCCL's choice (algo/proto, channels), per the model
+};
+
+// One (communicator, op, size bucket, algorithm, protocol) of NCCL's
+// profiler plugin records: calls, mean channels, and where the interface
+// gives GPU timestamps (v4+), the kernel's GPU time and busbw (0 unknown).
+struct AlgoProtoRow {
+  uint64_t comm_hash = 0;
+  int nranks = 0, nnodes = 0;  // 0 unknown
+  std::string op;              // "all-reduce", ...
+  int bucket = 0;
+  std::string algo, proto;     // NCCL_ALGO / NCCL_PROTO spelling: "Ring", "Simple", ...
+  uint64_t calls = 0;
+  double channels = 0;
+  double gpu_s = 0;
+  double busbw_gbps = 0;
 };
 
 struct CommunicatorRow {
@@ -180,6 +199,12 @@ struct CollectivesSection {
   std::vector<CommunicatorRow> communicators;
   std::vector<std::pair<std::string, std::string>> env;  // NCCL_* in effect, by name
   std::vector<std::string> warnings;  // "all-reduce ran at X GB/s bus bandwidth, expected Y"
+  // NCCL's profiler plugin: its records, most calls first; what became of
+  // it ("on (v5)", "off: <why>", "stepped aside: <whose>"), the collectives
+  // it recorded and the events it had no room for.
+  std::vector<AlgoProtoRow> algorithms;
+  std::string profiler;
+  uint64_t profiler_records = 0, profiler_dropped = 0;
 };
 
 // The VMM allocator of one device (allocator:vmm), as alloc::DeviceStats
@@ -365,6 +390,8 @@ struct RunInfo {
   // The collectives ledger and communicators (session.cc fills them).
   nccl::CollectiveSnapshot collectives;
   std::vector<nccl::CommRow> communicators;
+  nccl::profiler::Snapshot profiler;  // session.cc fills these (nccl/profiler_*.h)
+  std::string profiler_status;
   int nccl_version = 0;
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -226,7 +227,33 @@ CollectivesSection collectives(const Fields& f) {
     row.best_channels = r.whole("best_channels");
     row.best_time_s = r.number("best_time_s");
     row.chosen_time_s = r.number("chosen_time_s");
+    // Summaries before NCCL's profiler plugin lack these: unknown.
+    row.algo = r.get("algo") ? r.text("algo") : "";
+    row.proto = r.get("proto") ? r.text("proto") : "";
+    row.channels = r.number("channels");
+    row.nnodes = r.whole("nnodes");
     c.rows.push_back(std::move(row));
+  });
+  c.profiler = f.get("profiler") ? f.text("profiler") : "";
+  c.profiler_records = f.count("profiler_records");
+  c.profiler_dropped = f.count("profiler_dropped");
+  f.each("algorithms", [&](const JsonValue& item, const std::string& at) {
+    Fields a(item, at);
+    AlgoProtoRow row;
+    const std::string hash = a.text("comm_hash");
+    row.comm_hash = std::strtoull(hash.c_str(), nullptr, 16);
+    row.nranks = a.whole("nranks");
+    row.nnodes = a.whole("nnodes");
+    row.op = a.text("op");
+    row.bucket = a.whole("size_bucket");
+    if (row.bucket < 0 || row.bucket > 63) a.bad("size_bucket", "an integer in [0, 63]");
+    row.algo = a.text("algo");
+    row.proto = a.text("proto");
+    row.calls = a.count("calls");
+    row.channels = a.number("channels");
+    row.gpu_s = a.number("gpu_s");
+    row.busbw_gbps = a.number("busbw_gbps");
+    c.algorithms.push_back(std::move(row));
   });
   f.each("communicators", [&](const JsonValue& item, const std::string& at) {
     Fields m(item, at);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/algorithms_text.h"
 #include "report/findings_text.h"
 #include "report/health_series.h"
 #include "report/topology.h"
@@ -419,12 +420,13 @@ void collective_table(const Summary& s, std::string* out) {
                 std::to_string(c.timing_every) + ")");
   for (const std::string& w : c.warnings) line(out, "  warning: " + printable(w));
   if (!c.rows.empty()) {
-    Table table(5);
-    table.add({"op", "type", "size", "ranks", "count", "captured", "bytes", "host", "GPU", "GPU p50", "GPU p99",
-               "algbw GB/s", "busbw GB/s"});
+    Table table(6);
+    table.add({"op", "type", "size", "ranks", "NCCL", "count", "captured", "bytes", "host", "GPU", "GPU p50",
+               "GPU p99", "algbw GB/s", "busbw GB/s"});
     for (const CollectiveRow& r : c.rows) {
       table.add({printable(r.op), printable(r.datatype), ">=" + bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0),
-                 r.nranks > 0 ? std::to_string(r.nranks) : "?", count_text(r.count), count_text(r.captured),
+                 r.nranks > 0 ? std::to_string(r.nranks) : "?",
+                 r.algo.empty() ? "-" : printable(r.algo + "/" + r.proto), count_text(r.count), count_text(r.captured),
                  bytes_text(r.bytes), duration(r.host_s), r.timed > 0 ? duration(r.gpu_s) : "-",
                  r.timed > 0 ? duration(r.gpu_p50_s) : "-", r.timed > 0 ? duration(r.gpu_p99_s) : "-",
                  r.mostly_captured ? "-" : gbps_text(r.algbw_gbps), r.mostly_captured ? "-" : gbps_text(r.busbw_gbps)});
@@ -464,6 +466,7 @@ void collective_table(const Summary& s, std::string* out) {
              std::to_string(m.device) + (m.aborted ? " (aborted)" : "");
   }
   if (!comms.empty()) line(out, "  communicators: " + comms);
+  for (const std::string& l : algorithm_lines(c)) line(out, "  " + l);
   std::string env;
   for (const auto& [k, v] : c.env) env += (env.empty() ? "" : " ") + printable(k) + "=" + printable(v);
   if (!env.empty()) line(out, "  environment: " + env);

@@ -21,6 +21,8 @@
 #include "topology/topology.h"
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
+#include "nccl/profiler_enable.h"
+#include "nccl/profiler_records.h"
 #include "ledger/host_activity.h"
 #include "ledger/ledger.h"
 #include "log/log.h"
@@ -114,6 +116,7 @@ void on_fork_child() {
   ledger::after_fork_child();
   ledger::after_fork_child_host_activity();
   nccl::collectives_after_fork_child();
+  nccl::profiler::reset();  // atomics only: the parent's records are not the child's
   sync::events_after_fork_child();
   reporter_after_fork_child();
   timeline::after_fork_child();
@@ -171,6 +174,7 @@ void start(const ApiCall* const* calls, int n_calls) {
   format_utc_now(g_started_utc);
   nvtx::set_enabled(o.nvtx);
   nccl::set_collective_timing_every(o.collective_timing_every);
+  nccl::profiler::configure(o.nccl_profiler);
   for (int i = 0; i < n_calls; ++i) {
     ledger::register_call(calls[i]);
     nvtx::register_call(calls[i]);
@@ -219,6 +223,8 @@ report::RunInfo run_info(const char* reason) {
   run.call_site_threshold_s = o.call_site_threshold_us * 1e-6;
   run.collectives = nccl::collectives_snapshot();
   run.communicators = nccl::comms_seen();
+  run.profiler = nccl::profiler::snapshot();
+  run.profiler_status = nccl::profiler::status();
   if (!run.collectives.rows.empty() || !run.communicators.empty()) {
     int version = 0;
     if (cuda::nccl_get_version(&version) == ncclSuccess) run.nccl_version = version;

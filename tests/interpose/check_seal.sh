@@ -19,6 +19,20 @@ while read -r sym; do
   esac
 done < <(nm -D --defined-only "$so" | awk '{print $3}' | sed 's/@.*//')
 
+# 1b. Data exports: only NCCL's profiler plugin structs, one per version of
+#     the interface (interpose/nccl_profiler_exports.cc), and all of them.
+data=$(nm -D --defined-only "$so" | awk '$2 ~ /^[DdBbRrVv]$/ {print $3}' | sed 's/@.*//' | sort)
+while read -r sym; do
+  case "$sym" in
+    ncclProfiler_v[1-6]) ;;
+    "") ;;
+    *) bad "exports data $sym" ;;
+  esac
+done <<< "$data"
+for v in 1 2 3 4 5 6; do
+  grep -qx "ncclProfiler_v$v" <<< "$data" || bad "does not export ncclProfiler_v$v (NCCL's profiler plugin)"
+done
+
 # 2. NEEDED: glibc's libraries only (libstdc++ and libgcc are static).
 while read -r lib; do
   case "$lib" in

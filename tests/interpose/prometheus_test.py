@@ -51,6 +51,13 @@ def value(samples, name, **labels):
     return found[0]
 
 
+def total(samples, name, **labels):
+    """The sum of the samples of `name` whose labels include `labels`."""
+    found = [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= set(ls)]
+    assert found, (name, labels)
+    return sum(found)
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -170,9 +177,12 @@ class NodeExporter(OutDirTest):
             self.assertEqual(figures["seconds"], value(samples, "gpuslack_blocked_seconds_total", category=category))
         rows = [r for r in doc["collectives"]["rows"] if r["op"] == "all-reduce"]
         self.assertTrue(rows, doc["collectives"])
-        self.assertEqual(sum(r["count"] for r in rows), value(samples, "gpuslack_collective_calls_total", op="all-reduce"))
-        self.assertEqual(sum(r["bytes"] for r in rows), value(samples, "gpuslack_collective_bytes_total", op="all-reduce"))
-        busbw = value(samples, "gpuslack_collective_busbw_bytes_per_second", op="all-reduce")
+        # One sample per NCCL algorithm/protocol (the algo_proto label).
+        self.assertEqual(sum(r["count"] for r in rows), total(samples, "gpuslack_collective_calls_total", op="all-reduce"))
+        self.assertEqual(sum(r["bytes"] for r in rows), total(samples, "gpuslack_collective_bytes_total", op="all-reduce"))
+        choices = {(r["algo"] + "/" + r["proto"]) if r["algo"] else "unknown" for r in rows}
+        self.assertEqual(1, len(choices), rows)
+        busbw = value(samples, "gpuslack_collective_busbw_bytes_per_second", op="all-reduce", algo_proto=choices.pop())
         self.assertGreater(busbw, 0)
         self.assertLessEqual(busbw, max(r["busbw_gbps"] for r in rows) * 1e9 * 1.000001)
         self.assertTrue(doc["allocator"], "allocator:vmm served no device")

@@ -204,6 +204,39 @@ class Merge(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(ranks, "job-report.html")))
         self.assertEqual(merge(ranks).returncode, 0)   # its own job-report.json is not read as a rank
 
+    def test_nccl_choice_per_rank_is_merged_and_a_mixed_choice_shown(self):
+        # NCCL's profiler plugin gave each rank's rows an algorithm and
+        # protocol; one rank chose differently (NCCL needs every rank alike).
+        ranks = os.path.join(self.tmp, "choices")
+        templates = [read_json(f) for f in FIXTURES]
+        synth.generate(templates, ranks, 4, seed=3)
+        for name in sorted(os.listdir(ranks)):
+            path = os.path.join(ranks, name)
+            d = read_json(path)
+            c = d.get("collectives")
+            self.assertTrue(c and c["rows"], name)
+            odd = d["rank"] == 2
+            for row in c["rows"]:
+                row["algo"], row["proto"] = ("Tree", "LL") if odd else ("Ring", "Simple")
+                row["channels"], row["nnodes"] = 2.0, 1
+            c["profiler"] = "on (v6)"
+            with open(path, "w") as f:
+                json.dump(d, f)
+        out = os.path.join(self.tmp, "choices-report")
+        p = merge(ranks, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("mixed: Ring/Simple on 3, Tree/LL on 1", p.stdout)
+        self.assertIn("NCCL profiler plugin: on (v6) on 4 ranks", p.stdout)
+        rep = read_json(os.path.join(out, "job-report.json"))
+        validate(rep)
+        g = rep["collectives"]["groups"][0]
+        self.assertEqual([{"algo_proto": "Ring/Simple", "ranks": 3, "example_ranks": [0, 1, 3]},
+                          {"algo_proto": "Tree/LL", "ranks": 1, "example_ranks": [2]}], g["algo_proto"])
+        self.assertEqual([{"status": "on (v6)", "ranks": 4, "example_ranks": [0, 1, 2, 3]}],
+                         rep["collectives"]["profiler"])
+        with open(os.path.join(out, "job-report.html")) as f:
+            self.assertIn("mixed: Ring/Simple on 3", f.read())
+
     def test_summaries_from_before_the_job_fields_show_host_figures_and_say_what_is_missing(self):
         old = os.path.join(self.tmp, "old")
         os.makedirs(old)

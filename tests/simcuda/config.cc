@@ -119,6 +119,8 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_MALLOC_SYNC")) c.malloc_syncs = std::atoi(v) != 0;
   if (const char* v = std::getenv("GPUSIM_NCCL_TIMEOUT_S")) c.nccl_timeout_s = std::atof(v);
   if (c.nccl_timeout_s <= 0) c.nccl_timeout_s = 60;
+  if (const char* v = std::getenv("GPUSIM_NCCL_PROFILER_VERSION")) c.nccl_profiler_version = std::atoi(v);
+  if (c.nccl_profiler_version < 0 || c.nccl_profiler_version > 6) c.nccl_profiler_version = 6;
   if (const char* v = std::getenv("GPUSIM_PAGEABLE_ASYNC_BYTES"))
     c.pageable_async_bytes = parse_bytes(v, c.pageable_async_bytes);
   if (const char* v = std::getenv("GPUSIM_NVML_THROTTLE")) read_throttle(v, &c);

@@ -69,8 +69,20 @@ Registry& registry() {
   return *r;
 }
 
+// NCCL's commHash of a new communicator: the same in every rank (and
+// process) of it. An ncclCommInitRank's comes from its unique id; a split's
+// from its parent's, the split's number and the color.
+uint64_t comm_hash_of(const JoinKey& key, int color) {
+  if (!key.first) return key.second;
+  uint64_t h = static_cast<const Clique*>(key.first)->comm_hash ^ (key.second * 0x9e3779b97f4a7c15ull) ^
+               (static_cast<uint64_t>(color) << 32);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 29);
+}
+
 // Builds the communicators of a complete rendezvous. Registry::mu held.
-void complete(Join& j) {
+void complete(Join& j, const JoinKey& key) {
   // Every rank is in this process: nobody else will open the segment.
   if (j.segment) j.segment->unlink();
   std::map<int, std::vector<int>> colors;  // color -> member indices
@@ -85,6 +97,7 @@ void complete(Join& j) {
     std::sort(sorted.begin(), sorted.end());
     bool duplicate = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
     auto clique = duplicate ? nullptr : std::make_shared<Clique>(devs);
+    if (clique) clique->comm_hash = comm_hash_of(key, color);
     for (size_t r = 0; r < idx.size(); ++r) {
       ncclComm* c = j.comms[idx[r]];
       if (!c) continue;  // destroyed before it was ready
@@ -129,7 +142,7 @@ ncclResult_t arrive_locked(JoinKey key, int expected, int index, Member m, ncclC
     comm->joined_at = static_cast<size_t>(index);
   }
   if (++j.arrived == j.expected) {
-    complete(j);
+    complete(j, key);
     reg.joins.erase(key);
   }
   return ncclSuccess;
@@ -156,6 +169,7 @@ void poll_segment(uint64_t key) {
     clique = std::make_shared<Clique>(j.segment->devices());
     clique->segment = j.segment;
     clique->shape = shape_of(j.segment->nodes());
+    clique->comm_hash = key;  // the unique id's, as in every process
   } else {
     std::fprintf(stderr, "gpusim: nccl: ncclCommInitRank: not every rank of %d joined within %g s (GPUSIM_NCCL_TIMEOUT_S)\n",
                  j.expected, gpusim::config().nccl_timeout_s);
@@ -270,8 +284,11 @@ ncclResult_t wait_init(ncclComm* comm) {
   auto done = [&] { return comm->state.load(std::memory_order_acquire) != ncclComm::kInit; };
   while (!reg.cv.wait_for(l, std::chrono::milliseconds(1), done))
     if (comm->init_key) poll_segment(comm->init_key);
-  return comm->state.load(std::memory_order_acquire) == ncclComm::kReady ? ncclSuccess
-                                                                         : comm->init_error;
+  const bool ready = comm->state.load(std::memory_order_acquire) == ncclComm::kReady;
+  l.unlock();
+  if (!ready) return comm->init_error;
+  profiler_attach(comm);  // NCCL initializes its profiler plugin within the comm's init
+  return ncclSuccess;
 }
 
 ncclResult_t usable(ncclComm* comm) {
@@ -440,6 +457,7 @@ void release(ncclComm* comm, bool aborted) {
         it->second.segment->leave(static_cast<int>(comm->joined_at), aborted);
     }
   }
+  profiler_detach(comm);
   if (comm->state.load(std::memory_order_acquire) == ncclComm::kReady && comm->clique->segment)
     comm->clique->segment->leave(comm->rank, aborted);
   delete comm;

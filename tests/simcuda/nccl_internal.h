@@ -153,6 +153,10 @@ struct Clique {
   // Nodes x ranks per node; set before the comms are published. In-process
   // communicators are on this process's node.
   gpuslack::nccl::Shape shape;
+  // NCCL's commHash, told to its profiler plugin (set before the ranks
+  // become ready): the same in every rank and process (from the unique id;
+  // a split's from its parent's). The plugin hears the nodes from `shape`.
+  uint64_t comm_hash = 0;
 };
 
 }  // namespace ncclsim
@@ -177,6 +181,11 @@ struct ncclComm {
   // ncclCommInitRank's rendezvous key (0: InitAll or Split), polled for
   // peers in other processes while state == kInit.
   uint64_t init_key = 0;
+  // The profiler plugin's context for this rank (nccl_profiler.cc): init
+  // once the comm is ready, finalize when it is released.
+  std::atomic<bool> profiler_attached{false};
+  void* profiler_context = nullptr;
+  int profiler_mask = 0;
 };
 
 namespace ncclsim {
@@ -200,5 +209,31 @@ ncclResult_t split_across_processes(ncclComm* comm, uint64_t seq, int color, int
 // Groups (nccl_ops.cc): inside ncclGroupStart/End, a blocking init's wait
 // is deferred to the outermost ncclGroupEnd. Returns false outside a group.
 bool group_defer_init(ncclComm* comm);
+
+// ---------------------------------------------- the profiler plugin --
+// nccl_profiler.cc: NCCL's profiler plugin interface, as NCCL drives it
+// (README.md, "NCCL's profiler plugin").
+
+// The plugin's init for a ready comm, once, on the first thread that sees
+// it ready (loads the plugin at the process's first). Cheap after.
+void profiler_attach(ncclComm* comm);
+// finalize, when the comm is released.
+void profiler_detach(ncclComm* comm);
+
+// The events of one batch (a call, or what a group issued for one comm and
+// stream): group, then each work's coll/p2p event, started on the host at
+// launch and stopped after it; the coll events' handles are the parents of
+// the kernel channel events the worker reports.
+struct BatchEvents {
+  void* context = nullptr;
+  int mask = 0;
+  int rank = 0;
+  std::vector<void*> works;  // per work: its coll event, or null
+};
+BatchEvents profiler_launch(ncclComm* comm, const std::vector<Work>& works);
+// On the worker: the kernel channels of `works[i]` ran from `start` to `end`
+// (GPU globaltimer: ns on the simulated clock).
+void profiler_kernel(const BatchEvents& ev, size_t i, const Work& w, Clock::time_point start,
+                     Clock::time_point end);
 
 }  // namespace ncclsim

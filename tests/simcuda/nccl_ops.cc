@@ -37,9 +37,10 @@ void hold(Clique& c, std::unique_lock<std::mutex>& l, Clock::time_point end) {
 }
 
 // One rank's part in a collective. Clique::mu held.
-void run_collective(Clique& c, std::unique_lock<std::mutex>& l, int rank, int space,
-                    const Work& w) {
-  if (c.aborted) return;
+// Returns when the rank's part ended (modeled).
+Clock::time_point run_collective(Clique& c, std::unique_lock<std::mutex>& l, int rank, int space,
+                                 const Work& w) {
+  if (c.aborted) return Clock::now();
   const auto key = std::make_pair(space, w.seq);
   CollSlot& s = c.colls[key];
   if (s.args.empty()) s.args.resize(c.nranks);
@@ -70,6 +71,7 @@ void run_collective(Clique& c, std::unique_lock<std::mutex>& l, int rank, int sp
   Clock::time_point end = s.done ? s.end : Clock::now();
   if (++s.left == c.nranks) c.colls.erase(key);
   hold(c, l, end);
+  return end;
 }
 
 // The work of one rank on one stream: a single call, or everything one
@@ -79,6 +81,7 @@ struct Batch {
   int rank = 0;
   bool graph = false;  // recorded into a CUDA graph: numbered when run
   std::vector<Work> works;
+  BatchEvents events;  // the profiler plugin's (nccl_profiler.cc); none for a graph
 };
 
 // Gives each work its rendezvous number in `space`. Clique::mu held.
@@ -103,11 +106,14 @@ void run_segment_batch(const Batch& b) {
     std::lock_guard<std::mutex> g(c.mu);
     return c.aborted;
   };
-  for (const Work& w : b.works) {
+  for (size_t i = 0; i < b.works.size(); ++i) {
+    const Work& w = b.works[i];
     if (c.aborted || c.error != ncclSuccess) break;
     l.unlock();
     Clock::time_point end;
+    const Clock::time_point began = Clock::now();
     ncclResult_t r = c.segment->collective(b.rank, w, stop, &end);
+    if (r == ncclSuccess) profiler_kernel(b.events, i, w, began, end);
     l.lock();
     if (r != ncclSuccess) {
       if (c.error == ncclSuccess) c.error = r;
@@ -140,9 +146,19 @@ void run_batch(const Batch& b) {
     s.posted_at = Clock::now();
     c.cv.notify_all();
   }
-  // 2. The collectives, in call order.
-  for (const Work& w : works)
-    if (w.kind != Kind::kSend && w.kind != Kind::kRecv) run_collective(c, l, me, space, w);
+  // 2. The collectives, in call order; each one's kernel channels reported
+  // to the profiler plugin as NCCL's proxy thread does, once it ended.
+  for (size_t i = 0; i < works.size(); ++i) {
+    const Work& w = works[i];
+    if (w.kind == Kind::kSend || w.kind == Kind::kRecv) continue;
+    const Clock::time_point began = Clock::now();
+    const Clock::time_point ended = run_collective(c, l, me, space, w);
+    if (b.events.context && !c.aborted) {
+      l.unlock();
+      profiler_kernel(b.events, i, w, began, ended);
+      l.lock();
+    }
+  }
   // 3. Every receive: the transfer starts once both sides are there.
   for (const Work& w : works) {
     if (w.kind != Kind::kRecv) continue;
@@ -228,9 +244,12 @@ void submit(ncclComm* comm, CUstream_st* stream, std::vector<Work> works) {
   b->graph = gpusim::is_capturing(stream);
   b->works = std::move(works);
   if (!b->graph) {
-    std::lock_guard<std::mutex> l(b->clique->mu);
-    number(*b->clique, b->rank, kDirect, &b->works);
-    ++b->clique->pending[b->rank];
+    {
+      std::lock_guard<std::mutex> l(b->clique->mu);
+      number(*b->clique, b->rank, kDirect, &b->works);
+      ++b->clique->pending[b->rank];
+    }
+    b->events = profiler_launch(comm, b->works);  // NCCL's host-side events, at launch
   }
   gpusim::OpInfo info;
   info.kind = gpusim::OpKind::kKernel;

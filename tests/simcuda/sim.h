@@ -75,6 +75,11 @@ struct Config {
   // pageable copy drains (Runtime API, "API synchronization behavior").
   size_t pageable_async_bytes = 64 << 10;
   double nccl_timeout_s = 60;    // GPUSIM_NCCL_TIMEOUT_S: a cross-process rank waits this long for a peer
+  // GPUSIM_NCCL_PROFILER_VERSION: the newest profiler plugin interface the
+  // simulated NCCL looks for (ncclProfiler_v6 .. _v1, newest first: 6 is
+  // NCCL 2.29, 4 NCCL 2.26, 1 NCCL 2.23); 0: it loads no plugin (NCCL
+  // before 2.23). README.md, "NCCL's profiler plugin".
+  int nccl_profiler_version = 6;
   // GPUSIM_NVML_THROTTLE=device:ratio[:reason]: that device's NVML reports
   // its SM clock at `ratio` of the maximum, the reason (an
   // nvmlClocksEventReason bit: sw_thermal unless named) and a high

@@ -113,8 +113,11 @@ def _collectives(ranks, expected_arg):
         for row in (r["collectives"] or {}).get("rows", []):
             key = (row["nranks"], row["op"], row["datatype"], row["size_bucket"])
             g = groups.setdefault(key, {"nranks": key[0], "op": key[1], "datatype": key[2], "size_bucket": key[3],
-                                        "ranks": 0, "count": 0, "bytes": 0.0, "gpu_s": 0.0, "_bw": []})
+                                        "ranks": 0, "count": 0, "bytes": 0.0, "gpu_s": 0.0, "_bw": [], "_choice": {}})
             g["ranks"] += 1
+            # NCCL's algorithm/protocol per rank: every rank must make the same choice.
+            choice = (row["algo"] + "/" + row["proto"]) if row["algo"] else "unknown"
+            g["_choice"].setdefault(choice, []).append(r["rank"])
             g["count"] += row["count"]
             g["bytes"] += row["bytes"]
             g["gpu_s"] += row["gpu_s"]
@@ -124,13 +127,22 @@ def _collectives(ranks, expected_arg):
     for key in sorted(groups):
         g = groups.pop(key)
         bw = g.pop("_bw")
+        choice = g.pop("_choice")
+        g["algo_proto"] = [{"algo_proto": k, "ranks": len(v), "example_ranks": sorted(v)[:8]}
+                           for k, v in sorted(choice.items(), key=lambda x: (-len(x[1]), x[0]))]
         g["busbw_gbps"] = stats.distribution(bw, worst=5, largest_is_worst=False)
         below = sorted((p for p in bw if expected and p[1] < expected), key=lambda p: (p[1], p[0]))
         g["below_expected_count"] = len(below)
         g["below_expected"] = [{"rank": rk, "busbw_gbps": v} for rk, v in below[:20]]
         out.append(g)
+    profiler = {}
+    for r in ranks:
+        if r["collectives"]:
+            profiler.setdefault(r["collectives"].get("profiler") or "unknown", []).append(r["rank"])
     return {"expected_busbw_gbps": expected, "ranks_with_collectives": sum(1 for r in ranks if r["collectives"]),
-            "groups": out}
+            "groups": out,
+            "profiler": [{"status": k, "ranks": len(v), "example_ranks": sorted(v)[:8]}
+                         for k, v in sorted(profiler.items(), key=lambda x: (-len(x[1]), x[0]))]}
 
 
 def _nccl_env(ranks):

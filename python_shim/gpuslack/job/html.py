@@ -9,7 +9,7 @@ few hundred (heatmap rows), so the page stays small at 4,096 ranks.
 import html
 
 from . import fmt, stats, svg
-from .text import CAT_NAMES, IDLE_NAMES
+from .text import CAT_NAMES, IDLE_NAMES, nccl_choice
 
 MAX_BARS = 48
 TABLE_ROWS = 20
@@ -314,7 +314,7 @@ def _collectives(rep):
     for i, gr in enumerate(c["groups"]):
         b = gr["busbw_gbps"]
         rows.append(["%d ranks" % gr["nranks"], gr["op"], gr["datatype"], fmt.size_bucket(gr["size_bucket"]),
-                     gr["ranks"], gr["count"], fmt.nbytes(gr["bytes"]), fmt.seconds(gr["gpu_s"]),
+                     nccl_choice(gr), gr["ranks"], gr["count"], fmt.nbytes(gr["bytes"]), fmt.seconds(gr["gpu_s"]),
                      "%.3g" % b["min"], "%.3g" % b["p50"], "%.3g" % b["max"],
                      gr["below_expected_count"] if exp else "-",
                      ", ".join(str(x["rank"]) for x in gr["below_expected"][:8]) or "-"])
@@ -324,7 +324,7 @@ def _collectives(rep):
                         "below": [(x["rank"], x["busbw_gbps"]) for x in gr["below_expected"]]})
     out = ["<section id=\"collectives\"><h2>Collectives across ranks</h2>",
            svg.busbw(pts, exp, "Bus bandwidth by message size%s" % (" against the expected %.3g GB/s" % exp if exp else "")),
-           _table(["communicator", "op", "type", "size", "ranks", "calls", "bytes", "GPU time", "busbw min", "p50",
+           _table(["communicator", "op", "type", "size", "NCCL", "ranks", "calls", "bytes", "GPU time", "busbw min", "p50",
                    "max", "below expected", "slowest ranks"], rows)]
     if not exp:
         out.append("<p class=\"note\">No expected bus bandwidth (expected_busbw_gbps, or merge --expected-busbw).</p>")

@@ -191,7 +191,10 @@ def _collectives(doc):
     rows = [{"op": r.get("op", "?"), "datatype": r.get("datatype", "?"), "size_bucket": int(_num(r.get("size_bucket"))),
              "nranks": int(_num(r.get("nranks"))), "count": int(_num(r.get("count"))),
              "bytes": _num(r.get("bytes")), "gpu_s": _num(r.get("gpu_s")), "timed": int(_num(r.get("timed"))),
-             "busbw_gbps": _num(r.get("busbw_gbps")), "algbw_gbps": _num(r.get("algbw_gbps"))}
+             "busbw_gbps": _num(r.get("busbw_gbps")), "algbw_gbps": _num(r.get("algbw_gbps")),
+             # NCCL's choice (its profiler plugin); "" before it or when unknown.
+             "algo": str(r.get("algo") or ""), "proto": str(r.get("proto") or ""),
+             "channels": _num(r.get("channels"))}
             for r in c.get("rows") or []]
     expected = 0.0
     for w in c.get("warnings") or []:
@@ -199,7 +202,7 @@ def _collectives(doc):
         if m:
             expected = max(expected, float(m.group(1)))
     return {"rows": rows, "env": dict(c.get("env") or {}), "gpu_s_estimated": _num(c.get("gpu_s_estimated")),
-            "expected_busbw_gbps": expected,
+            "expected_busbw_gbps": expected, "profiler": str(c.get("profiler") or ""),
             "communicators": [(int(_num(x.get("nranks"))), int(_num(x.get("rank")))) for x in c.get("communicators") or []]}
 
 

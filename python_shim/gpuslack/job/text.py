@@ -198,19 +198,37 @@ def _topology(t):
     return L
 
 
+def nccl_choice(g):
+    """NCCL's algorithm/protocol for a group across ranks: the one choice, or
+    "mixed" when ranks differ (NCCL needs every rank to choose alike)."""
+    mix = g.get("algo_proto") or []
+    if not mix:
+        return "-"
+    if len(mix) == 1:
+        return "-" if mix[0]["algo_proto"] == "unknown" else mix[0]["algo_proto"]
+    return "mixed: " + ", ".join("%s on %d" % (m["algo_proto"], m["ranks"]) for m in mix[:3])
+
+
 def _collectives(c):
     if not c["groups"]:
         return []
     exp = c["expected_busbw_gbps"]
     L = ["collectives across ranks%s:" % (" (expected busbw %.1f GB/s)" % exp if exp else "")]
-    rows = [["comm", "op", "type", "size", "ranks", "calls", "bytes", "GPU", "busbw min", "p50", "max", "below exp."]]
+    rows = [["comm", "op", "type", "size", "NCCL", "ranks", "calls", "bytes", "GPU", "busbw min", "p50", "max",
+             "below exp."]]
     for g in c["groups"]:
         b = g["busbw_gbps"]
         rows.append(["%d ranks" % g["nranks"], g["op"], g["datatype"], fmt.size_bucket(g["size_bucket"]),
+                     nccl_choice(g),
                      str(g["ranks"]), str(g["count"]), fmt.nbytes(g["bytes"]), fmt.seconds(g["gpu_s"]),
                      "%.2f" % b["min"], "%.2f" % b["p50"], "%.2f" % b["max"],
                      str(g["below_expected_count"]) if exp else "-"])
     L += _table(rows)
+    statuses = c.get("profiler") or []
+    if statuses:
+        L.append("  NCCL profiler plugin: " + "; ".join("%s on %d rank%s" % (p["status"], p["ranks"],
+                                                                           "" if p["ranks"] == 1 else "s")
+                                                     for p in statuses))
     for g in c["groups"]:
         if g["below_expected"]:
             more = g["below_expected_count"] - min(8, len(g["below_expected"]))

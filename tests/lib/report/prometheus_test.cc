@@ -119,14 +119,14 @@ TEST(Prometheus, ValuesAreTheSummarys) {
   EXPECT_EQ(idle.str(), m[key("gpuslack_gpu_idle_seconds_total", "device=\"0\",cause=\"host_bound\"")]);
   EXPECT_EQ(1u, m.count(key("gpuslack_gpu_busy_seconds_total", "device=\"1\",kind=\"compute\"")));
   EXPECT_EQ(1u, m.count(key("gpuslack_gpu_wall_seconds_total", "device=\"1\"")));
-  EXPECT_EQ("200", m[key("gpuslack_collective_calls_total", "op=\"all-reduce\"")]);
-  EXPECT_EQ("2000", m[key("gpuslack_collective_bytes_total", "op=\"all-reduce\"")]);
-  EXPECT_EQ("1", m[key("gpuslack_collective_host_seconds_total", "op=\"all-reduce\"")]);
-  EXPECT_EQ("4", m[key("gpuslack_collective_gpu_seconds_total", "op=\"all-reduce\"")]);
-  EXPECT_EQ("20", m[key("gpuslack_collective_timed_calls_total", "op=\"all-reduce\"")]);
+  EXPECT_EQ("200", m[key("gpuslack_collective_calls_total", "op=\"all-reduce\",algo_proto=\"unknown\"")]);
+  EXPECT_EQ("2000", m[key("gpuslack_collective_bytes_total", "op=\"all-reduce\",algo_proto=\"unknown\"")]);
+  EXPECT_EQ("1", m[key("gpuslack_collective_host_seconds_total", "op=\"all-reduce\",algo_proto=\"unknown\"")]);
+  EXPECT_EQ("4", m[key("gpuslack_collective_gpu_seconds_total", "op=\"all-reduce\",algo_proto=\"unknown\"")]);
+  EXPECT_EQ("20", m[key("gpuslack_collective_timed_calls_total", "op=\"all-reduce\",algo_proto=\"unknown\"")]);
   // Weighted by GPU time: (100 × 1 + 200 × 3) / 4 GB/s.
-  EXPECT_EQ("1.75e+11", m[key("gpuslack_collective_busbw_bytes_per_second", "op=\"all-reduce\"")]);
-  EXPECT_EQ("0", m[key("gpuslack_collective_busbw_bytes_per_second", "op=\"all-gather\"")]);
+  EXPECT_EQ("1.75e+11", m[key("gpuslack_collective_busbw_bytes_per_second", "op=\"all-reduce\",algo_proto=\"unknown\"")]);
+  EXPECT_EQ("0", m[key("gpuslack_collective_busbw_bytes_per_second", "op=\"all-gather\",algo_proto=\"unknown\"")]);
   EXPECT_EQ(std::to_string(5ull << 30), m[key("gpuslack_allocator_allocated_bytes", "device=\"1\"")]);
   EXPECT_EQ(std::to_string(6ull << 30), m[key("gpuslack_allocator_reserved_bytes", "device=\"1\"")]);
   EXPECT_EQ(std::to_string(8ull << 30), m[key("gpuslack_allocator_peak_reserved_bytes", "device=\"1\"")]);

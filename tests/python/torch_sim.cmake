@@ -72,13 +72,13 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
 
   # DistributedDataParallel over NCCL across 4 processes (under_torch/ddp_run.py):
   # python -m gpuslack run -- torchrun --standalone --nproc_per_node 4 ddp.py,
-  # each rank's collectives in its summary, the 4 merged by gpuslack merge.
-  # (ddp_run.py --algo-proto adds NCCL's algorithm and protocol per row: not
-  # registered until the profiler plugin's figures land.)
+  # each rank's collectives in its summary with NCCL's algorithm and protocol
+  # per row (--algo-proto: from gpuslack's NCCL profiler plugin), the 4
+  # merged by gpuslack merge.
   add_test(NAME torch.ddp
     COMMAND ${CMAKE_COMMAND} -E env
       TORCH_PYTHON=${_torch_python} SIMCUDA_DIR=${GPUSIM_DIR} GPUSLACK_LIBRARY=$<TARGET_FILE:gpuslack>
       PYTHONDONTWRITEBYTECODE=1
-      ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/under_torch/ddp_run.py)
+      ${_torch_python} ${CMAKE_CURRENT_SOURCE_DIR}/under_torch/ddp_run.py --algo-proto)
   set_tests_properties(torch.ddp PROPERTIES LABELS "torch;python" TIMEOUT 300)
 endif()

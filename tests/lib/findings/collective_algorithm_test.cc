@@ -64,6 +64,7 @@ report::CollectiveRow all_reduce(const report::Summary& s, nccl::Shape shape, in
   r.bytes = calls * bytes;
   r.gpu_p50_s = r.gpu_p99_s = c.time_s * slowdown;
   r.gpu_s = r.gpu_p50_s * static_cast<double>(calls);
+  r.gpu_s_estimated = r.gpu_s;  // every call timed
   r.busbw_gbps = c.busbw_gbps / slowdown;
   r.algbw_gbps = r.busbw_gbps / nccl::bus_factor(nccl::CollectiveOp::kAllReduce, r.nranks);
   r.algo = nccl::algo_name(algo);

@@ -12,10 +12,11 @@
 # fatal: the conformance suite, hook overhead, alloc / pinned / copy
 # benchmarks native against gpuslack, the demo natively and under
 # gpuslack, the trace replays, the GPU timeline's overhead, NCCL
-# collectives when libnccl.so.2 is found, PyTorch when torch imports. On
-# the simulated device sizes and repetitions are reduced (the outputs say
-# so). Exit status: 0 when every step that ran passed, 1 otherwise, 2 on
-# bad usage.
+# collectives when libnccl.so.2 is found, the topology and NCCL's choices
+# as the summary records them (with nvidia-smi topo -m), PyTorch when torch
+# imports. On the simulated device sizes and repetitions are reduced (the
+# outputs say so). Exit status: 0 when every step that ran passed, 1
+# otherwise, 2 on bad usage.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] || { echo "usage: scripts/gpu-check.sh OUTDIR [BUILD_DIR]" >&2; exit 2; }

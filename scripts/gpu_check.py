@@ -86,11 +86,11 @@ class Check:
         env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
         return env
 
-    def _resolved(self, soname):
-        """Where the loader finds `soname` for the conformance binary."""
-        binary = os.path.join(self.build, "tests", "conformance", "gpuslack_conformance")
+    def _resolved(self, soname, binary=None):
+        """Where the loader finds `soname` for `binary` (the conformance binary)."""
+        binary = binary or os.path.join(self.build, "tests", "conformance", "gpuslack_conformance")
         if not os.path.exists(binary):
-            return "(no conformance binary)"
+            return "(no %s binary)" % os.path.basename(binary)
         env = dict(self.env, LD_TRACE_LOADED_OBJECTS="1")
         try:
             r = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=30)
@@ -164,13 +164,204 @@ def lines_matching(output, pattern, limit=80):
     return [l for l in output.splitlines() if re.search(pattern, l)][:limit]
 
 
+NCCL_PROBE = r"""
+import ctypes
+lib = ctypes.CDLL("libnccl.so.2")
+v = ctypes.c_int(0)
+rc = lib.ncclGetVersion(ctypes.byref(v))
+path = next((l.split()[-1] for l in open("/proc/self/maps") if "libnccl.so" in l), "")
+print("%d %s" % (v.value if rc == 0 else -1, path))
+"""
+
+
+def nccl_version_text(code):
+    """NCCL's version code as NCCL_VERSION_CODE spells it: 22304 is 2.23.4 (1000s before 2.9)."""
+    if code is None or code < 0:
+        return "unknown"
+    if code >= 10000:
+        return "%d.%d.%d" % (code // 10000, code % 10000 // 100, code % 100)
+    return "%d.%d.%d" % (code // 1000, code % 1000 // 100, code % 100)
+
+
+def nccl_probe(env):
+    """{"version_code", "version", "path"} of the libnccl.so.2 this device's environment loads; None without one."""
+    try:
+        r = subprocess.run([sys.executable, "-c", NCCL_PROBE], env=env, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    code, _, path = (r.stdout.strip().splitlines() or ["-1"])[-1].partition(" ")
+    code = int(code) if code.lstrip("-").isdigit() else -1
+    return {"version_code": code, "version": nccl_version_text(code), "path": os.path.realpath(path) if path else ""}
+
+
+def visible_gpus(c):
+    """How many GPUs a CUDA program sees: 2 on the simulated device (GPUSIM_DEVICE_COUNT, below), else
+    nvidia-smi's list cut to CUDA_VISIBLE_DEVICES when that is set."""
+    if c.simulated:
+        return 2
+    try:
+        listed = [l for l in subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                                            timeout=30).stdout.splitlines() if l.startswith("GPU ")]
+    except (OSError, subprocess.TimeoutExpired):
+        listed = []
+    n = len(listed)
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        n = min(n, len([d for d in cvd.split(",") if d.strip()]))
+    return max(n, 1)
+
+
+# The collectives row fields the topology step keeps (docs/summary.md, "Collectives").
+COLL_ROW_KEYS = ("op", "size_bucket", "nranks", "count", "busbw_gbps", "algo", "proto", "channels", "nnodes",
+                 "expected_busbw_gbps", "expected_from", "best_algo", "best_proto", "best_channels", "best_time_s",
+                 "chosen_time_s")
+
+
+def topology_step(c, nccl):
+    """A small CUDA program under LD_PRELOAD=libgpuslack.so: with NCCL, nccl_profiler_app's all-reduces
+    and all-gathers with one rank (a thread) per visible GPU; without, cuda_app's one round trip. Its
+    summary JSON's `topology` section, and the collectives' profiler status, records, algorithms and
+    per-row choices (algo/proto/channels, the cost model's expected busbw and best choice), go into the
+    step's results, beside `nvidia-smi topo -m` and the NCCL version. On the simulated device: two GPUs
+    with 18 NVLink 4 links each, so that the figures are not all zero."""
+    name, what = "topology", "topology and NCCL's choices: the summary's topology and profiler records"
+    b = c.build
+    results = {"nccl": nccl, "nvidia_smi_topo": None}
+    if shutil.which("nvidia-smi"):
+        try:
+            r = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30)
+            results["nvidia_smi_topo"] = (r.stdout if r.returncode == 0 else r.stdout + r.stderr).rstrip()
+        except (OSError, subprocess.TimeoutExpired) as e:
+            results["nvidia_smi_topo"] = "(nvidia-smi topo -m: %s)" % e
+    else:
+        results["nvidia_smi_topo"] = "(no nvidia-smi)"
+    if nccl:
+        app = os.path.join(b, "tests", "interpose", "nccl_profiler_app")
+        ranks = visible_gpus(c)
+        argv = [app, str(ranks), "10" if c.quick else "50"]
+    else:
+        app = os.path.join(b, "tests", "interpose", "cuda_app")
+        ranks = 1
+        argv = [app]
+    if not os.path.exists(app):
+        c.skip(name, "%s not built (GPUSLACK_BUILD_TESTS)" % os.path.relpath(app, b), what=what)
+        c.steps[-1]["results"] = results
+        return
+    out_dir = os.path.join(c.out, "topology-gpuslack")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    env = dict(c.env, LD_PRELOAD=os.path.join(b, "libgpuslack.so"),
+               GPUSLACK_CONF="output_dir:%s,summary_detail:full" % out_dir)
+    if c.simulated:
+        env.update(GPUSIM_NVLINK_LINKS="18", GPUSIM_DEVICE_COUNT="2")
+        results["simulated"] = "GPUSIM_DEVICE_COUNT=2 GPUSIM_NVLINK_LINKS=18: the simulated device's figures"
+    results.update(program=os.path.basename(app), ranks=ranks, libcudart=c._resolved("libcudart.so.13", app))
+    if nccl:
+        results["libnccl"] = c._resolved("libnccl.so.2", app)
+
+    def parse(out):
+        files = sorted(glob.glob(os.path.join(out_dir, "gpuslack-*.json")), key=os.path.getmtime)
+        if not files:
+            raise RuntimeError("no summary JSON in %s" % out_dir)
+        with open(files[-1]) as f:
+            doc = json.load(f)
+        r = dict(results, summary=os.path.relpath(files[-1], c.out), topology=doc.get("topology"))
+        coll = doc.get("collectives") or {}
+        if nccl:
+            r["collectives"] = {
+                "nccl_version": nccl_version_text(coll.get("nccl_version")),
+                "profiler": coll.get("profiler"),
+                "profiler_records": coll.get("profiler_records"),
+                "profiler_dropped": coll.get("profiler_dropped"),
+                "algorithms": coll.get("algorithms", []),
+                "rows": [{k: row.get(k) for k in COLL_ROW_KEYS} for row in coll.get("rows", [])],
+            }
+        return r
+
+    rec = c.step(name, argv, 60, parse, env=env, what=what)
+    if not rec["results"] or "parse_error" in rec["results"]:
+        rec["results"] = dict(results, **rec["results"])
+    t = rec["results"].get("topology")
+    if rec["status"] == "passed" and (t or {}).get("status") != "read":  # the step's point: say so
+        rec["status"] = "failed"
+        rec["reason"] = ("topology %s: %s" % (t.get("status"), t.get("detail")) if t else
+                         "the summary has no topology (device_health:off, or a build before issue 26)")
+
+
+def _f(v, spec="%.1f"):
+    """A figure for a Markdown cell: "-" when the summary did not have it."""
+    return "-" if v is None or v == "" else (spec % v if isinstance(v, (int, float)) else str(v))
+
+
+def topology_md(r):
+    """The topology step's results as a few lines of Markdown."""
+    md = ["- **simulated** (%s)" % r["simulated"]] if r.get("simulated") else []
+    n = r.get("nccl")
+    md.append("- program: `%s` (%s rank%s), NCCL %s%s" % (
+        r.get("program"), r.get("ranks"), "" if r.get("ranks") == 1 else "s",
+        n["version"] if n else "not found", (" (`%s`)" % n["path"]) if n and n.get("path") else ""))
+    t = r.get("topology")
+    if t:
+        l = t.get("links") or {}
+        shape = ("%s node(s) x %s rank(s) per node" % (l.get("nodes"), l.get("ranks_per_node"))
+                 if l.get("nodes") else "unknown")
+        md.append("- topology: %s; %s GPU(s) on the node; shape %s (%s)" % (
+            t.get("status"), t.get("gpus_on_node"), shape, l.get("shape_from")))
+        md.append("- within the node: %s GB/s%s (%s)" % (l.get("intra_gbps"), ", NVLink" if l.get("intra_is_nvlink")
+                                                            else "", l.get("intra_from")))
+        md.append("- between nodes: %s GB/s (%s)" % (l.get("inter_gbps"), l.get("inter_from")))
+        md += ["", "| GPU | name | PCI bus id | NVLink links / gen / GB/s | PCIe max (now) | peers |",
+               "|---:|---|---|---|---|---|"]
+        for g in t.get("gpus") or []:
+            md.append("| %s | %s | %s | %s / %s / %s | gen %s x%s (gen %s x%s) | %s |" % (
+                g.get("device"), g.get("name"), g.get("bus_id"), g.get("nvlink_links"), g.get("nvlink_generation"),
+                g.get("nvlink_gbps"), g.get("pcie_max_generation"), g.get("pcie_max_width"),
+                g.get("pcie_generation"), g.get("pcie_width"), g.get("peers")))
+        nics = t.get("nics") or []
+        md.append("")
+        if nics:
+            md.append("- NICs: " + ", ".join("%s:%s %s %s Gb/s %s" % (x.get("name"), x.get("port"), x.get("link_layer"),
+                                                                      x.get("gbit_s"), x.get("state")) for x in nics))
+        else:
+            md.append("- NICs: none (%s)" % t.get("nics_unknown"))
+        for a in t.get("affinity") or []:
+            md.append("- GPU %s's nearest NIC: %s:%s (%s)" % (a.get("device"), a.get("nic"), a.get("port"),
+                                                              a.get("closeness")))
+    coll = r.get("collectives")
+    if coll:
+        md.append("- NCCL profiler plugin: %s; %s collectives recorded, %s dropped" % (
+            coll.get("profiler"), coll.get("profiler_records"), coll.get("profiler_dropped")))
+        if coll.get("algorithms"):
+            md += ["", "NCCL's choices (the profiler's `algorithms`):", "",
+                   "| op | size bucket | algo/proto | calls | channels | GPU s | busbw GB/s |",
+                   "|---|---:|---|---:|---:|---:|---:|"]
+            md += ["| %s | 2^%s | %s/%s | %s | %s | %s | %s |" % (
+                a.get("op"), a.get("size_bucket"), a.get("algo"), a.get("proto"), a.get("calls"),
+                _f(a.get("channels")), _f(a.get("gpu_s"), "%.6f"), _f(a.get("busbw_gbps"), "%.2f"))
+                for a in coll["algorithms"]]
+        if coll.get("rows"):
+            md += ["", "Collectives rows, against the cost model (GB/s):", "",
+                   "| op | size bucket | calls | NCCL's algo/proto/channels | busbw | expected busbw | best |",
+                   "|---|---:|---:|---|---:|---:|---|"]
+            md += ["| %s | 2^%s | %s | %s/%s/%s | %s | %s | %s/%s/%s |" % (
+                w.get("op"), w.get("size_bucket"), w.get("count"), _f(w.get("algo")), _f(w.get("proto")),
+                _f(w.get("channels")), _f(w.get("busbw_gbps"), "%.2f"), _f(w.get("expected_busbw_gbps"), "%.2f"),
+                _f(w.get("best_algo")), _f(w.get("best_proto")), _f(w.get("best_channels"), "%d"))
+                for w in coll["rows"]]
+    if r.get("nvidia_smi_topo"):
+        md += ["", "`nvidia-smi topo -m`:", "", "```text", r["nvidia_smi_topo"], "```"]
+    return md
+
+
 def run_all(c):
     b = c.build
     quick = c.quick
     exe = lambda *p: os.path.join(b, *p)
 
-    have_nccl = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libnccl.so.2')"], env=c.env,
-                               capture_output=True).returncode == 0
+    nccl = nccl_probe(c.env)
+    have_nccl = nccl is not None
 
     # 1. The conformance suite on this device (its NCCL tests only where an
     # NCCL is installed: they fail, never skip, without one).
@@ -260,7 +451,10 @@ def run_all(c):
                lambda out, p=out_json: {"median_ns": benchmark_medians(p)},
                what="one-rank all-reduce, natively and through the hooks")
 
-    # 10. PyTorch, only if torch imports.
+    # 10. The topology and NCCL's choices, as gpuslack's summary records them.
+    topology_step(c, nccl)
+
+    # 11. PyTorch, only if torch imports.
     probe = subprocess.run([sys.executable, "-c", "import torch"], env=c.env, capture_output=True)
     if probe.returncode != 0:
         c.skip("torch", "torch does not import")
@@ -324,6 +518,8 @@ def write_outputs(c):
             md += ["| %s | %.1f ns |" % (k, v) for k, v in r["median_ns"].items()]
         if r.get("table_lines"):
             md += r["table_lines"]
+        if s["name"] == "topology":
+            md += topology_md(r)
     with open(os.path.join(c.out, "gpu-check.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     return doc

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Steps that must pass on the simulated device (the others must at least be
 # recorded: trace_replay needs ../shared/traces, torch a torch install).
 MUST_PASS = ("conformance", "hook_overhead_bench", "alloc_bench", "pinned_bench", "copy_bench", "demo_native",
-             "demo_gpuslack", "timeline_overhead", "nccl")
+             "demo_gpuslack", "timeline_overhead", "nccl", "topology")
 ALL = MUST_PASS + ("trace_replay", "torch")
 
 
@@ -58,6 +58,35 @@ class GpuCheck(unittest.TestCase):
         self.assertIn("BM_", " ".join(steps["hook_overhead_bench"]["results"]["median_ns"]))
         self.assertGreater(steps["demo_native"]["results"]["median_step_ms"], 0)
         self.assertIn("lost", steps["demo_gpuslack"]["results"]["summary_first_line"])
+        # The topology step (issue 26): two simulated GPUs with 18 NVLink 4
+        # links each, and NCCL's choices as the profiler plugin heard them.
+        topo = steps["topology"]["results"]
+        self.assertIn("simulated", topo["simulated"])
+        self.assertEqual(("nccl_profiler_app", 2), (topo["program"], topo["ranks"]))
+        self.assertRegex(topo["nccl"]["version"], r"^2\.\d+\.\d+$")
+        t = topo["topology"]
+        self.assertEqual("read", t["status"], t)
+        self.assertEqual([0, 1], [g["device"] for g in t["gpus"]], t)
+        for g in t["gpus"]:
+            self.assertEqual((18, 4, 450), (g["nvlink_links"], g["nvlink_generation"], g["nvlink_gbps"]), g)
+        self.assertEqual((450, True), (t["links"]["intra_gbps"], t["links"]["intra_is_nvlink"]), t["links"])
+        self.assertTrue(t["links"]["intra_from"].startswith("measured: NVML"), t["links"])
+        coll = topo["collectives"]
+        self.assertEqual("on (v6)", coll["profiler"])
+        self.assertEqual(2 * 10 * 3, coll["profiler_records"])  # 2 ranks, 10 rounds of 3 collectives
+        self.assertEqual(0, coll["profiler_dropped"])
+        self.assertEqual({"all-reduce", "all-gather"}, {a["op"] for a in coll["algorithms"]})
+        for a in coll["algorithms"]:  # the simulated NCCL's choice on this fabric (Ring, LL or Simple)
+            self.assertTrue(a["algo"] and a["proto"], a)
+            self.assertGreaterEqual(a["channels"], 1, a)
+        self.assertEqual(3, len(coll["rows"]), coll["rows"])
+        for row in coll["rows"]:
+            self.assertTrue(row["algo"] and row["proto"], row)
+            self.assertGreater(row["expected_busbw_gbps"], 0, row)  # the cost model on the measured NVLink
+            self.assertTrue(row["best_algo"], row)
+        self.assertEqual("(no nvidia-smi)", topo["nvidia_smi_topo"])
+        self.assertIn("## topology", md)
+        self.assertIn("NCCL profiler plugin: on (v6)", md)
         self.assertEqual(0 if all(s["status"] in ("passed", "skipped") for s in doc["steps"]) else 1, r.returncode)
 
 

@@ -27,8 +27,8 @@
 // through a shared folder (--rendezvous DIR or TRAIN_LOOP_RENDEZVOUS;
 // world.h), a synchronous data-parallel loop whose all-reduce couples the
 // ranks. Each step checks the all-reduce's result on a probe of the
-// gradients (--no-check: not, for a simulated NCCL told to move no bytes,
-// GPUSIM_NCCL_DATA=0). --slow-rank R --slow-ms MS delays rank R's host work by MS
+// gradients (--no-check: neither the probe's copies nor the check, for a
+// simulated NCCL told to move no bytes, GPUSIM_NCCL_DATA=0). --slow-rank R --slow-ms MS delays rank R's host work by MS
 // every step (a slow loader): it becomes the straggler the others wait for
 // in their all-reduce.
 //
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaFree(act_b));
       CHECK_CUDA(cudaFree(act_a));
     }
-    if (world.on) {
+    if (world.on && args.check) {
       for (size_t i = 0; i < kProbe; ++i) probe_in[i] = static_cast<float>((world.rank + 1) * (step + 1) + i % 16);
       CHECK_CUDA(cudaMemcpyAsync(ranks[0].grads, probe_in, kProbe * sizeof(float), cudaMemcpyHostToDevice,
                                  ranks[0].stream));
@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
         CHECK_NCCL(ncclAllReduce(r.grads + first, r.grads + first, n, ncclFloat32, ncclSum, r.comm, r.stream));
       CHECK_NCCL(ncclGroupEnd());
     }
-    if (world.on)
+    if (world.on && args.check)
       CHECK_CUDA(cudaMemcpyAsync(probe_out, ranks[0].grads, kProbe * sizeof(float), cudaMemcpyDeviceToHost,
                                  ranks[0].stream));
     // The next step's batch, queued behind this step's work (the last

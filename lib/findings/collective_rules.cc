@@ -21,8 +21,9 @@
 //   algorithm or protocol (or NCCL's channel count raised) would finish at
 //   least kBetterChoice times sooner than NCCL's choice did
 //   (CollectiveRow::chosen_time_s against best_time_s). Cost: the measured
-//   GPU time of those calls, per rank, less the model's time for the better
-//   choice. Evidence: sizes, shape, what NCCL chose, measured and expected
+//   GPU time of those calls, per rank, each at most as it usually runs
+//   (gpu_typical_s: a first call's setup or a late peer's wait is no
+//   algorithm's to recover), less the model's time for the better choice. Evidence: sizes, shape, what NCCL chose, measured and expected
 //   bus bandwidth for both. Fix: environment lines (NCCL_ALGO, NCCL_PROTO,
 //   NCCL_MIN_NCHANNELS where channels limit it), to be set on every rank
 //   alike (NCCL needs every rank to make the same choice; the job report
@@ -288,7 +289,11 @@ void collective_algorithm(const report::Summary& s, const Context&, std::vector<
     std::string lines = fix_lines(r, chosen_algo(s, r), chosen_proto(s, r));
     if (lines.empty()) continue;
     const uint64_t calls = (r.count - std::min(r.count, r.captured)) / ranks_here(s, r.nranks);
-    const double measured = gpu_estimated(s, r) * scale;
+    // Each call as it usually runs (gpu_typical_s): no choice of algorithm
+    // recovers a first call's setup or a late peer's wait.
+    double measured = gpu_estimated(s, r);
+    if (r.gpu_typical_s > 0) measured = std::min(measured, r.gpu_typical_s * static_cast<double>(calls));
+    measured *= scale;
     const double saving = measured - r.best_time_s * static_cast<double>(calls);
     if (saving <= 0) continue;
     auto it = std::find_if(fixes.begin(), fixes.end(), [&](const AlgorithmFix& f) { return f.lines == lines; });
@@ -315,11 +320,16 @@ void collective_algorithm(const report::Summary& s, const Context&, std::vector<
   report::Finding f;
   f.rule = "collective_algorithm";
   const std::string algo = chosen_algo(s, w), proto = chosen_proto(s, w);
-  f.title = absl::StrFormat("%s would finish %.1fx sooner by %s/%s than by NCCL's %s/%s", w.op,
-                            w.chosen_time_s / w.best_time_s, w.best_algo, w.best_proto, algo, proto);
+  // Where only channels differ, the title names them, not the same pair twice.
+  f.title = w.best_algo == algo && w.best_proto == proto
+                ? absl::StrFormat("%s would finish %.1fx sooner with %d channels than NCCL's %.0f", w.op,
+                                  w.chosen_time_s / w.best_time_s, w.best_channels, w.channels)
+                : absl::StrFormat("%s would finish %.1fx sooner by %s/%s than by NCCL's %s/%s", w.op,
+                                  w.chosen_time_s / w.best_time_s, w.best_algo, w.best_proto, algo, proto);
   f.cost_s = fix.cost;
   f.cost_share = std::min(1.0, fix.cost / s.wall_s);
-  const double measured_call = w.timed > 0 ? w.gpu_s / static_cast<double>(w.timed) : 0;
+  const double measured_call =
+      w.gpu_typical_s > 0 ? w.gpu_typical_s : w.timed > 0 ? w.gpu_s / static_cast<double>(w.timed) : 0;
   f.evidence = {
       {"largest", row_text(w)},
       {"communicator", shape_text},

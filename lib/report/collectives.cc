@@ -26,23 +26,45 @@ int devices_driven(const std::vector<nccl::CommRow>& comms) {
 
 }  // namespace
 
-double estimate_gpu_s(const nccl::CollectiveFigures& f) {
-  const uint64_t n = f.gpu_ns.total();
-  if (f.timed == 0 || n == 0) return 0;
-  uint64_t timeable = f.count - std::min(f.count, f.captured);
-  uint64_t untimed = timeable > f.timed ? timeable - f.timed : 0;
+namespace {
+
+// The timed calls within kOutlierBuckets of the median bucket: their GPU
+// time (ns) and count, against every timed call's.
+struct Typical {
+  double ns = 0, all_ns = 0;
+  uint64_t calls = 0, all = 0;
+};
+
+Typical typical_of(const nccl::CollectiveFigures& f) {
+  Typical t;
+  t.all = f.gpu_ns.total();
+  if (f.timed == 0 || t.all == 0) return t;
   int median = 0;
   for (uint64_t seen = 0; median < ledger::Histogram::kBuckets; ++median) {
     seen += f.gpu_ns.counts[median];
-    if (2 * seen >= n) break;
+    if (2 * seen >= t.all) break;
   }
-  double typical_ns = 0;
-  uint64_t typical = 0;
-  for (int b = 0; b < ledger::Histogram::kBuckets && b < median + kOutlierBuckets; ++b) {
-    typical_ns += f.gpu_ns_sums[b];
-    typical += f.gpu_ns.counts[b];
+  for (int b = 0; b < ledger::Histogram::kBuckets; ++b) {
+    t.all_ns += f.gpu_ns_sums[b];
+    if (b >= median + kOutlierBuckets) continue;
+    t.ns += f.gpu_ns_sums[b];
+    t.calls += f.gpu_ns.counts[b];
   }
-  return finite(f.gpu_s + static_cast<double>(untimed) * typical_ns * 1e-9 / static_cast<double>(typical));
+  return t;
+}
+
+}  // namespace
+
+double typical_call_s(const nccl::CollectiveFigures& f) {
+  const Typical t = typical_of(f);
+  return t.calls > 0 ? finite(t.ns * 1e-9 / static_cast<double>(t.calls)) : 0;
+}
+
+double estimate_gpu_s(const nccl::CollectiveFigures& f) {
+  if (f.timed == 0 || f.gpu_ns.total() == 0) return 0;
+  uint64_t timeable = f.count - std::min(f.count, f.captured);
+  uint64_t untimed = timeable > f.timed ? timeable - f.timed : 0;
+  return finite(f.gpu_s + static_cast<double>(untimed) * typical_call_s(f));
 }
 
 CollectivesSection build_collectives(const RunInfo& run, double tick_s, double wall_s) {
@@ -67,14 +89,23 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     r.host_s = finite(static_cast<double>(f.host_ticks) * tick_s);
     r.gpu_s = finite(f.gpu_s);
     r.gpu_s_estimated = estimate_gpu_s(f);
+    r.gpu_typical_s = typical_call_s(f);
     r.gpu_p50_s = finite(f.gpu_ns.percentile(0.50) * 1e-9);
     r.gpu_p99_s = finite(f.gpu_ns.percentile(0.99) * 1e-9);
     r.mostly_captured = f.captured > 0 && f.captured * 2 > f.count;  // Note [Captured collectives]
     if (f.bw_s > 0 && !r.mostly_captured) {  // Note [Charged time and bandwidth time] (nccl/collectives.h)
-      double timed_bytes = static_cast<double>(f.timed_bytes);
-      r.algbw_gbps = finite(timed_bytes / f.bw_s / 1e9);
-      r.busbw_gbps =
-          finite(nccl::bus_bytes(f.op, f.nranks, timed_bytes, static_cast<double>(f.timed_local_bytes)) / f.bw_s / 1e9);
+      // Note [Bandwidth without the outliers]: the slow outliers' share of
+      // the time and of the calls is left out, as nccl-tests leaves out its
+      // warm-up calls.
+      const Typical t = typical_of(f);
+      const double time_kept = t.all_ns > 0 && t.ns > 0 ? t.ns / t.all_ns : 1;
+      const double calls_kept = t.all > 0 && t.calls > 0 ? static_cast<double>(t.calls) / static_cast<double>(t.all) : 1;
+      const double bw_s = f.bw_s * time_kept;
+      double timed_bytes = static_cast<double>(f.timed_bytes) * calls_kept;
+      r.algbw_gbps = finite(timed_bytes / bw_s / 1e9);
+      r.busbw_gbps = finite(
+          nccl::bus_bytes(f.op, f.nranks, timed_bytes, static_cast<double>(f.timed_local_bytes) * calls_kept) / bw_s /
+          1e9);
     }
     c.host_s += r.host_s;
     c.gpu_s_estimated += r.gpu_s_estimated;

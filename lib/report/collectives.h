@@ -42,6 +42,14 @@
 // more GPU time than the devices had. The JSON and the text say it is an
 // estimate and from how many timed calls.
 //
+// Note [Bandwidth without the outliers]: a row's algbw and busbw leave out
+// the same slow outliers, their share of the bandwidth time and of the
+// timed calls and bytes, as nccl-tests leaves out its warm-up calls. A first
+// call that waits for the slowest rank to start (473 ms against 1.1 ms a
+// call in issue 26's field report, 8 processes on two cores) otherwise
+// reads as a link running at a fifth of its rate, and collective_bandwidth
+// fires on a healthy fabric.
+//
 // Thread safety: a pure function of its inputs and the environment.
 #pragma once
 
@@ -57,6 +65,10 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
 // A row's GPU time over all its uncaptured calls, before the section's cap
 // (Note [Estimated GPU time]); 0 when none was timed.
 double estimate_gpu_s(const nccl::CollectiveFigures& f);
+// One timed call's mean GPU time less the slow outliers (the same rule): a
+// call as it usually runs, without a first call's setup or a late peer's
+// wait; 0 when none was timed.
+double typical_call_s(const nccl::CollectiveFigures& f);
 
 // NCCL's choices from its profiler plugin (algorithms.cc): the section's
 // algorithms, profiler status and counts, and on each row the algorithm and

@@ -199,6 +199,7 @@ void collectives(const CollectivesSection& c, Writer* w) {
     w->key("host_s").seconds(r.host_s);
     w->key("gpu_s").seconds(r.gpu_s);
     w->key("gpu_s_estimated").seconds(r.gpu_s_estimated);
+    w->key("gpu_typical_s").seconds(r.gpu_typical_s);
     w->key("gpu_p50_s").seconds(r.gpu_p50_s);
     w->key("gpu_p99_s").seconds(r.gpu_p99_s);
     w->key("algbw_gbps").share(r.algbw_gbps);

@@ -140,6 +140,9 @@ struct CollectiveRow {
   // Every uncaptured call, an estimate (Note [Estimated GPU time] in
   // report/collectives.h); the one figure findings read for a row's GPU time.
   double gpu_s_estimated = 0;
+  // One timed call as it usually runs: their mean less the slow outliers
+  // (report/collectives.h, typical_call_s); 0 when none was timed.
+  double gpu_typical_s = 0;
   double gpu_p50_s = 0, gpu_p99_s = 0;
   double algbw_gbps = 0, busbw_gbps = 0;  // 0 when none timed
   // NCCL's own choice, from its profiler plugin (nccl/profiler_records.h):

@@ -216,6 +216,7 @@ CollectivesSection collectives(const Fields& f) {
       uint64_t timeable = row.count - std::min(row.count, row.captured);
       row.gpu_s_estimated = row.gpu_s * static_cast<double>(timeable) / static_cast<double>(row.timed);
     }
+    row.gpu_typical_s = r.number("gpu_typical_s");  // 0 in older summaries: unknown
     row.gpu_p50_s = r.number("gpu_p50_s");
     row.gpu_p99_s = r.number("gpu_p99_s");
     row.algbw_gbps = r.number("algbw_gbps");

@@ -2,7 +2,9 @@
 // reads a JSON summary back (report/summary_reader.h), runs
 // findings::evaluate over it and prints each finding, one "finding RULE
 // cost_s=S share=X gpu_idle_s=I" line, then its evidence as "  NAME: VALUE"
-// and its fix as "  fix: ...". For the scenarios on the simulated device
+// and its fix as "  fix: ...". --fabric and --expected-busbw set the
+// collectives rows' expectations anew, as the process would have with those
+// knobs (report/collective_expectations.h). For the scenarios on the simulated device
 // (scenarios_test.py), before the session writes findings itself.
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "findings/findings.h"
+#include "report/collective_expectations.h"
 #include "report/summary_reader.h"
 
 int main(int argc, char** argv) {
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "evaluate_summary: %s\n", error.c_str());
     return 1;
   }
+  report::apply_collective_expectations(&s, {c.expected_busbw_gbps, c.fabric});
   for (const report::Finding& f : findings::evaluate(s, c)) {
     std::printf("finding %s cost_s=%.6f share=%.6f gpu_idle_s=%.6f\n", f.rule.c_str(), f.cost_s, f.cost_share,
                 f.gpu_idle_s);

@@ -94,9 +94,8 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     r.gpu_p99_s = finite(f.gpu_ns.percentile(0.99) * 1e-9);
     r.mostly_captured = f.captured > 0 && f.captured * 2 > f.count;  // Note [Captured collectives]
     if (f.bw_s > 0 && !r.mostly_captured) {  // Note [Charged time and bandwidth time] (nccl/collectives.h)
-      // Note [Bandwidth without the outliers]: the slow outliers' share of
-      // the time and of the calls is left out, as nccl-tests leaves out its
-      // warm-up calls.
+      // The slow outliers' share of the time and of the calls is left out
+      // (Note [Bandwidth without the outliers] in collectives.h).
       const Typical t = typical_of(f);
       const double time_kept = t.all_ns > 0 && t.ns > 0 ? t.ns / t.all_ns : 1;
       const double calls_kept = t.all > 0 && t.calls > 0 ? static_cast<double>(t.calls) / static_cast<double>(t.all) : 1;

@@ -197,7 +197,8 @@ TEST(CollectiveBandwidth, OverTheGroupsTimeWithoutTheRanksOwnExchanges) {
   // A collective: the bus factor over the same time.
   nccl::CollectiveFigures ar = all_reduce(4, calls(4, 2e-3), 4);
   ar.bw_s = 4e-3;  // two calls per timed group of two
-  const CollectiveRow& a = summary_of(run_of({ar}, 1, 10)).collectives.rows.at(0);
+  const Summary all_reduces = summary_of(run_of({ar}, 1, 10));
+  const CollectiveRow& a = all_reduces.collectives.rows.at(0);
   EXPECT_NEAR(4.0 * (1 << 26) / 4e-3 / 1e9 * 1.5, a.busbw_gbps, 1e-6);
   EXPECT_DOUBLE_EQ(75, nccl::bus_bytes(nccl::CollectiveOp::kRecv, 4, 100, 25));
   EXPECT_DOUBLE_EQ(75, nccl::bus_bytes(nccl::CollectiveOp::kAllGather, 4, 100, 0));

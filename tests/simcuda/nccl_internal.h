@@ -74,6 +74,10 @@ struct Work {
   double fabric_us = 0;
 };
 
+// NCCL's name of the operation, as ncclFuncToString gives it ("AllReduce",
+// ...): the debug lines, the kernel names and the profiler's events.
+const char* kind_name(Kind k);
+
 // What a collective computes and how long it takes (nccl_reduce.cc).
 size_t type_size(int t);  // 0 for an invalid type
 // Computes every rank's output of one collective; args[r] is rank r's call.

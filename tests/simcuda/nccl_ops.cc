@@ -201,8 +201,6 @@ CUstream_st* comm_stream(const ncclComm* comm, cudaStream_t h) {
   return gpusim::resolve(h, false);
 }
 
-const char* kind_name(Kind k);
-
 // The kernel a batch runs as, named like NCCL's own device kernels
 // (mangled, as CUPTI reports them): ncclDevKernel_AllReduce_Sum_f32_RING_LL;
 // collectives without a reduction drop the op and type
@@ -288,21 +286,6 @@ ncclResult_t check_buffer(const ncclComm* comm, const void* p, size_t bytes, con
   return ncclSuccess;
 }
 
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce: return "AllReduce";
-    case Kind::kBroadcast: return "Broadcast";
-    case Kind::kReduce: return "Reduce";
-    case Kind::kAllGather: return "AllGather";
-    case Kind::kReduceScatter: return "ReduceScatter";
-    case Kind::kAlltoAll: return "AlltoAll";
-    case Kind::kGather: return "Gather";
-    case Kind::kScatter: return "Scatter";
-    case Kind::kSend: return "Send";
-    case Kind::kRecv: return "Recv";
-  }
-  return "?";
-}
 
 ncclResult_t validate(ncclComm* comm, const Work& w) {
   const char* what = kind_name(w.kind);
@@ -370,6 +353,22 @@ Work make(Kind kind, const void* send, void* recv, size_t count, ncclDataType_t 
 }
 
 }  // namespace
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kAllReduce: return "AllReduce";
+    case Kind::kBroadcast: return "Broadcast";
+    case Kind::kReduce: return "Reduce";
+    case Kind::kAllGather: return "AllGather";
+    case Kind::kReduceScatter: return "ReduceScatter";
+    case Kind::kAlltoAll: return "AlltoAll";
+    case Kind::kGather: return "Gather";
+    case Kind::kScatter: return "Scatter";
+    case Kind::kSend: return "Send";
+    case Kind::kRecv: return "Recv";
+  }
+  return "Invalid";
+}
 
 bool group_defer_init(ncclComm* comm) {
   if (t_group.depth == 0) return false;

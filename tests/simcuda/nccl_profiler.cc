@@ -103,22 +103,6 @@ uint8_t proto_enum(const char* p) {  // NCCL_PROTO_* (v1)
   return strcasecmp(p, "LL") == 0 ? 0 : strcasecmp(p, "LL128") == 0 ? 1 : 2;
 }
 
-// ncclFuncToString and the ncclFunc_t values of v1.
-const char* func_name(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce: return "AllReduce";
-    case Kind::kBroadcast: return "Broadcast";
-    case Kind::kReduce: return "Reduce";
-    case Kind::kAllGather: return "AllGather";
-    case Kind::kReduceScatter: return "ReduceScatter";
-    case Kind::kAlltoAll: return "AlltoAll";
-    case Kind::kGather: return "Gather";
-    case Kind::kScatter: return "Scatter";
-    case Kind::kSend: return "Send";
-    case Kind::kRecv: return "Recv";
-  }
-  return "Invalid";
-}
 uint8_t func_enum(Kind k) {
   switch (k) {
     case Kind::kBroadcast: return 0;
@@ -204,7 +188,7 @@ void describe(typename Api<V>::D* d, const ncclComm* comm, const Work& w, void* 
         d->p2p.name = "";
         d->p2p.commHash = comm->clique->comm_hash;
       }
-      d->p2p.func = func_name(w.kind);
+      d->p2p.func = kind_name(w.kind);
       d->p2p.datatype = datatype_name(w.type);
     }
     d->p2p.buff = w.kind == Kind::kSend ? const_cast<void*>(w.send) : w.recv;
@@ -234,7 +218,7 @@ void describe(typename Api<V>::D* d, const ncclComm* comm, const Work& w, void* 
     d->coll.algo = algo_enum(w.algo);
     d->coll.proto = proto_enum(w.proto);
   } else {
-    d->coll.func = func_name(w.kind);
+    d->coll.func = kind_name(w.kind);
     d->coll.datatype = datatype_name(w.type);
     d->coll.algo = nccl_algo(w.algo);
     d->coll.proto = nccl_proto(w.proto);
@@ -269,12 +253,12 @@ BatchEvents launch(ncclComm* comm, const std::vector<Work>& works) {
       a.rank = comm->rank;
       if (is_p2p(w)) {
         a.type = abi::kProfileP2pApi;
-        a.p2pApi.func = func_name(w.kind);
+        a.p2pApi.func = kind_name(w.kind);
         a.p2pApi.count = w.count;
         a.p2pApi.datatype = datatype_name(w.type);
       } else {
         a.type = abi::kProfileCollApi;
-        a.collApi.func = func_name(w.kind);
+        a.collApi.func = kind_name(w.kind);
         a.collApi.count = w.count;
         a.collApi.datatype = datatype_name(w.type);
         a.collApi.root = w.root;

@@ -1,6 +1,6 @@
 #include "session/session.h"
 
-#include <link.h>
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <cerrno>
@@ -260,18 +260,20 @@ report::RunInfo run_info(const char* reason) {
 }
 
 // Whether the process loaded PyTorch's CUDA library (the findings phrase
-// their fixes for it). Summary time only: walks the loaded objects under
-// the loader's lock, loads nothing.
+// their fixes for it). Summary time only. dlopen with RTLD_NOLOAD answers a
+// handle only for an object already loaded (matched by its soname too) and
+// loads nothing. Walking the loaded objects with dl_iterate_phdr read each
+// one's name while another thread's dlopen (the timeline's of CUPTI) could
+// be publishing it, under the loader's own lock that ThreadSanitizer does
+// not see: a reported race on every such overlap.
 bool libtorch_loaded() {
-  return dl_iterate_phdr(
-             [](dl_phdr_info* info, size_t, void*) -> int {
-               const char* name = info->dlpi_name;
-               if (name == nullptr) return 0;
-               const char* base = std::strrchr(name, '/');
-               base = base ? base + 1 : name;
-               return std::strncmp(base, "libtorch_cuda.so", 16) == 0 ? 1 : 0;
-             },
-             nullptr) != 0;
+  void* handle = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) {
+    dlerror();  // the miss is ours: leave no message for the thread's next dlerror()
+    return false;
+  }
+  dlclose(handle);
+  return true;
 }
 
 // The summary with its findings (lib/findings/), from the knobs in force.

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace {
 
@@ -49,8 +50,9 @@ typedef union {
 } ncclProfilerEventStateArgs_v4_t;
 
 std::atomic<int> g_colls{0};
-char g_algo[32] = "?";
-char g_proto[32] = "?";
+std::mutex g_mu;  // NCCL calls start from every rank's thread at once
+char g_algo[32] = "?";   // guarded by g_mu
+char g_proto[32] = "?";  // guarded by g_mu
 int g_token;
 
 ncclResult_t init(void** context, int* mask, const char*, uint64_t, int, int, int, ncclDebugLogger_t) {
@@ -63,6 +65,7 @@ ncclResult_t start(void*, void** handle, ncclProfilerEventDescr_v4_t* d) {
   *handle = nullptr;
   if (d->type == (1 << 1)) {
     g_colls.fetch_add(1);
+    std::lock_guard<std::mutex> lock(g_mu);
     std::snprintf(g_algo, sizeof(g_algo), "%s", d->coll.algo ? d->coll.algo : "null");
     std::snprintf(g_proto, sizeof(g_proto), "%s", d->coll.proto ? d->coll.proto : "null");
     *handle = &g_token;
@@ -76,6 +79,7 @@ ncclResult_t record(void*, int, ncclProfilerEventStateArgs_v4_t*) { return 0; }
 ncclResult_t finalize(void*) {
   if (const char* path = std::getenv("OTHER_PLUGIN_OUT")) {
     if (FILE* f = std::fopen(path, "a")) {
+      std::lock_guard<std::mutex> lock(g_mu);
       std::fprintf(f, "colls=%d algo=%s proto=%s\n", g_colls.load(), g_algo, g_proto);
       std::fclose(f);
     }

@@ -178,7 +178,12 @@ def test_report_counts_exited_threads_as_the_library_does(tmp_path):
     code = ("import threading, sim\n"
             "s = sim.Sim(); s.free(s.malloc(1 << 20))\n"
             "ts = [threading.Thread(target=lambda: s.free(s.malloc(1 << 20))) for _ in range(12)]\n"
-            "[t.start() for t in ts]; [t.join() for t in ts]\n")
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            # join() returns when Python is done with a thread, before its
+            # pthread TLS destructors run; a thread's /proc task is gone only
+            # after they have (and the library has counted it as exited).
+            "import os, time\n"
+            "while any(os.path.exists(f'/proc/self/task/{t.native_id}') for t in ts): time.sleep(0.001)\n")
     r = gpuslack_cli("run", "--out", str(tmp_path), "--conf", "text_summary:file", "--", sys.executable, "-c", code)
     assert r.returncode == 0, r.stderr
     (summary,) = tmp_path.glob("gpuslack-*.json")

@@ -237,8 +237,9 @@ class BlockManager {
   absl::btree_map<uint64_t, uint32_t> occupants_;  // offset -> large block (kNoPage) or page (its id)
   std::vector<Page> pages_;                    // indexed by Block::page; slots reused
   std::vector<uint32_t> unused_pages_;         // the slots of pages_ not in use
-  // Note [Space held for an owner]: each owner's held ranges, never adjacent
-  // to each other; adjacent to free space or another owner's, they may be.
+  // See Note [Space held for an owner]: each owner's held ranges, never
+  // adjacent to each other; adjacent to free space or another owner's, they
+  // may be.
   struct Held {
     base::RangeSet all;
     base::RangeSet fenced;  // marked by fence_held(), within `all`

@@ -71,7 +71,7 @@ void DeviceAllocator::release(const std::vector<uint64_t>& ready) {
 void DeviceAllocator::settle_deferred() {
   for (uint64_t addr : deferred_) epochs_.add(addr);
   deferred_.clear();
-  // Note [Capture without hooks]: a destroyed graph's blocks.
+  // See Note [Capture without hooks]: a destroyed graph's blocks.
   for (size_t i = 0; i < holds_.size();) {
     GraphHold* h = holds_[i];
     if (!h->released.load(std::memory_order_acquire)) {
@@ -190,7 +190,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   uint64_t budget = !limit_ ? Reservation::kNoBudget : limit_ > mapped ? limit_ - mapped : 0;
   std::optional<Reservation::Owner> owner;
   if (stream) owner = owner_of(*stream);
-  // Note [Releasing memory]: up to the mapped total's high-water mark a
+  // See Note [Releasing memory]: up to the mapped total's high-water mark a
   // miss maps freely; past it, it releases cached granules first.
   uint64_t growth = sync::capturing()              ? Reservation::kNoBudget
                     : mapped_high_water_ > mapped ? mapped_high_water_ - mapped
@@ -237,7 +237,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   // Memory that is free, fenced and mapped: no driver call, no event.
   if (void* p = allocate_mapped(bytes)) return p;
   if (capture) {
-    // Note [Frees during capture]: nothing more may happen now.
+    // See Note [Frees during capture]: nothing more may happen now.
     stats_.capture_fallback();
     return nullptr;
   }
@@ -364,7 +364,7 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   uint64_t addr, size;
   if (!take_freed(p, &addr, &size)) return false;
   if (GraphHold* h = drop_captured(addr)) {
-    // Note [Capture without hooks]: allocated during a capture, so its
+    // See Note [Capture without hooks]: allocated during a capture, so its
     // graph may still write here: held while the graph lives.
     recorded_.erase(addr);
     hold_block(h, addr);

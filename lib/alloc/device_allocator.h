@@ -159,7 +159,7 @@ class DeviceAllocator {
   bool free(void* p, std::optional<cudaStream_t> stream);
   bool free(void* p) { return free(p, std::nullopt); }
   bool free(void* p, cudaStream_t stream) { return free(p, std::optional<cudaStream_t>(stream)); }
-  // Note [Capture without hooks]: the graph being captured on the caller's
+  // See Note [Capture without hooks]: the graph being captured on the caller's
   // stream (cudaStreamGetCaptureInfo's id and graph).
   struct Capture {
     unsigned long long id;
@@ -240,7 +240,7 @@ class DeviceAllocator {
   static constexpr size_t kStreamCacheBlocks = 256;
 
   void* allocate_locked(size_t bytes, std::optional<cudaStream_t> stream);
-  // Note [Waiting instead of mapping]: polls the fenced frees for at most
+  // See Note [Waiting instead of mapping]: polls the fenced frees for at most
   // the measured cost of mapping `bytes`, and allocates on what completes.
   void* wait_then_allocate(uint64_t bytes);
   void note_map_cost(double seconds, uint64_t mapped);
@@ -264,7 +264,7 @@ class DeviceAllocator {
   // stream's held ranges instead); and, `with_held`, every stream's held
   // ranges and large blocks too (pressure, trim).
   void fence_all(bool with_held);
-  // Note [Held ranges reach everyone]: the marked ranges of every stream
+  // See Note [Held ranges reach everyone]: the marked ranges of every stream
   // whose fence completed go to the free space; every stream holding ranges
   // and no pending fence gets one (an event on it) over what it holds now.
   void settle_held();
@@ -311,7 +311,7 @@ class DeviceAllocator {
   std::unordered_map<uint64_t, uint64_t> freed_;
   uint64_t freed_bytes_ = 0;
   std::vector<uint64_t> deferred_;  // freed during a capture
-  // Note [Capture without hooks]: the blocks a captured graph may touch,
+  // See Note [Capture without hooks]: the blocks a captured graph may touch,
   // held until its user object is destroyed (`released`, set from the
   // runtime's thread; the rest under mu_).
   struct GraphHold {

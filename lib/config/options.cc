@@ -48,7 +48,7 @@ std::string escaped_input(absl::string_view text) {
   return log::escape_bytes(std::string_view(text.data(), text.size()));
 }
 
-// Note [Knob ranges]: strings and bools have none; a number must be finite
+// See Note [Knob ranges]: strings and bools have none; a number must be finite
 // (inf parses) and within its row's range.
 bool in_range(const Range&, const std::string&) { return true; }
 bool in_range(const Range&, bool) { return true; }

@@ -85,7 +85,7 @@ double gpu_estimated(const report::Summary& s, const report::CollectiveRow& r) {
   return r.gpu_s_estimated / ranks_here(s, r.nranks);
 }
 
-// Note [The GPU's time]: the share of the event-timed estimate the GPU
+// See Note [The GPU's time]: the share of the event-timed estimate the GPU
 // timeline confirms (1 when it did not measure, or saw as much).
 double timeline_scale(const report::Summary& s) {
   if (s.gpu_timeline.status != timeline::Status::kMeasured || s.gpu_timeline.devices.empty()) return 1;

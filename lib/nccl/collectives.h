@@ -9,7 +9,7 @@
 // per-rank buffer for AllReduce, Broadcast, Reduce, Send, Recv; the total
 // over all ranks for ReduceScatter, AllGather, AlltoAll, Gather, Scatter.
 //
-// GPU time (Note [Timing one collective in N]): recording an event costs
+// Note [Timing one collective in N]: the GPU time. Recording an event costs
 // about 1 µs on real hardware, more than the budget a hook has. So one call
 // in collective_timing_every is timed, picked deterministically (the 1st,
 // (N+1)th, ... call of each operation on each thread; for grouped calls,

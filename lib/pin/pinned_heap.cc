@@ -83,7 +83,7 @@ void* PinnedHeap::try_allocate(size_t bytes, bool grow) {
 }
 
 void* PinnedHeap::allocate_locked(size_t bytes, std::unique_lock<std::mutex>& lock) {
-  // Note [Frees during capture]: only memory jemalloc holds already.
+  // See Note [Frees during capture]: only memory jemalloc holds already.
   if (sync::capturing()) return try_allocate(bytes, false);
   settle_deferred();
   // What the GPU is done with goes back first (a query per fenced batch).

@@ -111,7 +111,7 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     c.gpu_estimate_timed += r.timed;
     c.rows.push_back(std::move(r));
   }
-  // Note [Estimated GPU time]: never more GPU time than the devices had.
+  // See Note [Estimated GPU time]: never more GPU time than the devices had.
   c.gpu_estimate_devices = devices_driven(run.communicators);
   const double most = c.gpu_estimate_devices * wall_s;
   if (wall_s > 0 && c.gpu_s_estimated > most) {

@@ -209,7 +209,7 @@ cudaError_t Stager::pass(const CopyCall& c, NativeCopy native, void* real, Direc
   return native(c, real);
 }
 
-// Note [The whole range first]: true when `c` must not be staged because
+// See Note [The whole range first]: true when `c` must not be staged because
 // its device range runs past its allocation; *r is then what the
 // application gets.
 bool Stager::refused(const CopyCall& c, bool h2d, cudaError_t* r, NativeCopy native, void* real) {

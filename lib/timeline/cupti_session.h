@@ -105,7 +105,7 @@ class CuptiSession {
   // Flushes, waits up to stop_wait, disables the kinds, unsubscribes, joins
   // the worker. Idempotent; the figures stay for snapshot().
   void stop();
-  // Note [One CUPTI, several tools]: stop(), and the snapshot says that
+  // See Note [One CUPTI, several tools]: stop(), and the snapshot says that
   // `tool` took CUPTI at this point.
   void yield_to(const std::string& tool);
   // Before another tool's subscription (timeline/coexistence.h): yields

@@ -384,7 +384,7 @@ bool harness_op(ThreadState& t, const Op& op, Result* r) {
 
 }  // namespace
 
-// Note [What an op may ask the runtime to touch]: the pointer `ref` names,
+// See Note [What an op may ask the runtime to touch]: the pointer `ref` names,
 // for an access of `span` bytes, or false when this run must not make it.
 // `refused_untouched`: the call refuses a bogus pointer without touching it
 // (memsets, frees), so any span is fine for one.

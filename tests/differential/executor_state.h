@@ -74,7 +74,7 @@ cudaError_t call(Result* r, Fn fn) {
   return e;
 }
 
-// Note [What an op may ask the runtime to touch]: the pointer `ref` names
+// See Note [What an op may ask the runtime to touch]: the pointer `ref` names
 // for an access of `span` bytes, or false when this run must not make it
 // (executor_ops.cc).
 bool resolve(ThreadState& t, const Ref& ref, uint64_t span, bool refused_untouched, char** out);

@@ -201,7 +201,7 @@ constexpr unsigned kSeedDivisor = 5;
 constexpr unsigned kSeedDivisor = 1;
 #endif
 
-// Note [Placement by cost]: a cheaper range beats a better fit; a block may
+// See Note [Placement by cost]: a cheaper range beats a better fit; a block may
 // go at a range's end; a ceiling refuses without changing anything.
 TEST(BlockManager, PricedPlacementTakesTheCheapestRangeThenTheBestFit) {
   BlockManager m(64 * kMiB);

@@ -62,7 +62,7 @@ TEST(DeviceAllocatorStreams, ReuseIsImmediateOnTheFreeingStreamOnly) {
   cudaStreamDestroy(s2);
 }
 
-// Note [Space held for an owner]: a large block freed on a stream serves a
+// See Note [Space held for an owner]: a large block freed on a stream serves a
 // request of another size on that stream at once (split; the rest stays
 // held), with no event and nothing mapped; never another stream while the
 // freeing stream's kernel still writes it.
@@ -111,8 +111,8 @@ TEST(DeviceAllocatorStreams, AnySizeIsReusedAtOnceOnTheFreeingStreamOnly) {
   cudaStreamDestroy(s2);
 }
 
-// Note [Held ranges reach everyone]: once the freeing stream's work is done,
-// what it held serves another stream at the next miss, without mapping.
+// See Note [Held ranges reach everyone]: once the freeing stream's work is
+// done, what it held serves another stream at the next miss, without mapping.
 TEST(DeviceAllocatorStreams, HeldMemoryReachesOtherStreamsOnceFenced) {
   sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
@@ -134,7 +134,7 @@ TEST(DeviceAllocatorStreams, HeldMemoryReachesOtherStreamsOnceFenced) {
   cudaStreamDestroy(s2);
 }
 
-// Note [Waiting instead of mapping]: stream-less frees behind a finished
+// See Note [Waiting instead of mapping]: stream-less frees behind a finished
 // device come back to the next allocation, which waits for their fence
 // (bounded) rather than mapping more: a loop maps its first step only.
 TEST(DeviceAllocatorStreams, ALoopBehindTheDeviceMapsItsFirstStepOnly) {

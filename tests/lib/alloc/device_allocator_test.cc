@@ -180,7 +180,7 @@ TEST(DeviceAllocator, WithoutItsStreamsTheFenceMissesThem) {
   EXPECT_GT(violations, 0);
 }
 
-// Note [Releasing memory]: x's free completes at once on the idle device,
+// See Note [Releasing memory]: x's free completes at once on the idle device,
 // so the miss that would map past the high-water mark gives x's granules
 // back before it maps, and never meets the device's limit. (The failed-map
 // retry is PressureWaitsForPendingFreesAsAStall's and DeviceAllocatorFaults'.)
@@ -319,7 +319,7 @@ TEST(DeviceAllocator, TrimAndTheCacheLimit) {
   EXPECT_GE(a.trim(), 20 * kMiB);
   EXPECT_LE(a.stats().reserved, 4 * kMiB);
 
-  // Note [Releasing memory]: a miss that would map past the high-water mark
+  // See Note [Releasing memory]: a miss that would map past the high-water mark
   // releases cached granules first: p's hole funds a block it cannot hold.
   DeviceAllocator b(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(b.ok());

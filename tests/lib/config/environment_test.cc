@@ -1,4 +1,4 @@
-// Note [Secure execution]: the environment as gpuslack reads it. The secure
+// See Note [Secure execution]: the environment as gpuslack reads it. The secure
 // side needs a setuid process: hostile_input_test.py runs one.
 #include "config/environment.h"
 

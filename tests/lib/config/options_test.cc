@@ -80,7 +80,7 @@ TEST(Options, BadInputGetsOneLineEachAndTheDefault) {
   EXPECT_EQ("stderr", o.text_summary);
 }
 
-// Note [Knob ranges]: a summary_interval_s of inf, 1e300 or 1e-9 became a
+// See Note [Knob ranges]: a summary_interval_s of inf, 1e300 or 1e-9 became a
 // 0 ms period (the summary rewritten in a tight loop), 3e6 or more
 // overflowed into no periodic summary at all; each now gets one line and
 // the default.
@@ -167,7 +167,7 @@ TEST(Options, EveryNumericKnobHasARangeThatHolds) {
   EXPECT_EQ(15, numeric);
 }
 
-// Note [Escaped input]: a newline in GPUSLACK_CONF forged a second log
+// See Note [Escaped input]: a newline in GPUSLACK_CONF forged a second log
 // line, an escape sequence reached the terminal.
 TEST(Options, ErrorLinesEscapeTheInputTheyQuote) {
   std::vector<std::string> errors;
@@ -187,7 +187,7 @@ TEST(Options, ErrorLinesEscapeTheInputTheyQuote) {
   EXPECT_NE(std::string::npos, errors[5].find("log_level:\\xff\\xfe is not one of"));
 }
 
-// Note [Secure execution]: in a setuid program GPUSLACK_CONF=log_file:...
+// See Note [Secure execution]: in a setuid program GPUSLACK_CONF=log_file:...
 // and GPUSLACK_OUTPUT let an unprivileged user make root create
 // directories and append text of their choosing to a root-owned file.
 TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {

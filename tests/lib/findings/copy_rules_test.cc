@@ -121,7 +121,7 @@ TEST(SyncCopies, FiresOnReadsThatWaitForTheGpuEveryStep) {
   EXPECT_NE(std::string::npos, testing::evidence_of(f[0]).find("cudaStreamSynchronize calls=300"));
 }
 
-// Note [What a wait for the GPU costs]: the same reads behind long kernels
+// See Note [What a wait for the GPU costs]: the same reads behind long kernels
 // with nothing else to do; the host waited 1.55 s, the GPU never idled.
 TEST(SyncCopies, NearMissTheGpuStayedBusyThroughTheWaits) {
   EXPECT_TRUE(fired(with_gpu_idle(item_loop(), 0.001, 0.01), "sync_copies").empty());

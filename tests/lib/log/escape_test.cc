@@ -1,4 +1,4 @@
-// Note [Escaped input]: what escape_bytes keeps and what it writes as an
+// See Note [Escaped input]: what escape_bytes keeps and what it writes as an
 // escape.
 #include "log/escape.h"
 

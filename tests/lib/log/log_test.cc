@@ -97,7 +97,7 @@ TEST(Log, BadConfIsReportedOnceAndLevelDefaultsToWarn) {
       "gpuslack: shown\n$");
 }
 
-// Note [Log file]: the file opens on the first line logged. Before, it was
+// See Note [Log file]: the file opens on the first line logged. Before, it was
 // created (empty) when the logger was made.
 TEST_F(LogFile, NothingLoggedCreatesNoFile) {
   std::string path = dir_ + "/quiet.log";
@@ -173,7 +173,7 @@ TEST(LogFileOpen, WalksDotDotAndRelativePaths) {
   EXPECT_EQ(-1, log::open_log_file("a/..", &error));
 }
 
-// Note [Escaped input]: whatever a message holds, it is one line.
+// See Note [Escaped input]: whatever a message holds, it is one line.
 TEST(Log, EveryMessageIsOneEscapedLine) {
   EXPECT_EXIT(
       {

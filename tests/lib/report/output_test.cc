@@ -150,7 +150,7 @@ TEST_F(Output, WriteSummaryWritesTheTextAndJsonFiles) {
   EXPECT_EQ(format_json(s), read_file(o.output_dir + "/" + json_file_name(s)));
 }
 
-// Note [Text from the JSON]: figures with more digits than the JSON keeps
+// See Note [Text from the JSON]: figures with more digits than the JSON keeps
 // are rendered as the JSON holds them, so the file renders the same text.
 TEST_F(Output, TheTextIsWhatItsJsonFileRenders) {
   Summary s = sample_summary();
@@ -169,7 +169,7 @@ TEST_F(Output, TheTextIsWhatItsJsonFileRenders) {
   EXPECT_EQ(format_text(back), read_file(dir_ + "/" + text_file_name(s)));
 }
 
-// Note [Short summary]: summary_detail:short is the text's first lines, as
+// See Note [Short summary]: summary_detail:short is the text's first lines, as
 // the JSON file renders them, then one line naming that file.
 TEST_F(Output, TheShortTextEndsWithWhereTheFullSummaryIs) {
   Summary s = sample_summary();
@@ -269,7 +269,7 @@ TEST_F(Output, FailuresGoToTheCallerWhenAsked) {
   EXPECT_EQ(0u, failures[1].find("cannot write summary to " + file + "/sub/gpuslack-node01-123-rank0.json: "));
 }
 
-// Note [Escaped input]: output_dir comes from GPUSLACK_OUTPUT; a newline in
+// See Note [Escaped input]: output_dir comes from GPUSLACK_OUTPUT; a newline in
 // it must not make a second log line.
 TEST_F(Output, AFailureLineEscapesThePath) {
   std::string file = dir_ + "/regular";
@@ -286,7 +286,7 @@ TEST_F(Output, AFailureLineEscapesThePath) {
 }
 
 // Note [Periodic failures]
-// Note [Claimed names]: a job's files.
+// See Note [Claimed names]: a job's files.
 Summary job_summary() {
   Summary s = sample_summary();
   s.rank = 3;

@@ -512,7 +512,7 @@ TEST(StagedCopy, ARefusedCopyIsRefusedTheSameWay) {
   EXPECT_EQ(r, cudaGetLastError());
 }
 
-// Note [The whole range first]: a copy of many chunks that runs past the
+// See Note [The whole range first]: a copy of many chunks that runs past the
 // end of its allocation is refused as a whole, with nothing written: not
 // the allocation, not its neighbour (allocated first, so that on the
 // simulated device it lies just past the end), not the host buffer; in

@@ -106,8 +106,8 @@ GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out,
     gpuslack::report::Summary summary;
     if (!json_path) {
       error = "no summary file named (json_path is NULL)";
-    } else if (gpuslack::report::read_summary_file(json_path, &summary, &error)) {
-      text = gpuslack::report::format_text(summary);
+    } else if (gpuslack::report::read_summary_file(json_path, &summary, &error) && text_out) {
+      text = gpuslack::report::format_text(summary);  // no text asked for: a check only
     }
   } catch (...) {
     error = "out of memory";

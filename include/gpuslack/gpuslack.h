@@ -54,8 +54,11 @@ GPUSLACK_API int gpuslack_write_summary(void);
  * summary: ...", "<path> has schema_version N; this gpuslack reads
  * version 1", "<path> is not a valid gpuslack summary: ...", or
  * "out of memory". Either pointer may be NULL (that answer is then not
- * given); the other is set to NULL. The strings are the caller's, freed
- * with gpuslack_free. Any thread. */
+ * given); the other is set to NULL. With text_out NULL the file is read and
+ * checked but not rendered: the check every reader of summary files makes
+ * first (the Python package's report, compare and merge), so that all of
+ * them refuse what this reader refuses, with its line. The strings are the
+ * caller's, freed with gpuslack_free. Any thread. */
 GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out, char** error_out);
 
 /* Marks a step boundary now: the end of one training or serving step and

@@ -37,6 +37,8 @@ import os
 import re
 import textwrap
 
+from . import report
+
 WIDTH = 80
 
 # The calls that synchronize the whole device, explicitly or as a free.
@@ -49,14 +51,12 @@ class CompareError(Exception):
 
 
 def load(path):
+    """The summary at `path`, read as `report` reads it (report.load): what
+    the library's reader refuses raises CompareError with its line."""
     try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read().decode("utf-8"))
-    except (OSError, ValueError) as e:
-        raise CompareError("%s: %s" % (path, e)) from e
-    if not isinstance(doc, dict) or "wall_s" not in doc or "calls" not in doc:
-        raise CompareError("%s: not a gpuslack summary (no wall_s, no calls)" % path)
-    return doc
+        return report.load(path)
+    except report.ReportError as e:
+        raise CompareError(str(e)) from e
 
 
 def _calls(doc, names):

@@ -51,13 +51,15 @@ class Job(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="gpuslack-findings-")
         self.addCleanup(shutil.rmtree, self.tmp)
 
-    def report(self, n=8, **kw):
+    def report(self, n=8, skipped_ranks=(), **kw):
         kw.setdefault("nccl_env", lambda r: dict(SAME_ENV))
         folder = os.path.join(self.tmp, "ranks")
         shutil.rmtree(folder, ignore_errors=True)
         synth.generate(templates(), folder, n, seed=11, ranks_per_node=4, **kw)
         rep, skipped = merge.report([folder])
-        self.assertEqual(skipped, [])
+        self.skipped = skipped
+        self.assertEqual(sorted(os.path.basename(f) for f, _ in skipped),
+                         ["gpuslack-4242-rank%d.json" % r for r in skipped_ranks])
         self.assertEqual(merge_test.validate(json.loads(json.dumps(rep))), [])
         return rep
 
@@ -97,16 +99,20 @@ class MergedFindings(Job):
         self.assertEqual((rep["findings"], rep["missing"]["findings"]), ([], 0))
         self.assertIn("gpuslack job: findings: none\n", text.render(rep))
 
-    def test_malformed_findings_entries_are_dropped_not_fatal(self):
+    def test_malformed_findings_entries_skip_the_file_as_report_does(self):
+        # The library's reader refuses a findings array with malformed
+        # entries; so does the merge (one reader for every command), with
+        # its line, and the other ranks are merged.
         def bad(r, wall):
+            if r != 1:
+                return [synth.finding("host_bound", 0.5)]
             return [{"title": "no rule"}, "not an object", {"rule": "sync_copies", "cost_s": "1", "evidence": 3,
                                                             "where": {"a": 1}, "gpu_idle_s": -1, "fix": None},
                     synth.finding("host_bound", 0.5)]
-        rep = self.report(n=3, findings=bad)
-        self.assertEqual(sorted(f["rule"] for f in rep["findings"]), ["host_bound", "sync_copies"])
-        sc = self.by_rule(rep, "sync_copies")[0]
-        self.assertEqual((sc["cost_s_total"], sc["evidence"], sc["where"], sc["gpu_idle_s_total"], sc["fix"]),
-                         (0.0, [], [], None, ""))
+        rep = self.report(n=3, findings=bad, skipped_ranks=[1])
+        self.assertIn("gpuslack-4242-rank1.json is not a valid gpuslack summary: findings[", self.skipped[0][1])
+        self.assertEqual(rep["ranks"], 2)
+        self.assertEqual([(f["rule"], f["ranks"]) for f in rep["findings"]], [("host_bound", 2)])
 
 
 def algorithm(lines_of):

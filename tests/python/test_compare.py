@@ -97,15 +97,17 @@ def test_findings_print_from_the_json_wrapped():
     assert "  1. a smaller leak\n     cost 10.0 ms (0.1% of wall), GPU idle 900.0 ms\n" in left and "fix:" not in left
 
 
+@needs_library
 def test_cli_refuses_what_is_not_a_summary(tmp_path):
+    # compare reads as report does (gpuslack.report.load): a real summary.
     bad = tmp_path / "x.json"
     bad.write_text("[1]")
-    good = tmp_path / "g.json"
-    good.write_text(json.dumps(summary()))
+    good = os.path.join(ROOT, "tests", "job", "fixtures", "demo-vmm.json")
     env = dict(os.environ, PYTHONPATH=SHIM)
     r = subprocess.run([sys.executable, "-m", "gpuslack", "compare", str(good), str(bad)], env=env,
                        capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.startswith("gpuslack compare: %s: not a gpuslack summary" % bad), r.stderr
+    assert r.returncode == 2 and r.stderr == "gpuslack compare: %s is not a gpuslack summary: not a JSON object\n" % bad, \
+        r.stderr
     r = subprocess.run([sys.executable, "-m", "gpuslack", "compare", str(good), str(good)], env=env,
                        capture_output=True, text=True)
     assert r.returncode == 0 and "device synchronizations" in r.stdout, r.stderr

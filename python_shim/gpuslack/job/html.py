@@ -8,7 +8,7 @@ few hundred (heatmap rows), so the page stays small at 4,096 ranks.
 """
 import html
 
-from . import fmt, stats, svg
+from . import fmt, load, stats, svg
 from .text import CAT_NAMES, IDLE_NAMES, nccl_choice
 
 MAX_BARS = 48
@@ -367,6 +367,6 @@ def _files(rep):
     f = rep["files"]
     if not f["skipped"] and not f["notes"]:
         return ""
-    items = ["skipped %s: %s" % (x["file"], x["reason"]) for x in f["skipped"]] + f["notes"]
+    items = [load.skipped_line(x["reason"]) for x in f["skipped"]] + f["notes"]
     return "<section id=\"files\"><h2>Files</h2><ul>%s</ul></section>" % "".join(
         "<li>%s</li>" % _e(i) for i in items[:50])

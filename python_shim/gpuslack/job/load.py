@@ -9,15 +9,17 @@ When: first step of `python -m gpuslack merge`. Files written before the
 job fields existed (no "job", "device_health", "series", "findings") load as
 well: their missing sections are None and the report says so.
 
-Bad files never stop the merge: an empty, truncated, non-JSON, foreign (JSON
-but not a gpuslack summary) or future-schema file is one Skipped entry with
-a one-line reason. Several files of the same rank (elastic restarts) keep
+Bad files never stop the merge: a file the library's summary reader refuses
+(empty, truncated, not JSON, nested too deep, NaN, over 1 GiB, foreign JSON
+or a future schema) is one Skipped entry with that reader's one line, the
+line `python -m gpuslack report` prints for it. Several files of the same rank (elastic restarts) keep
 the latest restart; the others become notes.
 """
 import glob
-import json
 import os
 import re
+
+from .. import report
 
 SCHEMA_VERSION = 1
 CATEGORIES = ("allocation", "copy", "collective", "sync", "other")
@@ -43,34 +45,21 @@ def expand(paths):
 
 
 def _parse(path):
+    """The document, read as `report` reads it (report.load): a file the
+    library's reader refuses is Skipped with that reader's one line."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise Skipped("cannot read: %s" % (e.strerror or e))
-    if not raw.strip():
-        raise Skipped("empty file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Skipped("not JSON (not UTF-8 text)")
-    def no_constants(name):
-        raise ValueError("%s is not a number a summary holds" % name)
-    try:
-        doc = json.loads(text, parse_constant=no_constants)
-    except ValueError as e:
-        if text.lstrip().startswith("{") and not text.rstrip().endswith("}"):
-            raise Skipped("truncated JSON (ends after %d bytes, unclosed)" % len(raw))
-        raise Skipped("not JSON (%s)" % getattr(e, "msg", e))
-    if not isinstance(doc, dict) or "schema_version" not in doc or "categories" not in doc \
-            or "wall_s" not in doc:
-        raise Skipped("not a gpuslack summary (JSON without schema_version, categories and wall_s)")
-    v = doc["schema_version"]
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise Skipped("not a gpuslack summary (schema_version %r)" % (v,))
-    if v > SCHEMA_VERSION:
-        raise Skipped("written by a newer gpuslack (schema_version %d; this merge reads %d)" % (v, SCHEMA_VERSION))
-    return doc
+        return report.load(path)
+    except report.NoLibrary:
+        raise
+    except report.ReportError as e:
+        line = str(e)
+        raise Skipped(line if path in line else "%s: %s" % (path, line))
+
+
+def skipped_line(reason):
+    """How a skipped file is shown (stderr, the text and HTML reports): the
+    reason is the reader's line, which names the file."""
+    return "skipped: " + reason
 
 
 def _num(x):
@@ -293,7 +282,7 @@ def _read_one(path):
     try:
         return path, extract(doc, path), ""
     except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-        return path, None, "not a gpuslack summary (a member of the wrong type: %s)" % e
+        return path, None, "%s is not a gpuslack summary: a member of the wrong type (%s)" % (path, e)
 
 
 PARALLEL_FROM = 256     # files; fewer are read in this process
@@ -317,6 +306,7 @@ def _read_all(files):
 def load(paths):
     """(ranks, skipped, notes): ranks sorted by rank, one per rank (latest
     restart); skipped [(file, reason)]; notes: lines about dropped restarts."""
+    report.check_library()
     records, skipped = [], []
     for path, rec, why in _read_all(expand(paths)):
         if rec is None:

@@ -8,8 +8,8 @@ text report and writes job-report.txt, job-report.json
 --out (default: the folder given, else the current folder).
 
 Exit status: 0 when every file was merged; 1 when the report was written
-but some files were skipped (one "skipped FILE: reason" line on stderr
-each); 2 when no report could be written (no usable summary, an
+but some files were skipped (one "skipped: FILE ..." line on stderr
+each, the line `python -m gpuslack report FILE` prints); 2 when no report could be written (no usable summary, an
 unwritable --out, a usage error).
 """
 import json
@@ -35,9 +35,13 @@ def report(paths, expected_busbw=0.0):
 
 
 def run(paths, out=None, expected_busbw=0.0, stdout=sys.stdout, stderr=sys.stderr):
-    rep, skipped = report(paths, expected_busbw)
+    try:
+        rep, skipped = report(paths, expected_busbw)
+    except load.report.NoLibrary as e:
+        print("gpuslack merge: %s" % e, file=stderr)
+        return 2
     for f, why in skipped:
-        print("skipped %s: %s" % (f, why), file=stderr)
+        print(load.skipped_line(why), file=stderr)
     if rep is None:
         print("gpuslack merge: no gpuslack summary among %s" % " ".join(paths), file=stderr)
         return 2

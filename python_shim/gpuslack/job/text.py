@@ -5,7 +5,7 @@ lost), the findings (findings.py: what leaks, what it cost, the fix; each
 wrapped at 78 columns after the prefix), then the tables."""
 import textwrap
 
-from . import fmt
+from . import fmt, load
 
 CAT_NAMES = [("lost_s", "lost (alloc + copies + collectives)"), ("allocation", "allocation"),
              ("copy", "copies"), ("collective", "collectives"), ("sync", "waiting for the GPU (not lost)")]
@@ -64,7 +64,7 @@ def render(rep):
                 fmt.seconds(s["blocked_s"]), s["count"], s["api"], s["symbol"], s["category"], s["ranks"]))
     L += _missing(rep)
     for f in files["skipped"]:
-        L.append("skipped %s: %s" % (f["file"], f["reason"]))
+        L.append(load.skipped_line(f["reason"]))
     for n in files["notes"]:
         L.append("note: " + n)
     return "".join("gpuslack job: %s\n" % line for line in L)

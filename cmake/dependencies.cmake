@@ -13,7 +13,7 @@ set(_absl_prefix "${GPUSLACK_DEPS_DIR}/abseil-${GPUSLACK_ABSEIL_VERSION}-r${GPUS
 set(_je_prefix "${GPUSLACK_DEPS_DIR}/jemalloc-${GPUSLACK_JEMALLOC_VERSION}-r${GPUSLACK_JEMALLOC_RECIPE}")
 if(NOT EXISTS "${_absl_prefix}" OR NOT EXISTS "${_je_prefix}/lib/libgpuslack_jemalloc.a")
   message(FATAL_ERROR "gpuslack: abseil/jemalloc not found under ${GPUSLACK_DEPS_DIR}; "
-                      "run scripts/deps.sh first (README, Quick start)")
+                      "run scripts/deps.sh first (README, Install)")
 endif()
 
 # abseil: position-independent, hidden, inline namespace gpuslack_lts_20220623.
@@ -47,7 +47,7 @@ if(NOT _cupti_include)
 endif()
 if(NOT EXISTS "${_cupti_include}/cupti_callbacks.h")
   message(FATAL_ERROR "gpuslack: CUPTI headers not found under ${_cupti_include}; "
-                      "run scripts/deps.sh first (README, Quick start)")
+                      "run scripts/deps.sh first (README, Install)")
 endif()
 file(STRINGS "${_cupti_include}/cupti_callbacks.h" _cupti_multi REGEX "allowMultipleSubscribers")
 if(NOT _cupti_multi)
@@ -65,7 +65,7 @@ set(GPUSLACK_NVML_HEADERS_VERSION 13.0.87)  # keep equal to NVML_HEADERS_VERSION
 set(_nvml_include "${GPUSLACK_DEPS_DIR}/nvml-headers-${GPUSLACK_NVML_HEADERS_VERSION}/include")
 if(NOT EXISTS "${_nvml_include}/nvml.h")
   message(FATAL_ERROR "gpuslack: nvml.h not found under ${_nvml_include}; "
-                      "run scripts/deps.sh first (README, Quick start)")
+                      "run scripts/deps.sh first (README, Install)")
 endif()
 add_library(gpuslack_nvml_headers INTERFACE)
 target_include_directories(gpuslack_nvml_headers SYSTEM INTERFACE "${_nvml_include}")

@@ -8,7 +8,7 @@
 //     exports each ncclX as a weak alias of pncclX; gpuslack hooks ncclX and
 //     finds the real one in libnccl.so* (cuda/runtime_symbols.h);
 //   - category: collectives and point-to-point calls are kCollective (host
-//     time in them is lost, README "Time lost"); ncclMemAlloc/Free
+//     time in them is lost, docs/time-lost.md); ncclMemAlloc/Free
 //     allocation; the rest other;
 //   - bytes: the NVTX payload; info: what the main ledger records;
 //   - track: an expression over the parameters, evaluated before the call,

@@ -9,8 +9,7 @@
 #   after         under gpuslack with its fixes on (allocator:vmm, and the
 #                 pinned heap and staged copies, on by default).
 # Both gpuslack runs take the GPU timeline (gpu_timeline:on: the simulated
-# driver is r580, whose CUPTI allows one subscriber, README "The GPU
-# timeline"), write their summaries to $GPUSLACK_DEMO_OUT (default
+# driver is r580, whose CUPTI allows one subscriber, docs/gpu-timeline.md), write their summaries to $GPUSLACK_DEMO_OUT (default
 # $1/quickstart) and their full text beside them; then
 # `python -m gpuslack compare` prints the before/after table and the
 # findings. Further arguments go to the demo (e.g. --steps 40).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a PyTorch script on the simulated CUDA device, under gpuslack: no GPU
-# needed (a laptop, CI). README.md, "PyTorch on the simulated device".
+# needed (a laptop, CI). docs/simulated-device.md, "PyTorch on the simulated device".
 #
 #   scripts/sim-torch.sh [--build DIR] [--conf key:value,...] [--out DIR] [--no-gpuslack] [--] ARGS...
 #

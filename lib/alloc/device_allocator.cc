@@ -477,7 +477,7 @@ void DeviceAllocator::set_limit(uint64_t bytes) {
 uint64_t DeviceAllocator::unused_bytes() {
   std::lock_guard<AllocatorMutex> lock(mu_);
   if (!sync::capturing()) reclaim();  // Note [Frees during capture]: no event query
-  // Freed blocks are not live, reclaimed or not (README, "cudaMemGetInfo").
+  // Freed blocks are not live, reclaimed or not (docs/allocator.md, "cudaMemGetInfo").
   uint64_t live = held_bytes() - freed_bytes_, mapped = mapped_bytes();
   return mapped > live ? mapped - live : 0;
 }

@@ -197,7 +197,7 @@ class DeviceAllocator {
   // Mapped bytes that no live block holds: cached granules, the free space
   // of small-pool pages and of partly used chunks, and blocks freed but not
   // yet reusable (their fence pending). What cudaMemGetInfo adds to the
-  // driver's "free" (README, "cudaMemGetInfo"). Takes back first what the
+  // driver's "free" (docs/allocator.md, "cudaMemGetInfo"). Takes back first what the
   // GPU is done with (one event query per fenced epoch; none during a
   // capture); never records an event, synchronizes or waits.
   uint64_t unused_bytes();

@@ -6,9 +6,9 @@
 // GPUSLACK_OUTPUT, when set, gives output_dir unless GPUSLACK_CONF names it
 // (an explicit key wins).
 // Every knob is a row of GPUSLACK_OPTIONS below: its key, type, default,
-// range and one line of documentation (the README's table lists the same
-// rows and ranges; a test, Options.ReadmeListsEveryKnob, keeps the two in
-// step).
+// range and one line of documentation (docs/configuration.md's table lists
+// the same rows and ranges; a test, Options.ConfigurationPageListsEveryKnob,
+// keeps the two in step).
 //
 // Note [Knob ranges]: every numeric knob has a range, chosen so that no
 // value in it can hurt the host process (a periodic summary at most ten
@@ -98,7 +98,7 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(exact_copy_semantics, bool, false, kNoRange,                                                   \
     "pageable host-to-device copies drain their stream as the driver's do")                        \
   X(async_d2h, bool, false, kNoRange,                                                              \
-    "pageable device-to-host cudaMemcpyAsync returns before the data lands (README)")              \
+    "pageable device-to-host cudaMemcpyAsync returns before the data lands (docs/pinned-and-staged.md)") \
   X(staging_budget_mb, int, 256, between(1, 65536),                                                \
     "pinned staging memory, MiB at most (copies wait for it, then go native)")                     \
   X(staging_chunk_kb, int, 1024, between(4, 65536),                                                \

@@ -20,7 +20,7 @@ cudaError_t driver_get_version(int* version);
 
 // Devices, events and capture state: the event pool (sync/event_pool.h),
 // the collectives' GPU timing and the allocator's free epochs. gpuslack
-// polls events; the two waiting calls serve only the stalls the README
+// polls events; the two waiting calls serve only the stalls docs/allocator.md
 // documents (free_sync, and an allocation that must wait for pending frees).
 cudaError_t get_device(int* device);
 cudaError_t set_device(int device);

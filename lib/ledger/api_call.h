@@ -7,7 +7,7 @@
 
 namespace gpuslack {
 
-// What time blocked in a call counts as (README, "Time lost").
+// What time blocked in a call counts as (docs/time-lost.md).
 enum class Category : uint8_t {
   kAllocation,  // device/pinned alloc and free, with their implicit syncs: lost
   kCopy,        // copies and memsets, with implicit waits: lost

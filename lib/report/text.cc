@@ -400,8 +400,7 @@ std::string nccl_version_text(int code) {
 
 std::string gbps_text(double v) { return v > 0 ? printf_string("%.2f", v) : "-"; }
 
-// Note: the GPU columns come from one call in `timing_every` (README,
-// "Collectives").
+// Note: the GPU columns come from one call in `timing_every` (docs/collectives.md).
 void collective_table(const Summary& s, std::string* out) {
   const CollectivesSection& c = s.collectives;
   if (!c.present) return;
@@ -495,7 +494,7 @@ std::string staging_direction(const char* name, const stage::StagingStats::Direc
          count_text(d.staged) + " staged, " + count_text(d.passed) + " passed through";
 }
 
-// The staged copies (README, "Staged copies"), when a pageable copy was seen.
+// The staged copies (docs/pinned-and-staged.md), when a pageable copy was seen.
 void staging_lines(const Summary& s, std::string* out) {
   const StagingSection& st = s.staging;
   if (!st.present) return;

@@ -22,9 +22,10 @@
 // cautious superset: it may wait where the driver would not, never the
 // other way round). A non-blocking stream covers only itself.
 //
-// Not seen, so not waited for (README, "Staged copies"): kernels that write
-// host memory directly (zero-copy, mapped pinned memory), copies made
-// through the driver API, and cudaMemcpy3D/cudaMemcpyFromSymbol/array
+// Not seen, so not waited for (docs/pinned-and-staged.md, "Staged copies"):
+// kernels that write host memory directly (zero-copy, mapped pinned memory),
+// copies made through the driver API (hooked, but forwarded without an
+// event), and cudaMemcpy3D/cudaMemcpyFromSymbol/array
 // copies (not hooked). GPUSLACK_CONF exact_copy_semantics:true restores the
 // drain for programs that rely on those.
 //

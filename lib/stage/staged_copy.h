@@ -17,7 +17,7 @@
 //     buffer, as the driver's does. It waits for the stream, then copies
 //     through staging in pipelined chunks or calls the runtime, whichever
 //     measured faster on this machine (copy_chooser.h). With async_d2h
-//     (off by default; README, "Staged copies") an asynchronous D2H copy
+//     (off by default; docs/pinned-and-staged.md) an asynchronous D2H copy
 //     returns at once instead: DMA into staging, and a host function
 //     enqueued behind it copies into the user's buffer.
 // Everything else — other directions, pinned memory, memory of unknown

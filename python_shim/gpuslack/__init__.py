@@ -1,8 +1,8 @@
 """gpuslack from Python: the live figures of libgpuslack.so, and its tools.
 
 gpuslack measures the time a CUDA process loses to allocation, copies and
-collectives, and can serve device memory from its own VMM allocator (see
-the project's README). This package reads its figures and drives it:
+collectives, and can serve device memory from its own VMM allocator
+(docs/allocator.md). This package reads its figures and drives it:
 
 - `stats()`: the live summary -- time lost per category, per call, per
   thread, the allocator and collectives sections -- as plain Python

@@ -66,7 +66,7 @@ TEST(Allocation, MallocAsyncAndFreeAsyncAreStreamOrderedNotHostWaits) {
 }
 
 // cudaFreeHost waits for the device: what gpuslack's pinned heap exists to
-// avoid (README, "The pinned heap"). No reference section states it in so
+// avoid (docs/pinned-and-staged.md). No reference section states it in so
 // many words (the Programming Guide's "Implicit Synchronization" names the
 // page-locked allocation, not its free): a real GPU decides.
 TEST(PinnedMemory, FreeHostWaitsForTheDevice) {

@@ -13,7 +13,7 @@
 //     no device memory in these modes);
 //   - allocator:vmm: equal too, with the device synchronized (as it is at
 //     a barrier). gpuslack's "free" is the driver's plus what it keeps
-//     mapped with no live block in it, freed blocks included (README,
+//     mapped with no live block in it, freed blocks included (docs/allocator.md,
 //     "cudaMemGetInfo"), so it is the device's memory less the live blocks
 //     and what the runtime allocated itself; live blocks are rounded to
 //     512 bytes as the simulated runtime rounds cudaMalloc's: the same sum.

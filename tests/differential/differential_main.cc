@@ -39,7 +39,7 @@
 //
 // What is not compared (each a documented difference, skipped in both runs):
 //   - under allocator:vmm, cudaIpcGetMemHandle of cudaMalloc memory (refused
-//     by design, README "The VMM allocator"), and cudaFree of
+//     by design, docs/allocator.md), and cudaFree of
 //     cudaMallocAsync memory / cudaFreeAsync of cudaMalloc memory: the
 //     simulated runtime refuses them, the VMM allocator (one heap for both)
 //     accepts them, and real CUDA allows at least the first (an NVIDIA

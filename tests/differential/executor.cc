@@ -97,7 +97,7 @@ void global_checks(Run& run, size_t b) {
       cudaDeviceGetDefaultMemPool(&pool, 0);
       // A pass-through allocation (gpuslack serves cudaMalloc, not pools),
       // then a cudaMalloc, then the pool again: each must succeed where
-      // the runtime alone succeeds (README, "The VMM allocator").
+      // the runtime alone succeeds (docs/allocator.md).
       auto pool_once = [&] {
         void* p = nullptr;
         int rc = a.cudaMallocFromPoolAsync(&p, g.big, pool, nullptr);

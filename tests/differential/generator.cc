@@ -493,8 +493,7 @@ void ThreadGen::ipc() {
   op.kind = OpKind::kIpcHandle;
   if (s >= 0) {
     op.dst = slot_ref(s, 0);
-    // An IPC handle of VMM memory is refused by design (README, "The VMM
-    // allocator"): cudaMalloc memory is not compared under allocator:vmm.
+    // An IPC handle of VMM memory is refused by design (docs/allocator.md): cudaMalloc memory is not compared under allocator:vmm.
     op.not_under_vmm = slots_[s].kind == BufKind::kDevice;
   }
   emit(op);

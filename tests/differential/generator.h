@@ -14,7 +14,7 @@
 // within one stream and on explicit synchronization — what CUDA promises —
 // never on a pageable copy draining its stream, cudaFree synchronizing the
 // device or the legacy stream's implicit barriers: those are exactly what
-// gpuslack may change (README, "What gpuslack never changes"). A free never
+// gpuslack may change (docs/guarantees.md). A free never
 // clears `pending` (the slot's next buffer inherits it), so dropping ops
 // while shrinking never removes a synchronization something still needs.
 //

@@ -146,7 +146,7 @@ std::vector<long> scenario(const Api& a) {
   rc(a.cudaHostUnregister(pageable.data()));
   rc(a.cudaHostUnregister(pageable.data()));  // not registered
   cudaIpcMemHandle_t ipc;
-  // A VMM block has no IPC handle: refused by design (README), which
+  // A VMM block has no IPC handle: refused by design (docs/allocator.md), which
   // VmmRefusalsSetTheLastError checks.
   if (!vmm_mode()) rc(a.cudaIpcGetMemHandle(&ipc, d));
   rc(a.cudaIpcGetMemHandle(&ipc, pageable.data()));  // not device memory
@@ -218,7 +218,7 @@ std::vector<long> scenario(const Api& a) {
   // Frees, valid and invalid.
   rc(a.cudaFreeAsync(pa, s));
   rc(a.cudaFreeAsync_ptsz(pp, s));
-  // Not stream-ordered memory; a VMM block takes either free (README).
+  // Not stream-ordered memory; a VMM block takes either free (docs/allocator.md).
   if (!vmm_mode()) rc(a.cudaFreeAsync(d, s));
   rc(a.cudaFree(d));
   rc(a.cudaFree(d));  // twice

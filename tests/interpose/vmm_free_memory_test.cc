@@ -1,6 +1,6 @@
 // What the device has free under allocator:vmm, in process, on an 8 GiB
 // simulated device (CMake): cudaMemGetInfo counts every byte the VMM
-// allocator holds mapped with no live block in it (README,
+// allocator holds mapped with no live block in it (docs/allocator.md,
 // "cudaMemGetInfo"), an allocation after cudaDeviceSynchronize reuses what
 // was freed before it, and an allocation gpuslack passes to the runtime
 // gets back the memory gpuslack holds (Note [Retrying a pass-through

@@ -240,36 +240,36 @@ TEST(Options, DocHasOneLinePerKnob) {
       << doc[6];
 }
 
-TEST(Options, ReadmeListsEveryKnob) {
-  std::ifstream in(GPUSLACK_README);
-  ASSERT_TRUE(in) << GPUSLACK_README;
+TEST(Options, ConfigurationPageListsEveryKnob) {
+  std::ifstream in(GPUSLACK_CONFIGURATION_DOC);
+  ASSERT_TRUE(in) << GPUSLACK_CONFIGURATION_DOC;
   std::stringstream text;
   text << in.rdbuf();
   std::string all = text.str();
-  size_t from = all.find("### Configuration");
+  size_t from = all.find("# Configuration\n");
   ASSERT_NE(std::string::npos, from);
-  std::string readme = all.substr(from, all.find("\n#", from + 1) - from);
+  std::string page = all.substr(from, all.find("\n#", from + 1) - from);
   size_t rows = 0;
   auto check_row = [&](const char* key, const Range& range) {
-    size_t at = readme.find(std::string("\n| `") + key + "` |");
+    size_t at = page.find(std::string("\n| `") + key + "` |");
     ++rows;
     if (at == std::string::npos) {
-      ADD_FAILURE() << key << " is missing from README.md";
+      ADD_FAILURE() << key << " is missing from docs/configuration.md";
       return;
     }
     // The row's third cell is the knob's range, as the table has it.
-    std::string row = readme.substr(at + 1, readme.find('\n', at + 1) - at - 1);
+    std::string row = page.substr(at + 1, page.find('\n', at + 1) - at - 1);
     std::vector<std::string> cells = absl::StrSplit(row, " | ");
     ASSERT_GE(cells.size(), 4u) << row;
     std::string range_cell = range.numeric ? range_text(range) : "-";
-    EXPECT_EQ(range_cell, cells[2]) << key << "'s range in README.md";
+    EXPECT_EQ(range_cell, cells[2]) << key << "'s range in docs/configuration.md";
   };
 #define CHECK_ROW(k, type, def, range, doc) check_row(#k, range);
   GPUSLACK_OPTIONS(CHECK_ROW)
 #undef CHECK_ROW
   // And no row for a knob that does not exist.
   size_t listed = 0;
-  for (size_t at = readme.find("\n| `"); at != std::string::npos; at = readme.find("\n| `", at + 1)) ++listed;
+  for (size_t at = page.find("\n| `"); at != std::string::npos; at = page.find("\n| `", at + 1)) ++listed;
   EXPECT_EQ(rows, listed);
 }
 

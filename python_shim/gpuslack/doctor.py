@@ -29,6 +29,7 @@ from . import _elf, _lib, launcher
 PROBE_TIMEOUT_S = 30
 NCCL_PROFILER_SINCE = 22300  # NCCL 2.23: ncclProfiler_v1 (lib/nccl/profiler_versions.h)
 AT_SECURE = 23
+CUDA_ERROR_NO_DEVICE = 100
 LIBRARY_FOLDERS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                    "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
@@ -148,31 +149,34 @@ class Doctor:
         if not driver.get("found"):
             self.problem("driver", "no NVIDIA driver: libcuda.so.1 not found",
                          "install the NVIDIA driver; in a container, start it with the GPUs (--gpus all)")
+        elif driver.get("init_result") == CUDA_ERROR_NO_DEVICE or driver.get("devices") == 0:
+            self.problem("driver", "the driver sees no CUDA device", "check CUDA_VISIBLE_DEVICES and nvidia-smi")
         elif driver.get("init_result"):
             self.problem("driver", "%s loads but cuInit fails (CUresult %d)" % (driver.get("path") or driver["name"],
                                                                                  driver["init_result"]),
                          "check the driver with nvidia-smi (kernel module loaded, /dev/nvidia* readable)")
-        elif driver.get("devices") == 0:
-            self.problem("driver", "the driver sees no CUDA device", "check CUDA_VISIBLE_DEVICES and nvidia-smi")
         self.check_cupti(answers)
         self.check_nvml(answers["nvml"], driver.get("found") and not driver.get("init_result"))
         self.check_nccl(answers["nccl"])
 
     def check_cupti(self, answers):
         mode = self.knobs.get("gpu_timeline", "auto")
+        # gpuslack loads the CUPTI of the runtime's major (lib/cuda/cupti_api.cc):
+        # judged for the newest runtime found, else for any CUPTI found.
         majors = [int(r["name"].rsplit(".", 1)[1]) for r in answers["runtimes"] if r.get("found")]
+        by_major = {int(c["name"].rsplit(".", 1)[1]): c for c in answers["cupti"] if c.get("name")}
         found = [c for c in answers["cupti"] if c.get("found")]
-        mine = [c for c in found if int(c["name"].rsplit(".", 1)[1]) in majors] or found
-        cupti = mine[-1] if mine else None  # the newest runtime's
+        cupti = by_major.get(max(majors)) if majors else (found[-1] if found else None)
         if mode == "off":
             self.will("GPU timeline: off (gpu_timeline:off)")
             return
-        if cupti is None:
+        if cupti is None or not cupti.get("found"):
             self.will("GPU timeline: off (no CUPTI)")
             if answers["driver"].get("found"):
-                self.problem("cupti", "no CUPTI (libcupti.so.12/.13) for gpu_timeline:%s: the summary will have no "
-                             "GPU timeline" % mode, "put CUPTI on LD_LIBRARY_PATH (the toolkit's extras/CUPTI/lib64, "
-                             "or pip's nvidia-cuda-cupti), or set gpu_timeline:off")
+                why = cupti.get("error") if cupti else "libcupti.so.12/.13 not found"
+                self.problem("cupti", "no usable CUPTI (%s) for gpu_timeline:%s: the summary will have no GPU "
+                             "timeline" % (why, mode), "put CUPTI on LD_LIBRARY_PATH (the toolkit's "
+                             "extras/CUPTI/lib64, or pip's nvidia-cuda-cupti), or set gpu_timeline:off")
             return
         if cupti.get("multiple"):
             self.will("GPU timeline: on, as one of several CUPTI subscribers (%s)" % cupti["name"])

@@ -30,6 +30,9 @@ PROBE_TIMEOUT_S = 30
 NCCL_PROFILER_SINCE = 22300  # NCCL 2.23: ncclProfiler_v1 (lib/nccl/profiler_versions.h)
 AT_SECURE = 23
 CUDA_ERROR_NO_DEVICE = 100
+# Named first when a library ahead in LD_PRELOAD binds them: the calls gpuslack measures most.
+FIRST_NAMED = ("cudaMalloc", "cudaFree", "cudaMemcpy", "cudaMemcpyAsync", "cudaMallocHost", "cudaFreeHost",
+               "cuMemAlloc_v2", "ncclAllReduce")
 LIBRARY_FOLDERS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
                    "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
@@ -107,7 +110,8 @@ class Doctor:
 
     def check_knobs(self, lib):
         conf, output = self.knob_environment()
-        r = self.report["knobs"] = {"GPUSLACK_CONF": conf, "GPUSLACK_OUTPUT": output, "rows": [], "errors": []}
+        r = self.report["knobs"] = {"GPUSLACK_CONF": conf, "GPUSLACK_OUTPUT": output, "rows": [], "errors": [],
+                                    "as_run": self.conf is not None or self.out is not None}
         if lib is None:
             return
         secure = bool(self.report["secure"]["command"] or self.report["secure"]["doctor"])
@@ -290,7 +294,7 @@ class Doctor:
             if path is None:
                 continue
             try:
-                clash = sorted(hooked & _elf.defined_functions(path))
+                clash = sorted(hooked & _elf.defined_functions(path), key=_named_first)
             except (OSError, _elf.NotReadable) as e:
                 r["ahead"].append({"path": path, "error": str(e)})
                 continue
@@ -343,6 +347,10 @@ class Doctor:
                 self.problem("output", "%s %s is not writable: %s" % (knob, os.path.abspath(path), why),
                              "set %s to a folder you can write (GPUSLACK_OUTPUT, or --out)" % knob
                              if knob == "output_dir" else "set %s to a folder you can write" % knob)
+
+
+def _named_first(name):
+    return (FIRST_NAMED.index(name) if name in FIRST_NAMED else len(FIRST_NAMED), name)
 
 
 def process_is_secure():
@@ -458,8 +466,9 @@ def format_text(report):
     k = report["knobs"]
     rows = k["rows"]
     changed = [r for r in rows if r["source"] != "default"]
-    row("knobs", ("%d knobs, %d at their defaults%s" % (len(rows), len(rows) - len(changed), "; set:" if changed
-                                                         else "")) if rows else "unknown (no library to ask)")
+    row("knobs", ("%d knobs, %d at their defaults%s%s" % (
+        len(rows), len(rows) - len(changed), " (as gpuslack run passes --conf/--out)" if k["as_run"] else "",
+        "; set:" if changed else "")) if rows else "unknown (no library to ask)")
     for r in changed:
         lines.append("  %-22s %-16s %s (default %s)" % (r["key"], r["value"] or '""', r["source"],
                                                          r["default"] or '""'))

@@ -125,6 +125,15 @@ def test_the_library_not_found(tmp_path):
     named(r, "library", "no such file")
 
 
+def test_a_library_that_does_not_load(tmp_path):
+    broken = tmp_path / "libgpuslack.so"
+    broken.write_text("not a shared object")
+    rc, r = doctor(tmp_path, env_extra={"GPUSLACK_LIBRARY": str(broken)})
+    assert rc == 1
+    p = named(r, "library", "does not load")
+    assert "glibc" in p["fix"]
+
+
 def test_no_driver_found(tmp_path):
     rc, r = doctor(tmp_path, env_extra={"LD_LIBRARY_PATH": os.path.join(os.path.dirname(SIMCUDA), "simcuda12")})
     if r["driver"].get("found"):

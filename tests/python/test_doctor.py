@@ -311,3 +311,27 @@ def test_doctor_is_a_subcommand_of_the_console_script(tmp_path):
     assert "doctor" in r.stdout
     with open(os.path.join(SHIM, "pyproject.toml")) as f:
         assert 'gpuslack = "gpuslack.__main__:main"' in f.read()
+
+
+def test_the_documented_screen_is_what_the_doctor_says(tmp_path):
+    """docs/doctor.md's second screen, rerun: the same problem lines (the
+    build folder's path aside)."""
+    import re
+    with open(os.path.join(os.path.dirname(SHIM), "docs", "doctor.md")) as f:
+        doc = f.read()
+    screen = doc.split("## A machine with problems", 1)[1].split("```", 2)[1]
+    documented = [line for line in screen.splitlines() if line.startswith("  ") and "; fix: " in line]
+    assert len(documented) == 6, screen
+    build = os.path.dirname(LIBRARY)
+    rc, text = doctor(tmp_path, json_output=False, conf="allocator:vmm,top_call_sites:lots", env_extra={
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "GPUSIM_NCCL_PROFILER_VERSION": "0",
+        "GPUSIM_DRIVER_VERSION": "580", "GPUSLACK_OUTPUT": "/etc/passwd/out",
+        "LD_PRELOAD": "%s:%s" % (os.path.join(SIMCUDA, "libcudart.so.13"), LIBRARY)})
+    assert rc == 1
+    said = [line for line in text.splitlines() if line.startswith("  ") and "; fix: " in line]
+
+    def plain(lines, folder):
+        return [line.replace(folder, "BUILD") for line in lines]
+
+    doc_build = re.search(r"(\S+)/simcuda/libcudart\.so\.13 comes before", screen).group(1)
+    assert plain(said, os.path.realpath(build)) == plain(documented, doc_build)

@@ -311,6 +311,8 @@ class Doctor:
             return
         path = shutil.which(self.command[0], path=self.environ.get("PATH"))
         r["executable"] = path
+        if path is None:
+            self.problem("command", "%s: command not found" % self.command[0], "give its path, or fix PATH")
         why = secure_executable(path) if path else None
         r["command"] = why
         if why:

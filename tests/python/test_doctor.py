@@ -241,6 +241,8 @@ def test_a_library_ahead_in_ld_preload_that_binds_cuda_malloc(tmp_path):
     p = named(r, "ld_preload", cudart, "comes before libgpuslack.so")
     assert "cudaMalloc" in r["ld_preload"]["ahead"][0]["hooks"]
     assert "first" in p["fix"]
+    # The doctor ran preloaded and made no CUDA call of its own: no summary.
+    assert not (tmp_path / "out").exists()
     # gpuslack first: the same library after it is no problem.
     rc, r = doctor(tmp_path, env_extra={"LD_PRELOAD": "%s:%s" % (LIBRARY, cudart)})
     assert rc == 0, r["problems"]
@@ -289,6 +291,12 @@ def test_secure_mode_of_a_setgid_command(tmp_path):
     os.chmod(str(program), 0o755)
     rc, r = doctor(tmp_path, "--", str(program))
     assert rc == 0, r["problems"]
+
+
+def test_a_command_not_found(tmp_path):
+    rc, r = doctor(tmp_path, "--", "no-such-program-here")
+    assert rc == 1
+    named(r, "command", "no-such-program-here: command not found")
 
 
 # -- the parts ---------------------------------------------------------------

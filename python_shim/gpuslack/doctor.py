@@ -159,11 +159,13 @@ class Doctor:
             self.problem("driver", "%s loads but cuInit fails (CUresult %d)" % (driver.get("path") or driver["name"],
                                                                                  driver["init_result"]),
                          "check the driver with nvidia-smi (kernel module loaded, /dev/nvidia* readable)")
-        self.check_cupti(answers)
-        self.check_nvml(answers["nvml"], driver.get("found") and not driver.get("init_result"))
+        # Without a working driver, CUPTI's and NVML's troubles follow from it: the driver's line says it.
+        driver_ok = bool(driver.get("found")) and not driver.get("init_result")
+        self.check_cupti(answers, driver_ok)
+        self.check_nvml(answers["nvml"], driver_ok)
         self.check_nccl(answers["nccl"])
 
-    def check_cupti(self, answers):
+    def check_cupti(self, answers, driver_ok):
         mode = self.knobs.get("gpu_timeline", "auto")
         # gpuslack loads the CUPTI of the runtime's major (lib/cuda/cupti_api.cc):
         # judged for the newest runtime found, else for any CUPTI found.
@@ -176,7 +178,7 @@ class Doctor:
             return
         if cupti is None or not cupti.get("found"):
             self.will("GPU timeline: off (no CUPTI)")
-            if answers["driver"].get("found"):
+            if driver_ok:
                 why = cupti.get("error") if cupti else "libcupti.so.12/.13 not found"
                 self.problem("cupti", "no usable CUPTI (%s) for gpu_timeline:%s: the summary will have no GPU "
                              "timeline" % (why, mode), "put CUPTI on LD_LIBRARY_PATH (the toolkit's "
@@ -184,6 +186,8 @@ class Doctor:
             return
         if cupti.get("multiple"):
             self.will("GPU timeline: on, as one of several CUPTI subscribers (%s)" % cupti["name"])
+        elif not driver_ok:
+            self.will("GPU timeline: off (no working driver)")
         elif cupti.get("holder"):
             self.will("GPU timeline: off (CUPTI is held by %s)" % cupti["holder"])
             self.problem("cupti", "CUPTI is held by %s: gpuslack steps aside and the summary has no GPU timeline"
@@ -203,8 +207,9 @@ class Doctor:
             return
         if not nvml.get("found"):
             self.will("device health: off (no NVML)")
-            self.problem("nvml", "no NVML (libnvidia-ml.so.1): no device health, no NVLink topology",
-                         "install the driver's NVML, or set device_health:off")
+            if driver_ok:
+                self.problem("nvml", "no NVML (libnvidia-ml.so.1): no device health, no NVLink topology",
+                             "install the driver's NVML, or set device_health:off")
         elif nvml.get("init_result"):
             self.will("device health: off (NVML does not start)")
             if driver_ok:

@@ -140,12 +140,15 @@ def test_no_driver_found(tmp_path):
         pytest.skip("this machine has a real libcuda.so.1: %s" % r["driver"]["path"])  # never in CI: no GPU there
     assert rc == 1
     named(r, "driver", "libcuda.so.1 not found")
+    # What follows from it (no CUPTI, no NVML) is not named again.
+    assert [p["check"] for p in r["problems"]] == ["driver"], r["problems"]
 
 
 def test_a_driver_that_does_not_start(tmp_path):
     rc, r = doctor(tmp_path, env_extra={"GPUSIM_NO_DRIVER": "1"})
     assert rc == 1
     named(r, "driver", "cuInit fails")
+    assert [p["check"] for p in r["problems"]] == ["driver"], r["problems"]
 
 
 def test_no_device(tmp_path):

@@ -115,8 +115,10 @@ class Doctor:
         if lib is None:
             return
         secure = bool(self.report["secure"]["command"] or self.report["secure"]["doctor"])
-        answer = lib.knobs_json(None if conf is None else conf.encode(), None if output is None else output.encode(),
-                                1 if secure else 0)
+        answer = lib.knobs_json(None if conf is None else os.fsencode(conf),
+                                None if output is None else os.fsencode(output), 1 if secure else 0)
+        if not answer:  # out of memory: the library says nothing more
+            return
         try:
             parsed = json.loads(ctypes.string_at(answer).decode("utf-8"))
         finally:

@@ -5,7 +5,6 @@ device, and seen named, with its check and fix; a clean machine exits 0;
 --json has its documented shape. Each run is a child process with its own
 environment (the doctor reads the environment as a program would get it).
 """
-import ctypes
 import json
 import os
 import shutil
@@ -92,10 +91,13 @@ def test_json_has_every_section_and_the_libraries_versions(tmp_path):
 
 
 def test_version_is_the_library_s_own(tmp_path):
-    lib = ctypes.CDLL(LIBRARY)
-    lib.gpuslack_version.restype = ctypes.c_char_p
+    # Asked in a child: loading the library into pytest would change what
+    # the other tests' library_path() finds first.
+    ask = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.gpuslack_version.restype = ctypes.c_char_p; "
+           "print(lib.gpuslack_version().decode())")
+    version = subprocess.run([sys.executable, "-c", ask, LIBRARY], capture_output=True, text=True).stdout.strip()
     _, r = doctor(tmp_path)
-    assert r["library"]["version"] == lib.gpuslack_version().decode()
+    assert version and r["library"]["version"] == version
 
 
 def test_knobs_say_where_each_came_from(tmp_path):

@@ -17,6 +17,7 @@
 #include "log/log.h"
 #include "build_info.h"
 #include "session/session.h"
+#include "report/knobs_json.h"
 #include "report/summary_reader.h"
 #include "report/text.h"
 
@@ -86,6 +87,14 @@ GPUSLACK_API const char* gpuslack_build_info(void) {
   // Built once; leaked so that it stays valid during process exit.
   static const std::string* info = new std::string(gpuslack::build_info());
   return info->c_str();
+}
+
+GPUSLACK_API char* gpuslack_knobs_json(const char* conf, const char* output, int secure) {
+  try {
+    return copy_string(gpuslack::report::knobs_json(conf, output, secure != 0));
+  } catch (...) {  // std::bad_alloc: the API never throws into its caller
+    return nullptr;
+  }
 }
 
 GPUSLACK_API char* gpuslack_summary_json(void) {

@@ -31,6 +31,19 @@ GPUSLACK_API const char* gpuslack_version(void);
  * against). */
 GPUSLACK_API const char* gpuslack_build_info(void);
 
+/* The knobs a process would run with, given `conf` as GPUSLACK_CONF and
+ * `output` as GPUSLACK_OUTPUT (either NULL: unset), `secure` nonzero for a
+ * process started with AT_SECURE (setuid, setgid, file capabilities), which
+ * reads neither and writes no file. A JSON document:
+ *   {"secure": false, "knobs": [{"key", "type", "value", "default",
+ *    "source"}, ... one per knob], "errors": ["one line per problem", ...]}
+ * where "source" is "GPUSLACK_CONF", "GPUSLACK_OUTPUT", "default",
+ * "default (GPUSLACK_CONF's value refused)" or "secure mode". Reads no
+ * environment, changes nothing, logs nothing, needs no CUDA call (this is
+ * what `python -m gpuslack doctor` asks). Returns a string the caller frees
+ * with gpuslack_free, or NULL when memory ran out. Any thread. */
+GPUSLACK_API char* gpuslack_knobs_json(const char* conf, const char* output, int secure);
+
 /* The summary as of now: the JSON document described by
  * docs/summary.schema.json (its "reason" is "api"). Returns a string the
  * caller frees with gpuslack_free, or NULL when the process has made no

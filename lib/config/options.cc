@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -63,9 +64,21 @@ std::string show(bool v) { return v ? "true" : "false"; }
 std::string show(double v) { return absl::StrFormat("%g", v); }
 std::string show(int v) { return absl::StrFormat("%d", v); }
 
+// A value as knobs_in_force gives it: show() without a string's quotes.
+std::string plain(const std::string& v) { return v; }
+template <typename T>
+std::string plain(T v) {
+  return show(v);
+}
+
 }  // namespace
 
-Options parse_options(const char* conf, const char* output, std::vector<std::string>* errors) {
+namespace {
+
+// parse_options, also telling which keys GPUSLACK_CONF set: `given` maps each
+// key whose value was accepted to that value (the last one, as plain()).
+Options parse(const char* conf, const char* output, std::vector<std::string>* errors,
+              std::map<std::string, std::string>* given) {
   Options o;
   if (output != nullptr && *output != '\0') o.output_dir = output;
   if (conf == nullptr) return o;
@@ -93,6 +106,7 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
                                         escaped_input(value), range_text(range), show(type(def)))); \
     } else {                                                                                        \
       o.k = v;                                                                                      \
+      (*given)[#k] = plain(v);                                                                      \
     }                                                                                               \
   }
     GPUSLACK_OPTIONS(GPUSLACK_OPTION_PARSE)
@@ -159,6 +173,40 @@ Options parse_options(const char* conf, const char* output, std::vector<std::str
     o.log_level = "warn";
   }
   return o;
+}
+
+}  // namespace
+
+Options parse_options(const char* conf, const char* output, std::vector<std::string>* errors) {
+  std::map<std::string, std::string> given;
+  return parse(conf, output, errors, &given);
+}
+
+std::vector<KnobInForce> knobs_in_force(const char* conf, const char* output, bool secure,
+                                        std::vector<std::string>* errors) {
+  std::map<std::string, std::string> given;
+  const Options o = secure ? secure_options() : parse(conf, output, errors, &given);
+  const bool output_given = !secure && output != nullptr && *output != '\0';
+  std::vector<KnobInForce> knobs;
+  // A key GPUSLACK_CONF set keeps its source only while the value in force
+  // is the one it gave: a later check (allocator's words, the staging
+  // chunk's budget) may have put the default back.
+#define GPUSLACK_OPTION_IN_FORCE(k, type, def, range, doc)                                           \
+  {                                                                                                 \
+    KnobInForce r{#k, type_name<type>(), plain(o.k), plain(type(def)), "default"};                 \
+    auto it = given.find(#k);                                                                       \
+    if (secure) {                                                                                   \
+      if (r.value != r.default_value) r.source = "secure mode";                                    \
+    } else if (it != given.end()) {                                                                 \
+      r.source = it->second == r.value ? "GPUSLACK_CONF" : "default (GPUSLACK_CONF's value refused)"; \
+    } else if (r.key == "output_dir" && output_given) {                                             \
+      r.source = "GPUSLACK_OUTPUT";                                                                 \
+    }                                                                                               \
+    knobs.push_back(std::move(r));                                                                  \
+  }
+  GPUSLACK_OPTIONS(GPUSLACK_OPTION_IN_FORCE)
+#undef GPUSLACK_OPTION_IN_FORCE
+  return knobs;
 }
 
 Options secure_options() {

@@ -142,6 +142,26 @@ Options secure_options();
 // reason); the affected knob keeps its default.
 Options parse_options(const char* conf, const char* output, std::vector<std::string>* errors);
 
+// One knob as a process would run with it (knobs_in_force): the value and
+// the default as plain text ("vmm", "true", "0.1"; show() without quotes),
+// and where the value came from: "GPUSLACK_CONF", "GPUSLACK_OUTPUT",
+// "default", "default (GPUSLACK_CONF's value refused)", or "secure mode"
+// (secure_options() differs from the default there).
+struct KnobInForce {
+  std::string key;
+  std::string type;  // "string", "bool", "non-negative number", "non-negative integer"
+  std::string value;
+  std::string default_value;
+  std::string source;
+};
+
+// Every knob, in the table's order, as parse_options(conf, output) or, when
+// `secure`, secure_options() gives it; the parser's error lines go to
+// `errors`. Reads no environment and logs nothing: `python -m gpuslack
+// doctor` asks it (gpuslack_knobs_json) for the knobs a program would get.
+std::vector<KnobInForce> knobs_in_force(const char* conf, const char* output, bool secure,
+                                        std::vector<std::string>* errors);
+
 // A range as the documentation writes it: "1 to 8", "0, or 0.1 to 604800";
 // empty for kNoRange.
 std::string range_text(const Range& range);

@@ -5,6 +5,7 @@
     python -m gpuslack library        # the libgpuslack.so this package uses
     python -m gpuslack merge DIR|FILE... [--out DIR] [--expected-busbw GBPS]   # one report for a job
     python -m gpuslack compare BEFORE.json AFTER.json [--native-log LOG]  # two runs side by side
+    python -m gpuslack doctor [--json] [--conf k:v,...] [--out DIR] [-- COMMAND ...]  # what gpuslack finds here
 
 Exit status: run passes the command's through (128+N for signal N);
 report gives 2 when a file is missing or is not a summary, or when no
@@ -13,18 +14,19 @@ why); usage errors give 2. merge gives 0 when every file was merged, 1
 when the report was written but some files were skipped (one line each on
 stderr), 2 when no report could be written (gpuslack/job/merge.py).
 compare gives 2 when a file is missing or is not a summary (gpuslack/compare.py).
+doctor gives 0 when nothing is wrong, 1 when it names a problem (gpuslack/doctor.py).
 """
 import argparse
 import sys
 
-from . import _lib, compare, launcher, report
+from . import _lib, compare, doctor, launcher, report
 from .job import merge
 
 
 def _parser():
     p = argparse.ArgumentParser(prog="python -m gpuslack", description="Measure and recover GPU time lost around "
                                 "the model (gpuslack).")
-    sub = p.add_subparsers(dest="action", metavar="{run,report,library,merge,compare}")
+    sub = p.add_subparsers(dest="action", metavar="{run,report,library,merge,compare,doctor}")
     sub.required = True
     r = sub.add_parser("run", help="run COMMAND under gpuslack (LD_PRELOAD) and say where its summary is",
                        usage="python -m gpuslack run [--out DIR] [--conf key:value,...] -- COMMAND ...")
@@ -47,12 +49,20 @@ def _parser():
                    "median step and device synchronizations)")
     c.add_argument("--labels", nargs=2, metavar=("BEFORE", "AFTER"), default=("before", "after"),
                    help="the two columns' titles")
+    d = sub.add_parser("doctor", help="what gpuslack finds here and what it will do; each problem with its fix",
+                       usage="python -m gpuslack doctor [--json] [--conf key:value,...] [--out DIR] [-- COMMAND ...]")
+    d.add_argument("--json", action="store_true", help="the same as one JSON document")
+    d.add_argument("--conf", metavar="key:value,...", help="GPUSLACK_CONF items, as gpuslack run --conf adds them")
+    d.add_argument("--out", metavar="DIR", help="the summary folder, as gpuslack run --out gives it")
     return p
 
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     command = []
+    if argv[:1] == ["doctor"] and "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1:]
     if argv[:1] == ["run"]:
         # Everything after the first "--" is the command, untouched; without
         # "--", the command starts at the first argument that is not ours.
@@ -67,6 +77,8 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     if args.action == "run":
         return launcher.run(command, out=args.out, conf=args.conf)
+    if args.action == "doctor":
+        return doctor.run(json_output=args.json, conf=args.conf, out=args.out, command=command)
     if args.action == "compare":
         return compare.run(args.before, args.after, native_log=args.native_log, labels=tuple(args.labels))
     if args.action == "merge":

@@ -93,6 +93,7 @@ class PinnedStats(ctypes.Structure):
 PROTOTYPES = {
     "gpuslack_version": (ctypes.c_char_p, []),
     "gpuslack_build_info": (ctypes.c_char_p, []),
+    "gpuslack_knobs_json": (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]),
     "gpuslack_summary_json": (ctypes.c_void_p, []),
     "gpuslack_write_summary": (ctypes.c_int, []),
     "gpuslack_render_summary": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),

@@ -315,7 +315,12 @@ using namespace ncclsim;
 
 NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
   if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
-  *version = NCCL_VERSION_CODE;
+  // The release whose newest profiler interface is GPUSIM_NCCL_PROFILER_VERSION
+  // (README.md, "NCCL's profiler plugin"): v6 is the headers' own; 0 is an
+  // NCCL before 2.23, which has none.
+  static const int kRelease[] = {22203, 22304, 22405, 22503, 22703, 22807};
+  const int interface = gpusim::config().nccl_profiler_version;
+  *version = interface >= 6 ? NCCL_VERSION_CODE : kRelease[interface];
   return ncclSuccess;
 }
 

@@ -23,6 +23,7 @@
 // failed dlsym in the caller; the torch symbol test (tests/python/torch_sim.py)
 // checks the names torch's libraries carry against this library's exports.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "sim.h"
@@ -137,6 +138,15 @@ GPUSIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* v) {
   return NVML_SUCCESS;
 }
 GPUSIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) { return nvmlSystemGetCudaDriverVersion_v2(v); }
+// The driver's version as NVML writes it ("580.95.05"): the branch of
+// GPUSIM_DRIVER_VERSION (CUPTI's knob, default 580) with a fixed release.
+GPUSIM_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  if (gpusim::config().no_driver) return NVML_ERROR_UNINITIALIZED;
+  if (!version || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  const char* branch = std::getenv("GPUSIM_DRIVER_VERSION");
+  int n = std::snprintf(version, length, "%d.95.05", branch && *branch ? std::atoi(branch) : 580);
+  return n >= 0 && static_cast<unsigned>(n) < length ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+}
 
 // ---- devices ----
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* n) {

@@ -227,6 +227,50 @@ TEST(Options, ASecureProcessReadsNoVariableAndWritesNoFile) {
 #undef SAME_AS_DEFAULT
 }
 
+// What `python -m gpuslack doctor` shows (gpuslack_knobs_json): every knob,
+// its value and where it came from.
+TEST(Options, KnobsInForceSayWhereEachValueCameFrom) {
+  std::vector<std::string> errors;
+  std::vector<KnobInForce> knobs =
+      knobs_in_force("allocator:vmm,top_call_sites:7,text_summary:nope,bogus:1", "/tmp/out", false, &errors);
+  size_t rows = 0;
+#define COUNT_ROW(k, type, d, range, doc) ++rows;
+  GPUSLACK_OPTIONS(COUNT_ROW)
+#undef COUNT_ROW
+  ASSERT_EQ(rows, knobs.size());
+  auto row = [&](const std::string& key) {
+    for (const KnobInForce& k : knobs)
+      if (k.key == key) return k;
+    ADD_FAILURE() << key;
+    return KnobInForce{};
+  };
+  EXPECT_EQ("vmm", row("allocator").value);
+  EXPECT_EQ("native", row("allocator").default_value);
+  EXPECT_EQ("GPUSLACK_CONF", row("allocator").source);
+  EXPECT_EQ("7", row("top_call_sites").value);
+  EXPECT_EQ("non-negative integer", row("top_call_sites").type);
+  EXPECT_EQ("/tmp/out", row("output_dir").value);
+  EXPECT_EQ("GPUSLACK_OUTPUT", row("output_dir").source);
+  EXPECT_EQ("stderr", row("text_summary").value);
+  EXPECT_EQ("default (GPUSLACK_CONF's value refused)", row("text_summary").source);
+  EXPECT_EQ("default", row("pin").source);
+  EXPECT_EQ(2u, errors.size());  // the same lines parse_options gives
+  std::vector<std::string> parse_errors;
+  parse_options("allocator:vmm,top_call_sites:7,text_summary:nope,bogus:1", "/tmp/out", &parse_errors);
+  EXPECT_EQ(parse_errors, errors);
+  // output_dir in GPUSLACK_CONF wins over GPUSLACK_OUTPUT, and says so.
+  errors.clear();
+  EXPECT_EQ("GPUSLACK_CONF", knobs_in_force("output_dir:/a", "/b", false, &errors)[2].source);
+  // A secure process reads neither; what it changes is "secure mode".
+  knobs = knobs_in_force("allocator:vmm", "/tmp/out", true, &errors);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ("native", row("allocator").value);
+  EXPECT_EQ("default", row("allocator").source);
+  EXPECT_EQ("gpuslack-out", row("output_dir").value);
+  EXPECT_EQ("false", row("json_summary").value);
+  EXPECT_EQ("secure mode", row("json_summary").source);
+}
+
 TEST(Options, DocHasOneLinePerKnob) {
   std::vector<std::string> doc = options_doc();
   size_t knobs = 0;

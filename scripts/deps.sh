@@ -59,6 +59,9 @@ for p in "${PACKAGES[@]}"; do
 done
 # chromium: the job report's HTML, opened headless by tests/job/html_test.py (Release).
 dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q 'install ok installed' || missing+=(chromium)
+# slurm-wlm (slurmctld, slurmd, sbatch/srun, munge): the one-node Slurm
+# cluster that tests/deploy/slurm_test.py starts and stops itself (Release).
+dpkg-query -W -f='${Status}' slurm-wlm 2>/dev/null | grep -q 'install ok installed' || missing+=(slurm-wlm)
 
 need_sources=0
 [ -f "$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE/.done" ] || need_sources=1

@@ -116,8 +116,11 @@ class Cluster:
         self.wait_for(lambda: os.path.exists(self.path("munge.socket")), 30, "munged's socket")
         with open(self.path("plugstack.conf"), "w"):
             pass
+        ports = set()
+        while len(ports) < 2:
+            ports.add(free_port())
         with open(self.conf, "w") as f:
-            f.write(self.slurm_conf(free_port(), free_port()))
+            f.write(self.slurm_conf(*sorted(ports)))
         self.spawn("slurmctld", [sbin("slurmctld"), "-D", "-i", "-f", self.conf])
         self.spawn("slurmd", [sbin("slurmd"), "-D", "-f", self.conf, "-N", self.host])
         self.wait_for(self.node_idle, self.node_timeout, "node %s idle (sinfo)" % self.host)
@@ -158,6 +161,7 @@ class Cluster:
             # A loaded 2-core machine answers slowly: generous, still bounded.
             "MessageTimeout=60",
             "SlurmdTimeout=300",
+            "MinJobAge=3600",  # a finished job's record stays for wait() to read
             "NodeName=%s NodeAddr=127.0.0.1 CPUs=%d State=UNKNOWN" % (self.host, CPUS),
             "PartitionName=test Nodes=%s Default=YES MaxTime=30 State=UP" % self.host,
             ""])

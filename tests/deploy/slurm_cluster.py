@@ -16,10 +16,12 @@ by CPU, proctrack/linuxproc, task/none, no accounting, ports chosen free on
 naming the folder: stop() ends the daemons it started, then every process
 whose environment holds that marker (slurmstepd and tasks a killed slurmd
 left behind), and nothing else. stop() runs on every exit of the `with`,
-failure or not; each wait is bounded.
+failure or not; each wait is bounded; and should the test's process be
+killed, the daemons get SIGTERM (PR_SET_PDEATHSIG).
 
 Needs root (slurmd starts the tasks as the submitting user); CI runs as root.
 Standard library only."""
+import ctypes
 import os
 import shutil
 import signal
@@ -37,6 +39,12 @@ FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT
 
 class ClusterError(Exception):
     pass
+
+
+def die_with_parent():
+    """In the child before exec: SIGTERM when the test's process ends, even
+    killed (a ctest timeout), so that no daemon outlives it."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_port():
@@ -172,7 +180,8 @@ class Cluster:
     def spawn(self, name, args):
         out = open(self.path(name + ".out"), "w")
         self.procs[name] = subprocess.Popen(args, env=self.env(), stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.dir)
+                                            stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.dir,
+                                            preexec_fn=die_with_parent)
         out.close()
 
     def wait_for(self, ready, timeout, what):

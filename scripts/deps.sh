@@ -59,6 +59,9 @@ for p in "${PACKAGES[@]}"; do
 done
 # chromium: the job report's HTML, opened headless by tests/job/html_test.py (Release).
 dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q 'install ok installed' || missing+=(chromium)
+# slurm-wlm (slurmctld, slurmd, sbatch/srun, munge): the one-node Slurm
+# cluster that tests/deploy/slurm_test.py starts and stops itself (Release).
+dpkg-query -W -f='${Status}' slurm-wlm 2>/dev/null | grep -q 'install ok installed' || missing+=(slurm-wlm)
 
 need_sources=0
 [ -f "$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE/.done" ] || need_sources=1
@@ -209,5 +212,28 @@ fetch_wheel_headers nvidia-cuda-runtime-cu12 "$CUDART12_HEADERS_VERSION" nvidia/
 # is loaded at run time (lib/cuda/nvml_api.h).
 fetch_wheel_headers nvidia-nvml-dev "$NVML_HEADERS_VERSION" nvidia/cu13/include nvml.h \
   "$CACHE/nvml-headers-$NVML_HEADERS_VERSION"
+
+# --- kubernetes-validate (PyPI), in a venv of its own ----------------------
+# The Kubernetes API's JSON schemas ship inside the package: tests/deploy/
+# kubernetes_test.py checks docs/deploy.md's manifests with it offline
+# (Release). Pinned with what it pulls in; Debian's python3-jsonschema is
+# older than it needs.
+KUBERNETES_VALIDATE_VERSION=1.37.0  # keep equal to tests/deploy/CMakeLists.txt
+KV_DIR=$CACHE/kubernetes-validate-$KUBERNETES_VALIDATE_VERSION
+if [ ! -f "$KV_DIR/.done" ]; then
+  log "installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION into $KV_DIR"
+  rm -rf "$KV_DIR"
+  /usr/bin/python3 -m venv "$KV_DIR" >&2
+  if ! "$KV_DIR/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: \
+         "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" jsonschema==4.26.0 jsonschema-specifications==2025.9.1 \
+         referencing==0.37.0 rpds-py==2026.9.1 attrs==26.1.0 PyYAML==6.0.4 packaging==26.4 \
+         importlib_resources==7.1.0 typing_extensions==4.16.0 >"$KV_DIR.log" 2>&1; then
+    log "could not install kubernetes-validate (pip, needs the network once): see $KV_DIR.log"
+    rm -rf "$KV_DIR"
+    exit 1
+  fi
+  rm -f "$KV_DIR.log"
+  touch "$KV_DIR/.done"
+fi
 
 echo "$CACHE"

@@ -23,7 +23,7 @@
 //
 // Multi-process mode (with a rendezvous folder, --rendezvous DIR or
 // TRAIN_LOOP_RENDEZVOUS, or --world-from-env): one rank per process, as torchrun starts them (RANK,
-// LOCAL_RANK: the device, WORLD_SIZE, GROUP_RANK), the NCCL id handed over
+// LOCAL_RANK: the device, WORLD_SIZE, GROUP_RANK) or srun does (SLURM_PROCID, ...), the NCCL id handed over
 // through a shared folder (--rendezvous DIR or TRAIN_LOOP_RENDEZVOUS;
 // world.h), a synchronous data-parallel loop whose all-reduce couples the
 // ranks. Each step checks the all-reduce's result on a probe of the

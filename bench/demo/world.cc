@@ -33,6 +33,12 @@ std::string env_str(const char* name) {
   return v ? v : "";
 }
 
+// The first of torchrun's variable and srun's that is set ("" for neither):
+// torchrun's win, as in lib/report/job.h.
+const char* either(const char* torchrun, const char* slurm) {
+  return !env_str(torchrun).empty() || env_str(slurm).empty() ? torchrun : slurm;
+}
+
 std::string to_hex(const ncclUniqueId& id) {
   static const char* digits = "0123456789abcdef";
   std::string s;
@@ -62,17 +68,20 @@ World read_world(bool forced, const std::string& dir) {
   // single-process demo, and a demo that then waited for peers would hang.
   w.on = forced || !dir.empty() || !env_str("TRAIN_LOOP_RENDEZVOUS").empty();
   if (!w.on) return w;
-  if (env_str("WORLD_SIZE").empty() || env_str("RANK").empty())
-    quit("multi-process mode needs RANK and WORLD_SIZE (as torchrun sets them)");
-  w.size = env_int("WORLD_SIZE", 1);
-  w.rank = env_int("RANK", 0);
-  w.local_rank = env_int("LOCAL_RANK", 0);
-  w.node_rank = env_int("GROUP_RANK", 0);
+  const char* size = either("WORLD_SIZE", "SLURM_NTASKS");
+  const char* rank = either("RANK", "SLURM_PROCID");
+  if (env_str(size).empty() || env_str(rank).empty())
+    quit("multi-process mode needs RANK and WORLD_SIZE (as torchrun sets them) or SLURM_PROCID and SLURM_NTASKS "
+         "(as srun does)");
+  w.size = env_int(size, 1);
+  w.rank = env_int(rank, 0);
+  w.local_rank = env_int(either("LOCAL_RANK", "SLURM_LOCALID"), 0);
+  w.node_rank = env_int(either("GROUP_RANK", "SLURM_NODEID"), 0);
   if (w.size < 1 || w.rank >= w.size) quit("RANK must be below WORLD_SIZE");
   w.dir = !dir.empty() ? dir : env_str("TRAIN_LOOP_RENDEZVOUS");
   if (w.dir.empty())
     quit("multi-process mode needs a shared folder for the NCCL id: --rendezvous DIR or TRAIN_LOOP_RENDEZVOUS");
-  for (const char* name : {"GPUSLACK_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_PORT"})
+  for (const char* name : {"GPUSLACK_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_PORT", "SLURM_JOB_ID"})
     if (!env_str(name).empty()) {
       w.run = env_str(name);
       break;

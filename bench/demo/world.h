@@ -1,5 +1,7 @@
 // The demo's multi-process mode: who this process is in a job started the
-// way torchrun starts one (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK), and
+// way torchrun starts one (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK) or srun
+// does (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID: each read
+// where torchrun's is not set), and
 // the NCCL unique id handed from rank 0 to every rank through a shared
 // folder (as a TCP store would: rank 0 writes it, then renames it into
 // place; the others poll for it). The file is named by the job id and
@@ -17,12 +19,12 @@ namespace demo {
 
 struct World {
   bool on = false;      // a rendezvous folder given (or --world-from-env)
-  int rank = 0;         // RANK
-  int local_rank = 0;   // LOCAL_RANK: this process's device
-  int size = 1;         // WORLD_SIZE
-  int node_rank = 0;    // GROUP_RANK
+  int rank = 0;         // RANK or SLURM_PROCID
+  int local_rank = 0;   // LOCAL_RANK or SLURM_LOCALID: this process's device
+  int size = 1;         // WORLD_SIZE or SLURM_NTASKS
+  int node_rank = 0;    // GROUP_RANK or SLURM_NODEID
   std::string dir;      // where the id file goes (--rendezvous, TRAIN_LOOP_RENDEZVOUS)
-  std::string run;      // names the id file: GPUSLACK_JOB_ID, TORCHELASTIC_RUN_ID, MASTER_PORT
+  std::string run;      // names the id file: GPUSLACK_JOB_ID, TORCHELASTIC_RUN_ID, MASTER_PORT, SLURM_JOB_ID
 };
 
 // Reads the environment; `dir` from the flag when not empty. Exits with

@@ -71,7 +71,8 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
   endforeach()
 
   # DistributedDataParallel over NCCL across 4 processes (under_torch/ddp_run.py):
-  # python -m gpuslack run -- torchrun --standalone --nproc_per_node 4 ddp.py,
+  # python -m gpuslack run -- torchrun --standalone --nproc_per_node 4 ddp.py
+  # (docs/deploy.md's torchrun block, read from the page),
   # each rank's collectives in its summary with NCCL's algorithm and protocol
   # per row (--algo-proto: from gpuslack's NCCL profiler plugin), the 4
   # merged by gpuslack merge.

@@ -1,12 +1,15 @@
 """PyTorch DistributedDataParallel over NCCL, across processes, on the
 simulated device under gpuslack (ctest `torch.ddp`, label `torch`, Release
 builds; registered by ../torch_sim.cmake). Runs under the pinned torch's
-Python:
+Python docs/deploy.md's torchrun recipe (its block `torchrun`, read from the
+page: the page's commands are the tested ones):
 
-    python -m gpuslack run --out DIR --conf collective_timing_every:1 --
-        torchrun --standalone --nproc_per_node 4 ddp.py --steps 3
+    python3 -m gpuslack run --out gpuslack-out -- torchrun --standalone --nproc_per_node 4 train.py --steps 3
+    python3 -m gpuslack merge gpuslack-out --out gpuslack-out/report
 
-with GPUSIM_DEVICE_COUNT=4 and the simulated libraries first on
+with the torch's Python for python3, its torchrun, ddp.py for train.py and a
+temporary folder for gpuslack-out; GPUSLACK_CONF=collective_timing_every:1,
+text_summary:off; GPUSIM_DEVICE_COUNT=4 and the simulated libraries first on
 LD_LIBRARY_PATH (torchrun's rank processes inherit both and LD_PRELOAD;
 the pinned torch has no nvidia-nccl wheel, so its libtorch_cuda.so finds
 the simulated libnccl.so.2 there: scripts/torch-env.sh). Each rank runs
@@ -40,13 +43,15 @@ Environment (set by ctest): TORCH_PYTHON, SIMCUDA_DIR, GPUSLACK_LIBRARY.
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHIM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "python_shim")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+SHIM = os.path.join(ROOT, "python_shim")
 DDP = os.path.join(HERE, "ddp.py")
 UNANSWERED = "gpusim: unanswered"
 RANKS = 4
@@ -82,6 +87,26 @@ def environment():
     env["GPUSIM_DEVICE_COUNT"] = str(RANKS)
     env["OMP_NUM_THREADS"] = "1"  # what torchrun sets anyway, without its warning
     return env
+
+
+def doc_commands(torchrun, out, report):
+    """docs/deploy.md's torchrun block as two argument lists for launch():
+    the run and the merge, with this test's torchrun, ddp.py and folders
+    for the page's torchrun, train.py, gpuslack-out and gpuslack-out/report."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
+    import doc_blocks
+    text = doc_blocks.block("torchrun")
+    lines = [shlex.split(line) for line in text.splitlines() if line.strip()]
+    check(len(lines) == 2 and all(l[:3] == ["python3", "-m", "gpuslack"] for l in lines)
+          and [l[3] for l in lines] == ["run", "merge"],
+          "docs/deploy.md's torchrun block is not `python3 -m gpuslack run ...` then `... merge ...`", text)
+    subst = {"torchrun": torchrun, "train.py": DDP, "gpuslack-out": out, "gpuslack-out/report": report}
+    run, merge = ([subst.get(a, a) for a in l[1:]] for l in lines)
+    check(torchrun in run and DDP in run and out in run and run[run.index("--nproc_per_node") + 1] == str(RANKS)
+          and run[-2:] == ["--steps", str(STEPS)] and merge[-3:] == [out, "--out", report],
+          "docs/deploy.md's torchrun block: expected torchrun, --nproc_per_node %d, train.py --steps %d, "
+          "gpuslack-out and a merge of it into gpuslack-out/report" % (RANKS, STEPS), text)
+    return run, merge
 
 
 def launch(py, args, env, label, timeout):
@@ -203,12 +228,12 @@ def main(argv):
     env = environment()
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "out")
+        report = os.path.join(out, "report")
+        run, merge = doc_commands(torchrun, out, report)
+        env["GPUSLACK_CONF"] = "collective_timing_every:1,text_summary:off"
         # --standalone: a free port on localhost for the rendezvous and the
         # TCPStore (no clash with a test running beside this one).
-        r, took = launch(py, ["-m", "gpuslack", "run", "--out", out, "--conf",
-                              "collective_timing_every:1,text_summary:off", "--",
-                              torchrun, "--standalone", "--nproc_per_node", str(RANKS), DDP, "--steps", str(STEPS)],
-                         env, "torchrun ddp.py", timeout=240)
+        r, took = launch(py, run, env, "torchrun ddp.py", timeout=240)
         lines = rank_lines(r.stdout)
         check(sorted(lines) == list(range(RANKS)) and all(
             l["device"] == "cuda:%d" % k and l["steps"] == STEPS and l["world_size"] == RANKS for k, l in lines.items()),
@@ -223,8 +248,7 @@ def main(argv):
         check([doc["rank"] for doc in docs] == list(range(RANKS)), "summaries' ranks %s" % [d["rank"] for d in docs])
         per_rank = [check_rank(doc, lines[doc["rank"]]) for doc in docs]
 
-        report = os.path.join(d, "job")
-        launch(py, ["-m", "gpuslack", "merge", out, "--out", report], env, "gpuslack merge", timeout=60)
+        launch(py, merge, env, "gpuslack merge", timeout=60)
         with open(os.path.join(report, "job-report.json")) as fh:
             job = json.load(fh)
         groups = check_job(job, docs)

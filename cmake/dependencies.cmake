@@ -11,6 +11,13 @@ set(GPUSLACK_ABSEIL_RECIPE 1)
 set(GPUSLACK_JEMALLOC_RECIPE 2)
 set(_absl_prefix "${GPUSLACK_DEPS_DIR}/abseil-${GPUSLACK_ABSEIL_VERSION}-r${GPUSLACK_ABSEIL_RECIPE}/install")
 set(_je_prefix "${GPUSLACK_DEPS_DIR}/jemalloc-${GPUSLACK_JEMALLOC_VERSION}-r${GPUSLACK_JEMALLOC_RECIPE}")
+# The wheel's build (scripts/wheel.sh): both built by its toolchain, in its
+# own cache folder.
+set(GPUSLACK_ZIG_DEPS_DIR "" CACHE PATH "abseil and jemalloc built by the wheel's toolchain (scripts/wheel.sh)")
+if(GPUSLACK_ZIG_DEPS_DIR)
+  set(_absl_prefix "${GPUSLACK_ZIG_DEPS_DIR}/abseil-${GPUSLACK_ABSEIL_VERSION}/install")
+  set(_je_prefix "${GPUSLACK_ZIG_DEPS_DIR}/jemalloc-${GPUSLACK_JEMALLOC_VERSION}")
+endif()
 if(NOT EXISTS "${_absl_prefix}" OR NOT EXISTS "${_je_prefix}/lib/libgpuslack_jemalloc.a")
   message(FATAL_ERROR "gpuslack: abseil/jemalloc not found under ${GPUSLACK_DEPS_DIR}; "
                       "run scripts/deps.sh first (README, Install)")
@@ -77,6 +84,13 @@ find_package(fmt 9 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 set_target_properties(spdlog::spdlog_header_only PROPERTIES
   INTERFACE_LINK_LIBRARIES "Threads::Threads;fmt::fmt-header-only")
+# The wheel's toolchain brings glibc 2.28's headers: the copies of fmt's and
+# spdlog's headers alone stand in for /usr/include (scripts/wheel.sh).
+set(GPUSLACK_LOG_HEADERS_DIR "" CACHE PATH "fmt's and spdlog's headers alone (empty: where Debian put them)")
+if(GPUSLACK_LOG_HEADERS_DIR)
+  set_target_properties(spdlog::spdlog_header_only fmt::fmt-header-only PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${GPUSLACK_LOG_HEADERS_DIR}")
+endif()
 
 if(GPUSLACK_BUILD_TESTS)
   find_package(GTest REQUIRED)

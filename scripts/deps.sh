@@ -57,6 +57,8 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# debootstrap: the older-distribution root of the wheel's test (tests/wheel, Release).
+dpkg-query -W -f='${Status}' debootstrap 2>/dev/null | grep -q 'install ok installed' || missing+=(debootstrap)
 # chromium: the job report's HTML, opened headless by tests/job/html_test.py (Release).
 dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q 'install ok installed' || missing+=(chromium)
 # slurm-wlm (slurmctld, slurmd, sbatch/srun, munge): the one-node Slurm

@@ -61,6 +61,15 @@ struct Config {
   int device_count = 1;          // GPUSIM_DEVICE_COUNT
   size_t device_bytes = 8ull << 30;  // GPUSIM_DEVICE_MEMORY (bytes; K/M/G suffix)
   bool no_driver = false;        // GPUSIM_NO_DRIVER=1: cuInit fails
+  // GPUSIM_NO_VMM=1: a device without virtual memory management
+  // (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED reads 0; the
+  // VMM calls answer CUDA_ERROR_NOT_SUPPORTED).
+  bool no_vmm = false;
+  // GPUSIM_VMM_REFUSE=posix_fd,rdma: cuMemCreate answers
+  // CUDA_ERROR_NOT_SUPPORTED to a request for the POSIX-fd handle type
+  // (posix_fd) or the GPUDirect RDMA flag (rdma) while the device
+  // attributes still say both are supported, as a container or a vGPU may.
+  bool refuse_posix_fd = false, refuse_rdma = false;
   // Where CUDA's documentation reads two ways, the Programming Guide's
   // reading is the default (README.md, "Where the documentation is not
   // clear"); tests/conformance checks each against a real device.

@@ -165,6 +165,8 @@ constexpr Versioned kVersioned[] = {
     {"cuStreamDestroy", "cuStreamDestroy_v2", 4000},
     {"cuEventDestroy", "cuEventDestroy_v2", 4000},
     {"cuCtxSynchronize", "cuCtxSynchronize_v2", 13000},
+    // driver_capture.cc's
+    {"cuStreamBeginCapture", "cuStreamBeginCapture_v2", 10010},
 };
 
 // The exported name cuGetProcAddress resolves `symbol` to, if this library

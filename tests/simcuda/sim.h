@@ -355,6 +355,7 @@ struct CUstream_st {
   CUgraph_st* capture_graph = nullptr;
   cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
   bool capture_invalidated = false;
+  bool capture_into_own = false;  // capture_graph is the application's (BeginCaptureToGraph)
 
   std::thread worker;
 };
@@ -463,7 +464,9 @@ bool event_done(CUevent_st* e);
 void sync_event(CUevent_st* e);
 void wait_event(CUstream_st* s, CUevent_st* e);
 
-cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode);
+// `into`: the application's graph (cudaStreamBeginCaptureToGraph,
+// cuStreamBeginCaptureToGraph), else a new one.
+cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode, CUgraph_st* into = nullptr);
 cudaError_t end_capture(CUstream_st* s, CUgraph_st** graph);
 void launch_graph(CUgraphExec_st* exec, CUstream_st* s);
 // Drops `count` references of `o`; the last one runs its destructor.

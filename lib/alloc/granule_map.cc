@@ -10,9 +10,9 @@ namespace gpuslack {
 namespace alloc {
 namespace {
 
-// Note [What the driver refuses at creation]: per device ordinal, for the
-// process (every reservation of a device shares it). kProbed: the retry was
-// made, whatever it found.
+// What the driver refused, per device ordinal, for the process (every
+// reservation of a device shares it); kProbed: the retry was made,
+// whatever it found. See Note [What the driver refuses at creation].
 constexpr int kDevices = 64;
 constexpr unsigned kProbed = 4;
 std::atomic<unsigned> g_refused[kDevices];

@@ -104,18 +104,18 @@ class GranuleMap {
   uint64_t granules_unmapped_total() const { return unmap_count_; }
   uint64_t chunks_mapped_total() const { return chunk_maps_; }      // physical handles made
   uint64_t chunks_unmapped_total() const { return chunk_unmaps_; }
-  // Note [Calls that may synchronize]: the calls made so far.
+  // The calls made so far (see Note [Calls that may synchronize]).
   uint64_t unmap_calls() const { return unmap_calls_; }
   uint64_t set_access_calls() const { return set_access_calls_; }
-  // Note [What the driver refuses at creation]: what this device's chunks
-  // are created without (kRefused* bits; 0: nothing refused).
+  // What this device's chunks are created without (kRefused* bits; 0:
+  // nothing refused). See Note [What the driver refuses at creation].
   static constexpr unsigned kRefusedPosixFd = kCreatedWithoutPosixFd, kRefusedRdma = kCreatedWithoutRdma;
   unsigned refused() const;
 
  private:
   CUresult map_chunk(size_t first, size_t count);
-  // cuMemCreate with prop_, less what the driver refused (Note [What the
-  // driver refuses at creation]).
+  // cuMemCreate with prop_, less what the driver refused.
+  // See Note [What the driver refuses at creation].
   CUresult create(CUmemGenericAllocationHandle* handle, uint64_t bytes);
   CUresult unmap_call(CUdeviceptr at, uint64_t bytes);
   CUresult set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count);

@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 
+#include "gpuslack/gpuslack.h"
 #include "gpusim.h"
 #include "in_process.h"
 
@@ -98,6 +99,11 @@ int capture_survives(const Way& way, bool into_graph) {
   EXPECT_EQ(cudaSuccess, malloc(&a, 2 * kMiB));
   EXPECT_EQ(cudaSuccess, free(a));
   EXPECT_EQ(cudaSuccess, malloc(&b, 24 * kMiB));
+  // The step below has something to query: a fenced free, still pending.
+  auto stats = hook<int (*)(int, gpuslack_device_stats*)>("gpuslack_device_stats_get");
+  gpuslack_device_stats st{};
+  EXPECT_EQ(0, stats(0, &st));
+  EXPECT_GE(st.pending_free, 1u) << way.name;
   cudaGraph_t into = nullptr;
   if (into_graph) EXPECT_EQ(cudaSuccess, cudaGraphCreate(&into, 0));
   EXPECT_EQ(0, way.begin(s, into)) << way.name;
@@ -116,6 +122,8 @@ int capture_survives(const Way& way, bool into_graph) {
   EXPECT_EQ(cudaSuccess, free(busy));
   EXPECT_EQ(cudaSuccess, cudaDeviceSynchronize());
   EXPECT_EQ(cudaSuccess, cudaStreamDestroy(s));
+  // Nothing cached: the next way's allocations miss again.
+  hook<unsigned long long (*)(int)>("gpuslack_trim")(-1);
   cudaGetLastError();
   return ended;
 }
@@ -189,14 +197,15 @@ TEST(VmmCapture, ACaptureNoHookSawIsInvalidatedByTheSameStep) {
   EXPECT_EQ(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, capture_survives(unseen, false));
 }
 
-// A begin that fails registers nothing: a second begin on a capturing
-// stream is refused by the driver, and the first capture still ends as
-// one capture (the allocator counted it once).
+// A begin that fails registers nothing: after a hooked begin the driver
+// refused (the legacy stream cannot capture), a capture no hook saw is
+// still invalidated by the step (nothing left the allocator believing a
+// capture runs).
 TEST(VmmCapture, AFailedBeginLeavesNoCaptureBehind) {
   ASSERT_NE(nullptr, gpuslack()) << dlerror();
   auto cu_v2 = hook<CuBeginFn>("cuStreamBeginCapture_v2");
-  auto cu_end = hook<CuEndFn>("cuStreamEndCapture");
   // The legacy stream cannot capture: the begin fails and leaves nothing.
+  ASSERT_EQ(cudaSuccess, cudaSetDevice(0));  // a current context, for the legacy stream's handle
   EXPECT_EQ(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cu_v2(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL));
   auto own_begin = driver_own<CuBeginFn>("cuStreamBeginCapture_v2");
   auto own_end = driver_own<CuEndFn>("cuStreamEndCapture");
@@ -204,7 +213,6 @@ TEST(VmmCapture, AFailedBeginLeavesNoCaptureBehind) {
              [=](cudaStream_t s, cudaGraph_t) { return int(own_begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL)); },
              [=](cudaStream_t s, cudaGraph_t* g) { return int(own_end(s, g)); }};
   EXPECT_EQ(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, capture_survives(unseen, false));
-  (void)cu_end;
 }
 
 }  // namespace

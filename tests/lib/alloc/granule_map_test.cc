@@ -134,7 +134,7 @@ TEST(GranuleMap, RunsAreBackedByChunksReleasedOnlyWhole) {
   EXPECT_EQ(before + 8 * kMiB, gpusim_device_used(0));
 }
 
-// Note [Calls that may synchronize]: every cuMemUnmap and cuMemSetAccess the
+// See Note [Calls that may synchronize]: every cuMemUnmap and cuMemSetAccess the
 // map makes is counted (the simulated driver's own count agrees), and a
 // driver that refuses nothing drops nothing at creation.
 TEST(GranuleMap, CountsTheCallsThatMaySynchronize) {

@@ -104,7 +104,7 @@ TEST(SummaryReader, AllocatorStatusAndDriverCallsRoundTrip) {
   row.stats.created_without = alloc::kCreatedWithoutPosixFd | alloc::kCreatedWithoutRdma;
   s.allocator.push_back(row);
   const std::string json = format_json(s);
-  EXPECT_NE(std::string::npos, json.find("\"created_without\": [\"posix_fd_handle\", \"gpu_direct_rdma\"]")) << json;
+  EXPECT_NE(std::string::npos, json.find("\"created_without\": [\n        \"posix_fd_handle\",\n        \"gpu_direct_rdma\"\n      ]")) << json;
   const Summary back = read_back(json);
   EXPECT_EQ(json, format_json(back));
   EXPECT_EQ("vmm", back.allocator_status.selected);

@@ -81,6 +81,19 @@ CUresult cuStreamSynchronize_ptsz(CUstream);
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**);
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig*, CUfunction, void**, void**);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream, CUstreamCaptureMode);
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                                          CUstreamCaptureMode);
+CUresult cuStreamEndCapture_ptsz(CUstream, CUgraph*);
+}
+// cuda.h #defines cuStreamBeginCapture to cuStreamBeginCapture_v2; the
+// exported cuStreamBeginCapture is CUDA 10.0's one-argument ABI (global
+// mode; cudaTypedefs.h's PFN_cuStreamBeginCapture_v10000), hooked under its
+// own name. Nothing in gpuslack calls it by its API name.
+#undef cuStreamBeginCapture
+extern "C" {
+CUresult cuStreamBeginCapture(CUstream);
+CUresult cuStreamBeginCapture_ptsz(CUstream);
 }
 
 // Parameter lists that several rows share.
@@ -225,7 +238,26 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig*, CUfunction, void**, void**
     CallInfo{})                                                                                          \
   X(cuStreamCreateWithPriority, CUresult, (CUstream * s, unsigned int flags, int priority),              \
     (s, flags, priority), GPUSLACK_OTHER, 0, CallInfo{})                                                 \
-  X(cuStreamDestroy_v2, CUresult, (CUstream s), (s), GPUSLACK_OTHER, 0, CallInfo{})
+  X(cuStreamDestroy_v2, CUresult, (CUstream s), (s), GPUSLACK_OTHER, 0, CallInfo{})                     \
+  /* ---- graph capture: the VMM allocator must know of every one (routes_streams.inc) ---- */          \
+  X(cuStreamBeginCapture, CUresult, (CUstream s), (s), GPUSLACK_OTHER, 0, CallInfo{})                     \
+  X(cuStreamBeginCapture_ptsz, CUresult, (CUstream s), (s), GPUSLACK_OTHER, 0, CallInfo{})                \
+  X(cuStreamBeginCapture_v2, CUresult, (CUstream s, CUstreamCaptureMode mode), (s, mode), GPUSLACK_OTHER, \
+    0, CallInfo{})                                                                                       \
+  X(cuStreamBeginCapture_v2_ptsz, CUresult, (CUstream s, CUstreamCaptureMode mode), (s, mode),           \
+    GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
+  X(cuStreamBeginCaptureToGraph, CUresult,                                                               \
+    (CUstream s, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,         \
+     CUstreamCaptureMode mode),                                                                          \
+    (s, graph, deps, edges, n, mode), GPUSLACK_OTHER, 0, CallInfo{})                                     \
+  X(cuStreamBeginCaptureToGraph_ptsz, CUresult,                                                          \
+    (CUstream s, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges, size_t n,         \
+     CUstreamCaptureMode mode),                                                                          \
+    (s, graph, deps, edges, n, mode), GPUSLACK_OTHER, 0, CallInfo{})                                     \
+  X(cuStreamEndCapture, CUresult, (CUstream s, CUgraph * graph), (s, graph), GPUSLACK_OTHER, 0,           \
+    CallInfo{})                                                                                          \
+  X(cuStreamEndCapture_ptsz, CUresult, (CUstream s, CUgraph * graph), (s, graph), GPUSLACK_OTHER, 0,      \
+    CallInfo{})
 
 // The counted driver rows: kernel launches (launch_hook_table.h says what a
 // counted hook does). X(symbol, return type, (parameters), (arguments)).
@@ -321,6 +353,14 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig*, CUfunction, void**, void**
   V(cuStreamCreate, cuStreamCreate, 2000, false)                             \
   V(cuStreamCreateWithPriority, cuStreamCreateWithPriority, 5050, false)     \
   V(cuStreamDestroy, cuStreamDestroy_v2, 4000, false)                        \
+  V(cuStreamBeginCapture, cuStreamBeginCapture, 10000, false)                \
+  V(cuStreamBeginCapture, cuStreamBeginCapture_ptsz, 10000, true)            \
+  V(cuStreamBeginCapture, cuStreamBeginCapture_v2, 10010, false)             \
+  V(cuStreamBeginCapture, cuStreamBeginCapture_v2_ptsz, 10010, true)         \
+  V(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 12030, false)  \
+  V(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz, 12030, true) \
+  V(cuStreamEndCapture, cuStreamEndCapture, 10000, false)                    \
+  V(cuStreamEndCapture, cuStreamEndCapture_ptsz, 10000, true)                \
   V(cuLaunchKernel, cuLaunchKernel, 4000, false)                             \
   V(cuLaunchKernel, cuLaunchKernel_ptsz, 7000, true)                         \
   V(cuLaunchKernelEx, cuLaunchKernelEx, 11060, false)                        \

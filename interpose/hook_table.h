@@ -63,6 +63,8 @@ cudaError_t cudaMallocAsync_ptsz(void**, size_t, cudaStream_t);
 cudaError_t cudaFreeAsync_ptsz(void*, cudaStream_t);
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t, enum cudaStreamCaptureMode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t, cudaGraph_t*);
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t, cudaGraph_t, const cudaGraphNode_t*,
+                                               const cudaGraphEdgeData*, size_t, enum cudaStreamCaptureMode);
 cudaError_t cudaMallocFromPoolAsync_ptsz(void**, size_t, cudaMemPool_t, cudaStream_t);
 cudaError_t cudaMemcpy_ptds(void*, const void*, size_t, enum cudaMemcpyKind);
 cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, enum cudaMemcpyKind, cudaStream_t);
@@ -193,6 +195,14 @@ cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
     (s, mode), GPUSLACK_OTHER, 0, CallInfo{})                                                            \
   X(cudaStreamEndCapture, cudaError_t, (cudaStream_t s, cudaGraph_t * graph), (s, graph), GPUSLACK_OTHER, \
     0, CallInfo{})                                                                                       \
+  X(cudaStreamBeginCaptureToGraph, cudaError_t,                                                          \
+    (cudaStream_t s, cudaGraph_t graph, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,     \
+     size_t n, enum cudaStreamCaptureMode mode),                                                         \
+    (s, graph, deps, edges, n, mode), GPUSLACK_OTHER, 0, CallInfo{})                                     \
+  X(cudaStreamBeginCaptureToGraph_ptsz, cudaError_t,                                                     \
+    (cudaStream_t s, cudaGraph_t graph, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,     \
+     size_t n, enum cudaStreamCaptureMode mode),                                                         \
+    (s, graph, deps, edges, n, mode), GPUSLACK_OTHER, 0, CallInfo{})                                     \
   X(cudaStreamEndCapture_ptsz, cudaError_t, (cudaStream_t s, cudaGraph_t * graph), (s, graph),          \
     GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
   X(cudaDeviceEnablePeerAccess, cudaError_t, (int peer, unsigned int flags), (peer, flags), GPUSLACK_OTHER, \

@@ -508,6 +508,9 @@ DeviceStats DeviceAllocator::stats() {
     s.granules_unmapped += r.map().granules_unmapped_total();
     s.chunks_mapped += r.map().chunks_mapped_total();
     s.chunks_unmapped += r.map().chunks_unmapped_total();
+    s.unmap_calls += r.map().unmap_calls();
+    s.set_access_calls += r.map().set_access_calls();
+    s.created_without |= r.map().refused();
   });
   s.reservations = static_cast<uint64_t>(reservations_made_.load());
   s.epochs = epochs_.epochs_closed();

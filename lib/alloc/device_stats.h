@@ -7,6 +7,9 @@
 namespace gpuslack {
 namespace alloc {
 
+// DeviceStats::created_without's bits.
+inline constexpr unsigned kCreatedWithoutPosixFd = 1, kCreatedWithoutRdma = 2;
+
 struct DeviceStats {
   uint64_t allocated = 0;       // live blocks (rounded sizes), pending frees excluded
   uint64_t peak_allocated = 0;
@@ -31,6 +34,13 @@ struct DeviceStats {
   uint64_t stream_reuses = 0;      // served from a block freed on the same stream
   uint64_t deferred_frees = 0;     // made during a graph capture, fenced after it
   uint64_t capture_fallbacks = 0;  // during a capture, left to the runtime
+  // Driver calls that may synchronize the device (cuda.h's \note_sync;
+  // Note [Calls that may synchronize] in granule_map.h).
+  uint64_t unmap_calls = 0;        // cuMemUnmap
+  uint64_t set_access_calls = 0;   // cuMemSetAccess
+  // What the driver refused at cuMemCreate and chunks are created without
+  // (kCreatedWithout* bits; 0: nothing).
+  unsigned created_without = 0;
 };
 
 }  // namespace alloc

@@ -1,9 +1,79 @@
 #include "alloc/granule_map.h"
 
+#include <atomic>
+#include <mutex>
 #include <string>
+
+#include "log/log.h"
 
 namespace gpuslack {
 namespace alloc {
+namespace {
+
+// What the driver refused, per device ordinal, for the process (every
+// reservation of a device shares it); kProbed: the retry was made,
+// whatever it found. See Note [What the driver refuses at creation].
+constexpr int kDevices = 64;
+constexpr unsigned kProbed = 4;
+std::atomic<unsigned> g_refused[kDevices];
+std::mutex g_probe_mu;
+
+unsigned refused_on(int device) {
+  return device >= 0 && device < kDevices ? g_refused[device].load(std::memory_order_acquire) : 0;
+}
+
+std::string refused_text(unsigned refused) {
+  std::string s;
+  if (refused & GranuleMap::kRefusedPosixFd) s = "the POSIX file-descriptor handle type";
+  if (refused & GranuleMap::kRefusedRdma) s += std::string(s.empty() ? "" : " and ") + "the GPUDirect RDMA flag";
+  return s;
+}
+
+}  // namespace
+
+unsigned GranuleMap::refused() const { return refused_on(device_) & (kRefusedPosixFd | kRefusedRdma); }
+
+CUresult GranuleMap::create(CUmemGenericAllocationHandle* handle, uint64_t bytes) {
+  auto with = [&](unsigned drop) {
+    CUmemAllocationProp p = prop_;
+    if (drop & kRefusedPosixFd) p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    if (drop & kRefusedRdma) p.allocFlags.gpuDirectRDMACapable = 0;
+    return api_->mem_create(handle, bytes, &p, 0);
+  };
+  unsigned known = refused_on(device_);
+  CUresult r = with(known);
+  if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY || (known & kProbed) || device_ < 0 || device_ >= kDevices)
+    return r;
+  std::lock_guard<std::mutex> lock(g_probe_mu);
+  known = refused_on(device_);
+  if (known & kProbed) return with(known);  // another reservation probed meanwhile
+  // Only what was asked for can be dropped. An answer of out-of-memory
+  // accepted the properties: what was dropped was what the driver refused.
+  const bool fd = prop_.requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE, rdma = prop_.allocFlags.gpuDirectRDMACapable;
+  for (unsigned drop : {kRefusedRdma, kRefusedPosixFd, kRefusedPosixFd | kRefusedRdma}) {
+    if (((drop & kRefusedPosixFd) && !fd) || ((drop & kRefusedRdma) && !rdma)) continue;
+    CUresult retried = with(drop);
+    if (retried != CUDA_SUCCESS && retried != CUDA_ERROR_OUT_OF_MEMORY) continue;
+    g_refused[device_].store(drop | kProbed, std::memory_order_release);
+    log::warn("device {}: cuMemCreate refused {} (error {}); the VMM allocator creates its memory without it from "
+              "now on{}",
+              device_, refused_text(drop), static_cast<int>(r),
+              (drop & kRefusedPosixFd) ? " (its blocks cannot be exported to another process)" : "");
+    return retried;
+  }
+  g_refused[device_].store(kProbed, std::memory_order_release);
+  return r;
+}
+
+CUresult GranuleMap::unmap_call(CUdeviceptr at, uint64_t bytes) {
+  ++unmap_calls_;
+  return api_->mem_unmap(at, bytes);
+}
+
+CUresult GranuleMap::set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count) {
+  ++set_access_calls_;
+  return api_->mem_set_access(at, bytes, desc, count);
+}
 
 GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes, uint64_t max_chunk_bytes)
     : api_(api), device_(device) {
@@ -65,14 +135,14 @@ GranuleMap::~GranuleMap() {
 CUresult GranuleMap::map_chunk(size_t first, size_t count) {
   uint64_t bytes = count * granularity_;
   CUmemGenericAllocationHandle handle = 0;
-  if (CUresult r = api_->mem_create(&handle, bytes, &prop_, 0); r != CUDA_SUCCESS) return r;
+  if (CUresult r = create(&handle, bytes); r != CUDA_SUCCESS) return r;
   CUdeviceptr at = base_ + first * granularity_;
   if (CUresult r = api_->mem_map(at, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
     api_->mem_release(handle);
     return r;
   }
-  if (CUresult r = api_->mem_set_access(at, bytes, access_.data(), access_.size()); r != CUDA_SUCCESS) {
-    api_->mem_unmap(at, bytes);
+  if (CUresult r = set_access_call(at, bytes, access_.data(), access_.size()); r != CUDA_SUCCESS) {
+    unmap_call(at, bytes);
     api_->mem_release(handle);
     return r;
   }
@@ -89,7 +159,7 @@ CUresult GranuleMap::map_chunk(size_t first, size_t count) {
 
 void GranuleMap::unmap_chunk(size_t first) {
   size_t count = chunk_len_[first];
-  api_->mem_unmap(base_ + first * granularity_, count * granularity_);
+  unmap_call(base_ + first * granularity_, count * granularity_);
   api_->mem_release(handles_[first]);
   for (size_t i = first; i < first + count; ++i) handles_[i] = 0;
   chunk_len_[first] = 0;
@@ -172,7 +242,7 @@ CUresult GranuleMap::grant(int device) {
     }
     size_t run = i;
     while (run < handles_.size() && handles_[run]) ++run;
-    if (CUresult r = api_->mem_set_access(base_ + i * granularity_, (run - i) * granularity_, &peer, 1);
+    if (CUresult r = set_access_call(base_ + i * granularity_, (run - i) * granularity_, &peer, 1);
         r != CUDA_SUCCESS)
       return r;
     i = run;

@@ -15,6 +15,25 @@
 // granules are released one by one. Either way physical memory never
 // fragments: any free chunk's memory serves any block once released.
 //
+// Note [What the driver refuses at creation]: the chunks are asked for with
+// the POSIX-fd handle type and, where the device says it supports it, the
+// GPUDirect RDMA flag. A driver may refuse either even so (some
+// containers, vGPU: cuMemCreate's documented CUDA_ERROR_NOT_SUPPORTED /
+// CUDA_ERROR_NOT_PERMITTED), and then every miss would fail and fall into
+// the out-of-memory path. So the first cuMemCreate that fails with anything
+// but CUDA_ERROR_OUT_OF_MEMORY is retried, once per device and process,
+// without the RDMA flag, then without the handle type, then without both;
+// the first that succeeds is what every later chunk of the device is created
+// with (remembered process-wide: the refusal is the driver's), with one log
+// line, and refused() tells the summary. If none succeeds, nothing is
+// dropped and the original error stands (not probed again).
+//
+// Note [Calls that may synchronize]: cuMemUnmap and cuMemSetAccess are
+// documented as synchronous for most uses (cuda.h's \note_sync: "this
+// function exhibits synchronous behavior for most use cases"), so each may
+// wait for the device. They are counted (unmap_calls(), set_access_calls())
+// and shown in the summary's allocator section.
+//
 // Failure is never partial: when a step fails, the steps before it are
 // undone, nothing new stays mapped and nothing leaks; the caller gets the
 // driver's error and decides (trim and retry, or fall back).
@@ -29,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "alloc/device_stats.h"
 #include "cuda/driver_api.h"
 
 namespace gpuslack {
@@ -84,9 +104,21 @@ class GranuleMap {
   uint64_t granules_unmapped_total() const { return unmap_count_; }
   uint64_t chunks_mapped_total() const { return chunk_maps_; }      // physical handles made
   uint64_t chunks_unmapped_total() const { return chunk_unmaps_; }
+  // The calls made so far (see Note [Calls that may synchronize]).
+  uint64_t unmap_calls() const { return unmap_calls_; }
+  uint64_t set_access_calls() const { return set_access_calls_; }
+  // What this device's chunks are created without (kRefused* bits; 0:
+  // nothing refused). See Note [What the driver refuses at creation].
+  static constexpr unsigned kRefusedPosixFd = kCreatedWithoutPosixFd, kRefusedRdma = kCreatedWithoutRdma;
+  unsigned refused() const;
 
  private:
   CUresult map_chunk(size_t first, size_t count);
+  // cuMemCreate with prop_, less what the driver refused.
+  // See Note [What the driver refuses at creation].
+  CUresult create(CUmemGenericAllocationHandle* handle, uint64_t bytes);
+  CUresult unmap_call(CUdeviceptr at, uint64_t bytes);
+  CUresult set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count);
   void unmap_chunk(size_t first);
 
   const cuda::DriverApi* api_;
@@ -109,6 +141,8 @@ class GranuleMap {
   uint64_t unmap_count_ = 0;
   uint64_t chunk_maps_ = 0;
   uint64_t chunk_unmaps_ = 0;
+  uint64_t unmap_calls_ = 0;
+  uint64_t set_access_calls_ = 0;
 };
 
 }  // namespace alloc

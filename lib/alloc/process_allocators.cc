@@ -19,6 +19,7 @@ std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
 // further, so with the native allocator it is one load.
 std::atomic<int> g_slots_used{0};
 std::atomic<bool> g_refused[kMaxDevices];
+std::string* g_refused_why[kMaxDevices];  // under g_make_mu; never freed
 // A failure that may pass (no context could be bound) was logged once.
 std::atomic<bool> g_deferred_logged[kMaxDevices];
 std::mutex g_make_mu;
@@ -32,6 +33,7 @@ __attribute__((noinline, cold)) DeviceAllocator* make(int device) {
   const cuda::DriverApi* api = cuda::driver();
   auto refuse = [&](const std::string& why) -> DeviceAllocator* {
     log::warn("device {}: the VMM allocator is off ({}); cudaMalloc/cudaFree pass through", device, why);
+    g_refused_why[device] = new std::string(why);
     g_refused[device].store(true);
     return nullptr;
   };
@@ -86,7 +88,17 @@ bool vmm_selected() {
 DeviceAllocator* device_allocator(int device) {
   if (device < 0 || device >= kMaxDevices) return nullptr;
   DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire);
-  return a ? a : make(device);
+  if (a) return a;
+  if (g_refused[device].load(std::memory_order_acquire)) return nullptr;  // said once, in make()
+  return make(device);
+}
+
+std::vector<Refusal> refusals() {
+  std::lock_guard<std::mutex> lock(g_make_mu);
+  std::vector<Refusal> out;
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (g_refused_why[d]) out.push_back({d, *g_refused_why[d]});
+  return out;
 }
 
 DeviceMemory current_device_memory() {
@@ -100,6 +112,13 @@ DeviceMemory current_device_memory() {
   // on a thread with none; gpuslack, serving the call, binds it too (Note
   // [gpuslack's own driver calls need a context]). If it cannot, the
   // runtime's call (through the retry) does what it does.
+  // Without a driver table (no libcuda.so.1 with the VMM calls) no context
+  // can be bound and none is needed: the allocator is off, said once
+  // (Note [Saying the allocator is off]), and the call passes through.
+  if (!cuda::driver()) {
+    m.resource = device_allocator(device);
+    return m;
+  }
   if (cuda::bind_runtime_context(device) != CUDA_SUCCESS) return m;
   m.resource = device_allocator(device);
   return m;

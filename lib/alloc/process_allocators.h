@@ -17,6 +17,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "alloc/device_allocator.h"
 
@@ -29,6 +31,18 @@ inline constexpr int kMaxDevices = 64;
 bool vmm_selected();
 // The allocator of `device`, or nullptr for pass-through.
 DeviceAllocator* device_allocator(int device);
+
+// Note [Saying the allocator is off]: allocator:vmm is selected but a
+// device passes through for good (no driver with the VMM calls, no VMM
+// support on the device, its reservation failed). Each such device is
+// logged once, with why, when its first allocation asks, and listed here
+// for the summary (its allocator section says off and why; no finding
+// recommends allocator:vmm, which is set already). Devices in order.
+struct Refusal {
+  int device = 0;
+  std::string why;
+};
+std::vector<Refusal> refusals();
 
 // Note [Where device memory comes from]: whether an allocation hook
 // (cudaMalloc, cudaMallocAsync) is served by gpuslack's VMM allocator or by

@@ -9,6 +9,10 @@
 //   the whole run. Fix: GPUSLACK_CONF=allocator:vmm; in PyTorch (libtorch
 //   loaded, which then frees only when its cache runs short) without
 //   gpuslack.torch.use(), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+//   Where allocator:vmm is selected already but off (the summary's
+//   allocator_status: no VMM support), the fix recommends nothing that is
+//   in force or needs the same support (expandable segments map with VMM
+//   too): it says the allocator is off, why, and what helps without it.
 //
 // fragmentation: allocator:vmm waited for pending frees under memory
 //   pressure (DeviceStats::stall_s) at least the thresholds, with a sign of
@@ -55,7 +59,14 @@ void allocator_sync(const report::Summary& s, const Context& c, std::vector<repo
   f.evidence = std::move(evidence);
   f.evidence.emplace_back("in steady state (the run's middle 80%)", seconds_text(steady));
   f.where = sites_of(s, Category::kAllocation, {"cudaFree", "cudaMalloc", "cuMemFree_v2", "cuMemAlloc_v2"});
-  if (c.pytorch) {
+  if (s.allocator_status.selected == "vmm") {
+    const std::string why = s.allocator_status.off.empty() ? "it served no device" : s.allocator_status.off[0].why;
+    f.evidence.emplace_back("allocator:vmm", "selected, off: " + why);
+    f.fix = "none through gpuslack's allocator: allocator:vmm is already selected but off (" + why +
+            "); it needs a driver and device with CUDA virtual memory management. Meanwhile free less: keep "
+            "device buffers and reuse them across steps" +
+            std::string(c.pytorch ? " (and no torch.cuda.empty_cache() in the loop)" : "");
+  } else if (c.pytorch) {
     f.fix = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch's cache then grows without "
             "cudaFree), or gpuslack.torch.use() with GPUSLACK_CONF=allocator:vmm";
   } else {

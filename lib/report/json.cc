@@ -480,6 +480,12 @@ std::string format_json(const Summary& s) {
     w.key("stream_reuses").integer(static_cast<int64_t>(a.stats.stream_reuses));
     w.key("deferred_frees").integer(static_cast<int64_t>(a.stats.deferred_frees));
     w.key("capture_fallbacks").integer(static_cast<int64_t>(a.stats.capture_fallbacks));
+    w.key("unmap_calls").integer(static_cast<int64_t>(a.stats.unmap_calls));
+    w.key("set_access_calls").integer(static_cast<int64_t>(a.stats.set_access_calls));
+    w.key("created_without").begin_array();
+    if (a.stats.created_without & alloc::kCreatedWithoutPosixFd) w.string("posix_fd_handle");
+    if (a.stats.created_without & alloc::kCreatedWithoutRdma) w.string("gpu_direct_rdma");
+    w.end_array();
     w.key("timeline").begin_object();
     w.key("t_s").begin_array();
     for (double t : a.timeline.t_s) w.seconds(t);
@@ -494,6 +500,17 @@ std::string format_json(const Summary& s) {
     w.end_object();
   }
   w.end_array();
+  w.key("allocator_status").begin_object();
+  w.key("selected").string(s.allocator_status.selected);
+  w.key("off").begin_array();
+  for (const AllocatorOff& o : s.allocator_status.off) {
+    w.begin_object();
+    w.key("device").integer(o.device);
+    w.key("why").string(o.why);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
   w.key("staging");
   if (s.staging.present) {
     staging(s.staging, &w);

@@ -283,6 +283,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
     a.utilization = st.peak_reserved ? static_cast<double>(st.peak_allocated) / static_cast<double>(st.peak_reserved) : 0;
     s.allocator.push_back(a);
   }
+  s.allocator_status = run.allocator_status;
   s.staging = build_staging(threads, run);
   s.pinned = run.pinned;
   s.gpu_timeline = build_gpu_timeline(run.gpu_timeline, run.top_call_sites);

@@ -219,6 +219,18 @@ struct AllocatorRow {
   alloc::Timeline::Samples timeline;  // allocated/reserved over the run
 };
 
+// What the configuration selected (allocator: native or vmm) and, under
+// vmm, the devices it is off on and why (alloc::refusals(): Note [Saying
+// the allocator is off] in alloc/process_allocators.h).
+struct AllocatorOff {
+  int device = 0;
+  std::string why;
+};
+struct AllocatorStatus {
+  std::string selected = "native";
+  std::vector<AllocatorOff> off;
+};
+
 // One call site of pageable copies ("pin these buffers"), from the ledger's
 // byte-sampled sites (Note [Pageable call sites] in stage/staged_copy.cc):
 // copies and bytes are what its samples stand for, an estimate.
@@ -372,6 +384,7 @@ struct Summary {
                                          // order, most blocked first within each
   CollectivesSection collectives;
   std::vector<AllocatorRow> allocator;  // empty unless allocator:vmm served a device
+  AllocatorStatus allocator_status;     // selected, and where it is off ("allocator_status" in the JSON)
   StagingSection staging;
   PinnedSection pinned;                 // "pinned" in the JSON only when present
   GpuTimelineSection gpu_timeline;
@@ -400,6 +413,7 @@ struct RunInfo {
   double expected_busbw_gbps = 0;  // 0: no check
   std::string fabric = "auto";     // the fabric knob (report/collective_expectations.h)
   std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
+  AllocatorStatus allocator_status;     // session.cc fills it
   bool staging_present = false;         // session.cc fills these from stage::existing_stager()
   stage::StagingStats staging;
   PinnedSection pinned;                 // session.cc fills it

@@ -302,6 +302,13 @@ AllocatorRow allocator(const Fields& f) {
   s.stream_reuses = f.signed_count("stream_reuses");
   s.deferred_frees = f.signed_count("deferred_frees");
   s.capture_fallbacks = f.signed_count("capture_fallbacks");
+  s.unmap_calls = f.signed_count("unmap_calls");
+  s.set_access_calls = f.signed_count("set_access_calls");
+  for (const std::string& w : f.strings("created_without")) {
+    if (w == "posix_fd_handle") s.created_without |= alloc::kCreatedWithoutPosixFd;
+    else if (w == "gpu_direct_rdma") s.created_without |= alloc::kCreatedWithoutRdma;
+    else throw Malformed{f.where("created_without") + ": expected posix_fd_handle or gpu_direct_rdma"};
+  }
   const JsonValue* timeline = nullptr;
   if (f.object("timeline", &timeline)) {
     Fields t(*timeline, f.where("timeline"));
@@ -416,6 +423,16 @@ Summary summary(const Fields& f) {
   if (f.object("collectives", &v)) s.collectives = collectives(Fields(*v, "collectives"));
   f.each("allocator",
          [&](const JsonValue& item, const std::string& at) { s.allocator.push_back(allocator(Fields(item, at))); });
+  if (f.object("allocator_status", &v)) {
+    Fields st(*v, "allocator_status");
+    s.allocator_status.selected = st.text("selected");
+    if (s.allocator_status.selected != "native" && s.allocator_status.selected != "vmm")
+      throw Malformed{st.where("selected") + ": expected native or vmm"};
+    st.each("off", [&](const JsonValue& item, const std::string& at) {
+      Fields o(item, at);
+      s.allocator_status.off.push_back({o.whole("device"), o.text("why")});
+    });
+  }
   if (f.object("staging", &v)) s.staging = staging(Fields(*v, "staging"));
   if (f.object("pinned", &v)) s.pinned = pinned(Fields(*v, "pinned"));
   if (f.object("gpu_timeline", &v)) s.gpu_timeline = read_gpu_timeline(Fields(*v, "gpu_timeline"));

@@ -474,8 +474,12 @@ void collective_table(const Summary& s, std::string* out) {
                   count_text(c.dropped));
 }
 
-// One line per device the VMM allocator served.
+// One line per device the VMM allocator served (and what may synchronize
+// the device, what the driver refused), one per device it is off on.
 void allocator_lines(const Summary& s, std::string* out) {
+  for (const AllocatorOff& o : s.allocator_status.off)
+    line(out, "vmm allocator, device " + std::to_string(o.device) + ": off (" + o.why +
+                  "); cudaMalloc and cudaFree went to the runtime");
   for (const AllocatorRow& a : s.allocator) {
     line(out, "vmm allocator, device " + std::to_string(a.device) + ": peak " + bytes_text(a.stats.peak_allocated) +
                   " allocated / " + bytes_text(a.stats.peak_reserved) + " reserved (utilization " +
@@ -483,6 +487,13 @@ void allocator_lines(const Summary& s, std::string* out) {
                   count_text(a.stats.frees) + " frees without a device sync, granules mapped " +
                   count_text(a.stats.granules_mapped) + " / released " + count_text(a.stats.granules_unmapped) +
                   ", out-of-memory retries " + count_text(a.stats.oom_retries) + " (waited " + seconds_1(a.stats.stall_s) + ")");
+    if (a.stats.unmap_calls + a.stats.set_access_calls > 0)
+      line(out, "  calls that may synchronize the device: " + count_text(a.stats.unmap_calls) + " cuMemUnmap, " +
+                    count_text(a.stats.set_access_calls) + " cuMemSetAccess");
+    if (a.stats.created_without & alloc::kCreatedWithoutPosixFd)
+      line(out, "  memory created without the POSIX file-descriptor handle type (the driver refused it): not exportable");
+    if (a.stats.created_without & alloc::kCreatedWithoutRdma)
+      line(out, "  memory created without the GPUDirect RDMA flag (the driver refused it)");
   }
 }
 

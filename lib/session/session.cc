@@ -247,6 +247,8 @@ report::RunInfo run_info(const char* reason) {
     row.timeline = a->timeline();
     run.allocator.push_back(row);
   }
+  run.allocator_status.selected = o.allocator;
+  for (const alloc::Refusal& r : alloc::refusals()) run.allocator_status.off.push_back({r.device, r.why});
   if (const stage::Stager* st = stage::existing_stager()) {
     run.staging = st->stats();
     run.staging_present = run.staging.h2d.seen + run.staging.d2h.seen > 0;

@@ -449,6 +449,60 @@ class Summary(OutDirTest):
         self.assertEqual(0, r.returncode, r.stderr)
         self.assertGreaterEqual(call(summary(self.out), "cudaFree")["max_s"], STALL)
 
+    def validate(self):
+        path = glob.glob(os.path.join(self.out, "*.json"))[0]
+        v = subprocess.run(["/usr/bin/python3", ENV["VALIDATOR"], ENV["SCHEMA"], path], capture_output=True, text=True)
+        self.assertEqual(0, v.returncode, v.stdout + v.stderr)
+
+    def test_vmm_allocator_off_says_why_once(self):
+        # Issue 28, point 5: a device without VMM support (GPUSIM_NO_VMM):
+        # allocator:vmm passes through, and says so once, with why; the
+        # summary says it is off and why; no finding recommends it.
+        r = self.stall("free", conf="allocator:vmm", extra={"GPUSIM_NO_VMM": "1"})
+        self.assertEqual(0, r.returncode, r.stderr)
+        err = re.sub(r"\ngpuslack:  +", " ", r.stderr)
+        self.assertEqual(1, err.count("the VMM allocator is off ("), err)
+        self.assertIn("device 0: the VMM allocator is off (the driver does not support virtual memory "
+                      "management on this device)", err)
+        doc = summary(self.out)
+        self.assertEqual([], doc["allocator"])
+        self.assertEqual({"selected": "vmm", "off": [{"device": 0, "why": "the driver does not support virtual "
+                                                      "memory management on this device"}]},
+                         doc["allocator_status"])
+        self.assertIn("vmm allocator, device 0: off (the driver does not support", err)
+        for f in doc.get("findings", []):
+            self.assertNotIn("GPUSLACK_CONF=allocator:vmm", f.get("fix", ""), f)
+        self.assertEqual(2, call(doc, "cudaMalloc")["count"])  # passed through, counted
+        self.validate()
+        # The native allocator: selected native, off nowhere.
+        native = os.path.join(self.tmp.name, "native")
+        r = run([ENV["STALL_APP"], "free"], native, extra={"GPUSIM_NO_VMM": "1"})
+        self.assertEqual(0, r.returncode, r.stderr)
+        self.assertEqual({"selected": "native", "off": []}, summary(native)["allocator_status"])
+        self.assertNotIn("the VMM allocator is off", r.stderr)
+
+    def test_vmm_allocator_retries_what_the_driver_refuses_at_creation(self):
+        # Issue 28, point 6: cuMemCreate refuses the POSIX-fd handle type and
+        # the RDMA flag (GPUSIM_VMM_REFUSE): retried once without them, said
+        # once, in the summary; no allocation fails.
+        r = self.stall("free", conf="allocator:vmm", extra={"GPUSIM_VMM_REFUSE": "posix_fd,rdma"})
+        self.assertEqual(0, r.returncode, r.stderr)
+        err = re.sub(r"\ngpuslack:  +", " ", r.stderr)
+        self.assertEqual(1, err.count("cuMemCreate refused"), err)
+        self.assertIn("cuMemCreate refused the POSIX file-descriptor handle type and the GPUDirect RDMA flag", err)
+        doc = summary(self.out)
+        (a,) = doc["allocator"]
+        self.assertEqual(["posix_fd_handle", "gpu_direct_rdma"], a["created_without"])
+        self.assertEqual(0, a["oom_retries"])
+        self.assertEqual(0, a["failed_allocations"])
+        self.assertEqual(2, a["allocations"])
+        self.assertGreaterEqual(a["set_access_calls"], 1)  # one per chunk mapped
+        self.assertGreaterEqual(a["unmap_calls"], 0)
+        self.assertIn("calls that may synchronize the device: ", err)
+        self.assertIn("memory created without the POSIX file-descriptor handle type (the driver refused it)", err)
+        self.assertEqual({"selected": "vmm", "off": []}, doc["allocator_status"])
+        self.validate()
+
     def test_rank_goes_into_the_file_name_and_the_document(self):
         r = self.stall("sync", extra={"RANK": "3", "LOCAL_RANK": "1"})
         self.assertEqual(0, r.returncode, r.stderr)

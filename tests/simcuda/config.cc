@@ -117,6 +117,11 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_DEVICE_MEMORY")) c.device_bytes = parse_bytes(v, c.device_bytes);
   if (const char* v = std::getenv("GPUSIM_NO_DRIVER")) c.no_driver = std::atoi(v) != 0;
   if (const char* v = std::getenv("GPUSIM_MALLOC_SYNC")) c.malloc_syncs = std::atoi(v) != 0;
+  if (const char* v = std::getenv("GPUSIM_NO_VMM")) c.no_vmm = std::atoi(v) != 0;
+  if (const char* v = std::getenv("GPUSIM_VMM_REFUSE")) {
+    c.refuse_posix_fd = std::strstr(v, "posix_fd") != nullptr;
+    c.refuse_rdma = std::strstr(v, "rdma") != nullptr;
+  }
   if (const char* v = std::getenv("GPUSIM_NCCL_TIMEOUT_S")) c.nccl_timeout_s = std::atof(v);
   if (c.nccl_timeout_s <= 0) c.nccl_timeout_s = 60;
   if (const char* v = std::getenv("GPUSIM_NCCL_PROFILER_VERSION")) c.nccl_profiler_version = std::atoi(v);

@@ -5,9 +5,11 @@
 //     dependency nodes, a captured graph is a sequence),
 //     cudaThreadExchangeStreamCaptureMode (per thread; a relaxed thread's
 //     unsafe calls are not refused: refuse_in_capture in cudart.cc);
+//   - capture into an existing graph (cudaStreamBeginCaptureToGraph, with
+//     no dependencies: appended in order);
 //   - graph editing that PyTorch links but the simulated graphs, sequences
 //     of captured ops, cannot express (adding nodes, conditional handles,
-//     capture into an existing graph): cudaErrorNotSupported;
+//     capture into a graph after given nodes): cudaErrorNotSupported;
 //   - user objects: reference counted, destroyed at the last release; a
 //     graph that retains one keeps it forever;
 //   - device facts: PCI bus id, graph memory attributes (none used);
@@ -92,8 +94,15 @@ GPUSIM_BOTH(cudaError_t, cudaStreamBeginCaptureToGraph,
             (cudaStream_t h, cudaGraph_t graph, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
              size_t n, cudaStreamCaptureMode mode),
             _ptsz, {
-  (void)h, (void)graph, (void)deps, (void)edges, (void)n, (void)mode, (void)ptds;
-  return ret(cudaErrorNotSupported);
+  // Captures into `graph`, returned by cudaStreamEndCapture (the Runtime
+  // API's description); with dependencies, not supported: a simulated graph
+  // is a sequence of ops.
+  (void)edges;
+  READY();
+  STREAM(s, h, ptds);
+  if (!graph || (n && !deps)) return ret(cudaErrorInvalidValue);
+  if (n) return ret(cudaErrorNotSupported);
+  return ret(begin_capture(s, mode, graph));
 })
 GPUSIM_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
   if (!mode) return ret(cudaErrorInvalidValue);
@@ -102,6 +111,13 @@ GPUSIM_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureM
 }
 
 // ---- graphs ----
+// An empty graph, for cudaStreamBeginCaptureToGraph ("flags: Graph creation
+// flags, must be 0").
+GPUSIM_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t* g, unsigned int flags) {
+  if (!g || flags) return ret(cudaErrorInvalidValue);
+  *g = new CUgraph_st();
+  return cudaSuccess;
+}
 GPUSIM_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t g,
                                                         unsigned long long flags) {
   return gpusim_internal_cudaGraphInstantiate(exec, g, flags);

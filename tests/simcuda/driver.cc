@@ -165,6 +165,8 @@ constexpr Versioned kVersioned[] = {
     {"cuStreamDestroy", "cuStreamDestroy_v2", 4000},
     {"cuEventDestroy", "cuEventDestroy_v2", 4000},
     {"cuCtxSynchronize", "cuCtxSynchronize_v2", 13000},
+    // driver_capture.cc's
+    {"cuStreamBeginCapture", "cuStreamBeginCapture_v2", 10010},
 };
 
 // The exported name cuGetProcAddress resolves `symbol` to, if this library
@@ -346,11 +348,11 @@ GPUSIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute attr, CUd
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *v = 1; break;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *v = config().no_vmm ? 0 : 1; break;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *v = config().no_vmm ? 0 : 1; break;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: *v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: *v = 1; break;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: *v = config().no_vmm ? 0 : 1; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = d; break;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: *v = -1; break;
     default: *v = 0; break;

@@ -251,6 +251,11 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
   if (types & ~kKnown) return CUDA_ERROR_INVALID_VALUE;
   // No Windows handles on Linux, and the simulated device has no fabric.
   if (types & ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return CUDA_ERROR_NOT_SUPPORTED;
+  // GPUSIM_NO_VMM, GPUSIM_VMM_REFUSE: CUDA_ERROR_NOT_SUPPORTED is among
+  // cuMemCreate's documented errors (cuda.h).
+  if (config().no_vmm) return CUDA_ERROR_NOT_SUPPORTED;
+  if (config().refuse_posix_fd && (types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return CUDA_ERROR_NOT_SUPPORTED;
+  if (config().refuse_rdma && prop->allocFlags.gpuDirectRDMACapable) return CUDA_ERROR_NOT_SUPPORTED;
   if (should_fail("cuMemCreate")) return CUDA_ERROR_OUT_OF_MEMORY;
 
   CUmemAllocationProp p = *prop;
@@ -292,6 +297,7 @@ GPUSIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t
                                            unsigned long long flags) {
   READY();
   count_call(Counted::kCuMemAddressReserve);
+  if (config().no_vmm) return CUDA_ERROR_NOT_SUPPORTED;  // GPUSIM_NO_VMM
   if (!ptr || size == 0 || size % page_size() || flags || addr % page_size() ||
       (alignment & (alignment - 1)))
     return CUDA_ERROR_INVALID_VALUE;

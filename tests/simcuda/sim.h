@@ -61,6 +61,15 @@ struct Config {
   int device_count = 1;          // GPUSIM_DEVICE_COUNT
   size_t device_bytes = 8ull << 30;  // GPUSIM_DEVICE_MEMORY (bytes; K/M/G suffix)
   bool no_driver = false;        // GPUSIM_NO_DRIVER=1: cuInit fails
+  // GPUSIM_NO_VMM=1: a device without virtual memory management
+  // (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED reads 0; the
+  // VMM calls answer CUDA_ERROR_NOT_SUPPORTED).
+  bool no_vmm = false;
+  // GPUSIM_VMM_REFUSE=posix_fd,rdma: cuMemCreate answers
+  // CUDA_ERROR_NOT_SUPPORTED to a request for the POSIX-fd handle type
+  // (posix_fd) or the GPUDirect RDMA flag (rdma) while the device
+  // attributes still say both are supported, as a container or a vGPU may.
+  bool refuse_posix_fd = false, refuse_rdma = false;
   // Where CUDA's documentation reads two ways, the Programming Guide's
   // reading is the default (README.md, "Where the documentation is not
   // clear"); tests/conformance checks each against a real device.
@@ -346,6 +355,7 @@ struct CUstream_st {
   CUgraph_st* capture_graph = nullptr;
   cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
   bool capture_invalidated = false;
+  bool capture_into_own = false;  // capture_graph is the application's (BeginCaptureToGraph)
 
   std::thread worker;
 };
@@ -454,7 +464,9 @@ bool event_done(CUevent_st* e);
 void sync_event(CUevent_st* e);
 void wait_event(CUstream_st* s, CUevent_st* e);
 
-cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode);
+// `into`: the application's graph (cudaStreamBeginCaptureToGraph,
+// cuStreamBeginCaptureToGraph), else a new one.
+cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode, CUgraph_st* into = nullptr);
 cudaError_t end_capture(CUstream_st* s, CUgraph_st** graph);
 void launch_graph(CUgraphExec_st* exec, CUstream_st* s);
 // Drops `count` references of `o`; the last one runs its destructor.

@@ -316,11 +316,12 @@ void wait_event(CUstream_st* s, CUevent_st* e) {
 
 // ---- capture ----
 
-cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode) {
+cudaError_t begin_capture(CUstream_st* s, cudaStreamCaptureMode mode, CUgraph_st* into) {
   if (s->legacy) return cudaErrorStreamCaptureUnsupported;
   std::lock_guard<std::mutex> l(core().mu);
   if (s->capture_graph) return cudaErrorIllegalState;
-  s->capture_graph = new CUgraph_st();
+  s->capture_graph = into ? into : new CUgraph_st();
+  s->capture_into_own = into != nullptr;
   s->capture_mode = mode;
   s->capture_invalidated = false;
   return cudaSuccess;
@@ -334,7 +335,7 @@ cudaError_t end_capture(CUstream_st* s, CUgraph_st** graph) {
   s->capture_graph = nullptr;
   s->capture_invalidated = false;
   if (invalid) {
-    delete g;
+    if (!s->capture_into_own) delete g;  // the application's graph stays the application's
     *graph = nullptr;
     return cudaErrorStreamCaptureInvalidated;
   }

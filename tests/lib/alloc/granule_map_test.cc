@@ -134,6 +134,24 @@ TEST(GranuleMap, RunsAreBackedByChunksReleasedOnlyWhole) {
   EXPECT_EQ(before + 8 * kMiB, gpusim_device_used(0));
 }
 
+// See Note [Calls that may synchronize]: every cuMemUnmap and cuMemSetAccess the
+// map makes is counted (the simulated driver's own count agrees), and a
+// driver that refuses nothing drops nothing at creation.
+TEST(GranuleMap, CountsTheCallsThatMaySynchronize) {
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // chunks of up to 2 granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  long unmaps = gpusim_calls("cuMemUnmap"), accesses = gpusim_calls("cuMemSetAccess");
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 6 * kMiB));  // 2 + 1 granules: two chunks
+  EXPECT_EQ(0u, m.unmap_calls());
+  EXPECT_EQ(2u, m.set_access_calls());
+  EXPECT_EQ(3u, m.unmap(0, 6 * kMiB));
+  EXPECT_EQ(2u, m.unmap_calls());
+  EXPECT_EQ(2u, m.set_access_calls());
+  EXPECT_EQ(2, gpusim_calls("cuMemUnmap") - unmaps);
+  EXPECT_EQ(2, gpusim_calls("cuMemSetAccess") - accesses);
+  EXPECT_EQ(0u, m.refused());
+}
+
 // (Grants that succeed, over chunks: DeviceAllocatorStreams.
 // PeersGetEveryMappingNowAndLater, on two simulated devices.)
 TEST(GranuleMap, AFailedGrantLeavesTheMapUsable) {

@@ -74,6 +74,31 @@ TEST(AllocatorSync, NearMissUnderTheVmmAllocator) {
   EXPECT_TRUE(fired(s, "allocator_sync").empty());
 }
 
+// Point 5 of issue 28: allocator:vmm selected but off (a driver without
+// VMM): the finding stays, its fix recommends nothing already in force.
+TEST(AllocatorSync, NoFixInForceWhenTheVmmAllocatorIsOff) {
+  for (bool pytorch : {false, true}) {
+    report::Summary s = steady_frees();
+    s.allocator_status.selected = "vmm";
+    s.allocator_status.off.push_back({0, "the driver does not support virtual memory management on this device"});
+    std::vector<report::Finding> out = fired(s, "allocator_sync", pytorch);
+    ASSERT_EQ(1u, out.size());
+    EXPECT_EQ(std::string::npos, out[0].fix.find("GPUSLACK_CONF=allocator:vmm")) << out[0].fix;
+    EXPECT_EQ(std::string::npos, out[0].fix.find("expandable_segments")) << out[0].fix;
+    EXPECT_NE(std::string::npos, out[0].fix.find("already selected but off (the driver does not support")) << out[0].fix;
+    EXPECT_NE(std::string::npos, testing::evidence_of(out[0]).find("selected, off: the driver")) << out[0].fix;
+  }
+  // Selected and serving: no finding at all (as before).
+  report::Summary served = steady_frees();
+  served.allocator_status.selected = "vmm";
+  served.allocator.push_back(report::AllocatorRow());
+  EXPECT_TRUE(fired(served, "allocator_sync").empty());
+  // Native: the fix recommends allocator:vmm.
+  std::vector<report::Finding> native = fired(steady_frees(), "allocator_sync");
+  ASSERT_EQ(1u, native.size());
+  EXPECT_NE(std::string::npos, native[0].fix.find("allocator:vmm")) << native[0].fix;
+}
+
 report::AllocatorRow vmm_row(uint64_t peak_allocated, uint64_t peak_reserved, uint64_t retries, double stall_s) {
   report::AllocatorRow a;
   a.stats.peak_allocated = peak_allocated;

@@ -100,7 +100,9 @@ TEST(FormatJson, WorstThreadIsNullWithoutThreadsAndArraysAreEmpty) {
   std::string json = format_json(s);
   EXPECT_TRUE(has(json, "\"worst_thread\": null,\n  \"threads\": [],\n  \"other_threads\": null,\n"
                         "  \"calls\": [],\n  \"copies\": [],\n"
-                        "  \"call_sites\": [],\n  \"collectives\": null,\n  \"allocator\": [],\n  \"staging\": null,\n"))
+                        "  \"call_sites\": [],\n  \"collectives\": null,\n  \"allocator\": [],\n"
+                        "  \"allocator_status\": {\n    \"selected\": \"native\",\n    \"off\": []\n  },\n"
+                        "  \"staging\": null,\n"))
       << json;
   EXPECT_TRUE(has(json, "\"rank\": -1,\n  \"local_rank\": -1,")) << json;
 }

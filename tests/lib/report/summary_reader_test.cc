@@ -91,6 +91,44 @@ TEST(SummaryReader, FiguresBeyondTheWrittenDigitsSettleAfterOneRoundTrip) {
   EXPECT_EQ("NCCL_\"ODD\"", read_back(once).collectives.env.at(0).first);
 }
 
+// Issue 28: the allocator's status (selected, off where and why), the calls
+// that may synchronize the device, what the driver refused at creation.
+TEST(SummaryReader, AllocatorStatusAndDriverCallsRoundTrip) {
+  Summary s = sample_summary();
+  s.allocator_status.selected = "vmm";
+  s.allocator_status.off.push_back({1, "the driver does not support virtual memory management on this device"});
+  AllocatorRow row;
+  row.device = 0;
+  row.stats.unmap_calls = 12;
+  row.stats.set_access_calls = 34;
+  row.stats.created_without = alloc::kCreatedWithoutPosixFd | alloc::kCreatedWithoutRdma;
+  s.allocator.push_back(row);
+  const std::string json = format_json(s);
+  EXPECT_NE(std::string::npos, json.find("\"created_without\": [\n        \"posix_fd_handle\",\n        \"gpu_direct_rdma\"\n      ]")) << json;
+  const Summary back = read_back(json);
+  EXPECT_EQ(json, format_json(back));
+  EXPECT_EQ("vmm", back.allocator_status.selected);
+  ASSERT_EQ(1u, back.allocator_status.off.size());
+  EXPECT_EQ(1, back.allocator_status.off[0].device);
+  EXPECT_EQ(12u, back.allocator.at(0).stats.unmap_calls);
+  EXPECT_EQ(34u, back.allocator.at(0).stats.set_access_calls);
+  EXPECT_EQ(alloc::kCreatedWithoutPosixFd | alloc::kCreatedWithoutRdma, back.allocator.at(0).stats.created_without);
+  std::string text = format_text(back);
+  for (size_t at; (at = text.find("\ngpuslack:  ")) != std::string::npos;) {  // continuation lines joined back
+    size_t end = at + 11;
+    while (end < text.size() && text[end] == ' ') ++end;
+    text.replace(at, end - at, " ");
+  }
+  EXPECT_NE(std::string::npos, text.find("vmm allocator, device 1: off (the driver does not support")) << text;
+  EXPECT_NE(std::string::npos, text.find("calls that may synchronize the device: 12 cuMemUnmap, 34 cuMemSetAccess"))
+      << text;
+  EXPECT_NE(std::string::npos, text.find("without the GPUDirect RDMA flag")) << text;
+  // What the reader refuses, in one line.
+  std::string bad = json;
+  bad.replace(bad.find("\"selected\": \"vmm\""), 17, "\"selected\": \"odd\"");
+  EXPECT_NE(std::string::npos, refused(bad).find("allocator_status.selected: expected native or vmm")) << refused(bad);
+}
+
 TEST(SummaryReader, CollectiveExpectationsRoundTrip) {
   Summary s = sample_summary();
   s.collectives.present = true;

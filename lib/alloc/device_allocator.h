@@ -338,9 +338,10 @@ class DeviceAllocator {
 
   // Note [Front caches] (device_allocator_front.cc).
   struct Front {
+    explicit Front(FrontCache::Limits limits) : cache(limits) {}
     FrontLock lock;
     FrontCache cache;
-    DeviceAllocator* owner;  // under lock; nullptr once the allocator is gone
+    DeviceAllocator* owner = nullptr;  // under lock; nullptr once the allocator is gone
   };
   struct ThreadFronts;
   static void thread_exited(void* fronts);  // the pthread key's destructor

@@ -76,7 +76,10 @@ DeviceAllocator::Front* DeviceAllocator::make_my_front() {
                                          return e.front->owner == nullptr;
                                        }),
                         fronts->entries.end());
-  auto f = std::make_shared<Front>();
+  // A front caches less than kHeldFenceBytes: a stream's large frees past
+  // that are fenced for everyone at once (Note [Held ranges reach
+  // everyone]), from StreamCache, as without fronts.
+  auto f = std::make_shared<Front>(FrontCache::Limits{64, kHeldFenceBytes - 1, 1024});
   f->owner = this;
   fronts_.push_back(f);
   fronts->entries.push_back({serial_, f});

@@ -281,7 +281,8 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   // settle_held()) and take back again; then, if fenced blocks could serve,
   // wait for them while that costs less than mapping (Note [Waiting instead
   // of mapping]).
-  for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams() || !front_of_.empty()); ++pass) {
+  const bool fronts_cache = !front_of_.empty() && front_totals(false).cached_blocks;  // Note [Front caches]
+  for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams() || fronts_cache); ++pass) {
     if (pass == 1) {
       fence_all(false);
       if (freed_.empty()) break;

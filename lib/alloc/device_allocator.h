@@ -125,8 +125,12 @@
 //     mapping (fence_all: so at out-of-memory retries and trim() too), at
 //     forget_stream(), when a front passes its limits, when a large
 //     request on a stream misses (its large blocks join the held ranges),
-//     and when the thread exits (a pthread key). With a cache limit set
-//     there are no fronts: every cached byte stays where the limit sees it;
+//     and when the thread exits (a pthread key). A front caches at most 64
+//     blocks and less than kHeldFenceBytes, and takes a large block only
+//     while what its stream caches and holds stays below kHeldFenceBytes:
+//     past that, a stream's large frees are held and fenced for everyone
+//     as before (Note [Held ranges reach everyone]). With a cache limit set there are no fronts: every cached
+//     byte stays where the limit sees it;
 //   - the peaks: between two steps under mu_, only fronts move allocated
 //     bytes, so every such step first settles the peaks from each front's
 //     low water of cached bytes (exact with one thread; with several, an

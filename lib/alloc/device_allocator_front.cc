@@ -158,10 +158,21 @@ int DeviceAllocator::put_front(void* p, cudaStream_t stream) {
 bool DeviceAllocator::adopt_front(cudaStream_t stream, uint64_t addr, uint64_t size) {
   // With a cache limit, every cached byte stays where the limit sees it.
   if (cache_limit_) return false;
+  // A large block only while what the stream caches and holds stays below
+  // kHeldFenceBytes, where its frees record no fence (Note [Held ranges
+  // reach everyone]); past it, StreamCache and the held ranges, as before.
+  uint64_t held = 0;
+  if (size > BlockManager::kSmallLimit) {
+    held = streams_.bytes_of(stream) + size;
+    for (int i = 0; i < reservations_made_; ++i)
+      held += reservations_[i].load(std::memory_order_relaxed)->held_by(owner_of(stream));
+    if (held >= kHeldFenceBytes) return false;
+  }
   Front* f = make_my_front();
   if (!f) return false;
   {
     std::lock_guard<FrontLock> lock(f->lock);
+    if (held && held + f->cache.cached_bytes() >= kHeldFenceBytes) return false;
     if (!f->cache.adopt(stream, addr, size)) return false;
   }
   // In the books, a block with a front record is live (take_freed marked it

@@ -12,9 +12,17 @@
 // (a few microseconds at most), then the mutex's own wait. The same
 // benchmark with this lock: 185–270 ns per pair (bench/README.md, "The
 // cached path", both locks side by side).
+//
+// FrontLock: the lock of one thread's front cache (Note [Front caches] in
+// device_allocator.h). Its owner thread takes it around each cached
+// alloc or free, uncontended but for the rare moments another thread
+// drains the cache or asks it about a block; so it is a flag, one atomic
+// exchange to take and a store to let go, that yields while it waits.
 #pragma once
 
+#include <atomic>
 #include <mutex>
+#include <thread>
 
 namespace gpuslack {
 namespace alloc {
@@ -41,6 +49,18 @@ class AllocatorMutex {
 #endif
   }
   std::mutex m_;
+};
+
+class FrontLock {
+ public:
+  void lock() {
+    while (held_.exchange(true, std::memory_order_acquire))
+      while (held_.load(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  void unlock() { held_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> held_{false};
 };
 
 }  // namespace alloc

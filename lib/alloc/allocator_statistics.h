@@ -27,6 +27,13 @@ class AllocatorStatistics {
   void allocated() { ++s_.allocations; }
   void reused_on_stream() { ++s_.stream_reuses; }
   void freed() { ++s_.frees; }
+  // What front caches served and took (Note [Front caches]): every
+  // allocation there reuses a block freed on its stream.
+  void front_counts(uint64_t allocations, uint64_t frees) {
+    s_.allocations += allocations;
+    s_.stream_reuses += allocations;
+    s_.frees += frees;
+  }
   void deferred_free() { ++s_.deferred_frees; }
   void capture_fallback() { ++s_.capture_fallbacks; }
   void oom_retry() { ++s_.oom_retries; }

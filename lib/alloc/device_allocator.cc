@@ -11,9 +11,17 @@
 namespace gpuslack {
 namespace alloc {
 
+namespace {
+uint64_t next_serial() {
+  static std::atomic<uint64_t> serial{0};
+  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace
+
 DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes,
                                  uint64_t cache_limit, uint64_t map_chunk)
-    : api_(api),
+    : serial_(next_serial()),
+      api_(api),
       device_(device),
       reserve_bytes_(reserve_bytes),
       cache_limit_(cache_limit),
@@ -25,6 +33,10 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
 }
 
 DeviceAllocator::~DeviceAllocator() {
+  for (const std::shared_ptr<Front>& f : fronts_) {  // the threads' fronts outlive it
+    std::lock_guard<FrontLock> lock(f->lock);
+    f->owner = nullptr;
+  }
   for (HeldFence& f : held_fences_) sync::give_event(f.event);
   for (auto& r : reservations_) delete r.load();
 }
@@ -130,7 +142,15 @@ void DeviceAllocator::hold_block(GraphHold* hold, uint64_t addr) {
 void DeviceAllocator::note_peaks() {
   uint64_t mapped = mapped_bytes();
   mapped_high_water_ = std::max(mapped_high_water_, mapped);
-  stats_.note(held_bytes() - freed_bytes_, mapped);  // freed blocks are not allocated
+  uint64_t allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
+  if (!fronts_.empty()) {
+    // Note [Front caches]: nor are the blocks fronts cache; the most
+    // allocated since the last step is when they cached least.
+    FrontTotals fronts = front_totals(true);
+    if (fronts.low_water < fronts.cached_bytes) stats_.note(allocated - fronts.low_water, mapped);
+    allocated -= fronts.cached_bytes;
+  }
+  stats_.note(allocated, mapped);
 }
 
 uint64_t DeviceAllocator::trim_locked() {
@@ -144,12 +164,15 @@ uint64_t DeviceAllocator::trim_locked() {
 
 void* DeviceAllocator::allocate(size_t bytes) {
   std::lock_guard<AllocatorMutex> lock(mu_);
+  settle_fronts();
   return allocate_locked(bytes, std::nullopt);
 }
 
 void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
+  if (void* p = take_front(bytes, stream)) return p;  // Note [Front caches]
   std::lock_guard<AllocatorMutex> lock(mu_);
   if (!ok()) return nullptr;
+  settle_fronts();
   // The cached path. Not during a capture: the graph may be launched on
   // another stream, unordered with what `stream` still runs.
   if (!sync::capturing()) {
@@ -166,7 +189,9 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
     if (size > BlockManager::kSmallLimit) {
       // Any size, split from what the stream holds (Note [Space held for an
       // owner] in block_manager.h): stream order makes it safe. The large
-      // blocks it cached by size join its held ranges first.
+      // blocks it cached by size join its held ranges first, its fronts'
+      // too.
+      drain_fronts(stream, true);
       hold_cached_large(stream);
       for (int i = 0; i < reservations_made_; ++i)
         if (std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_held(owner_of(stream), bytes)) {
@@ -234,6 +259,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   if (!ok()) return nullptr;
   const bool capture = sync::capturing();
   if (!capture && (!deferred_.empty() || !holds_.empty())) settle_deferred();
+  if (capture) drain_fronts(std::nullopt, false);  // Note [Front caches]: a capture began
   // Memory that is free, fenced and mapped: no driver call, no event.
   if (void* p = allocate_mapped(bytes)) return p;
   if (capture) {
@@ -255,7 +281,8 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   // settle_held()) and take back again; then, if fenced blocks could serve,
   // wait for them while that costs less than mapping (Note [Waiting instead
   // of mapping]).
-  for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams()); ++pass) {
+  const bool fronts_cache = !front_of_.empty() && front_totals(false).cached_blocks;  // Note [Front caches]
+  for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams() || fronts_cache); ++pass) {
     if (pass == 1) {
       fence_all(false);
       if (freed_.empty()) break;
@@ -303,6 +330,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
 void* DeviceAllocator::allocate_in_capture(size_t bytes, const Capture& capture) {
   std::lock_guard<AllocatorMutex> lock(mu_);
   if (!ok()) return nullptr;
+  settle_fronts();
   void* p = allocate_mapped(bytes);
   CUresult result = CUDA_SUCCESS;
   if (!p) {
@@ -329,6 +357,7 @@ void* DeviceAllocator::allocate_in_capture(size_t bytes, const Capture& capture)
 
 bool DeviceAllocator::free_in_capture(void* p, const Capture& capture) {
   std::lock_guard<AllocatorMutex> lock(mu_);
+  settle_fronts();
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
   drop_captured(addr);
@@ -350,6 +379,9 @@ void* DeviceAllocator::served(uintptr_t addr) {
 
 bool DeviceAllocator::take_freed(void* p, uint64_t* addr, uint64_t* size_out) {
   *addr = reinterpret_cast<uintptr_t>(p);
+  // Note [Front caches]: a block a front holds leaves it first, unless the
+  // front has it freed already.
+  if (!front_of_.empty() && front_of_.count(*addr) && !detach_front(*addr)) return false;
   Reservation* r = reservation_of(*addr);
   uint64_t size = r ? r->size_of(*addr) : 0;
   if (size == 0 || !freed_.emplace(*addr, size).second) return false;
@@ -360,7 +392,12 @@ bool DeviceAllocator::take_freed(void* p, uint64_t* addr, uint64_t* size_out) {
 }
 
 bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
+  if (stream) {  // Note [Front caches]
+    int front = put_front(p, *stream);
+    if (front >= 0) return front == 1;
+  }
   std::lock_guard<AllocatorMutex> lock(mu_);
+  settle_fronts();
   uint64_t addr, size;
   if (!take_freed(p, &addr, &size)) return false;
   if (GraphHold* h = drop_captured(addr)) {
@@ -386,6 +423,8 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
     epochs_.add(addr);
     // Bound what an open epoch holds back: fence a full batch now.
     if (epochs_.open_blocks() >= kEpochBlocks) epochs_.close();
+  } else if (adopt_front(*stream, addr, size)) {
+    // The thread's front cache has it now (Note [Front caches]).
   } else if (streams_.put(*stream, addr, size) > kStreamCacheBlocks ||
              (cache_limit_ && cached_on_streams() > cache_limit_)) {
     // Too much held for one stream: fence it for everyone (one event).
@@ -404,6 +443,9 @@ bool DeviceAllocator::record_stream(void* p, cudaStream_t stream) {
   uint64_t addr = reinterpret_cast<uintptr_t>(p);
   Reservation* r = reservation_of(addr);
   if (!r || r->size_of(addr) == 0 || freed_.count(addr)) return false;
+  // Note [Front caches]: its free must wait for `stream` too, which a
+  // front does not know: it leaves the front (a freed one is refused).
+  if (!front_of_.empty() && front_of_.count(addr) && !detach_front(addr)) return false;
   std::vector<cudaStream_t>& on = recorded_[addr];
   if (std::find(on.begin(), on.end(), stream) == on.end()) on.push_back(stream);
   return true;
@@ -413,6 +455,8 @@ void DeviceAllocator::forget_stream(cudaStream_t stream) {
   std::lock_guard<AllocatorMutex> lock(mu_);
   // During a capture the record fails and the blocks join the open epoch,
   // fenced on every stream later: safe either way.
+  settle_fronts();
+  drain_fronts(stream, false);
   fence_stream(stream, true);
 }
 
@@ -421,6 +465,10 @@ std::optional<BlockManager::Live> DeviceAllocator::live_block(const void* p) con
   if (!r) return std::nullopt;
   std::optional<BlockManager::Live> b = r->block_containing(reinterpret_cast<uintptr_t>(p));
   if (!b || freed_.count(b->start)) return std::nullopt;
+  // Note [Front caches]: cached in a front is freed; live there, its
+  // requested bytes are the front's.
+  bool cached = false;
+  if (!front_of_.empty() && front_record(b->start, &cached, &b->requested) && cached) return std::nullopt;
   return b;
 }
 
@@ -442,6 +490,7 @@ bool DeviceAllocator::holds_range(const void* p, size_t bytes) {
 uint64_t DeviceAllocator::trim() {
   std::lock_guard<AllocatorMutex> lock(mu_);
   if (sync::capturing()) return 0;
+  settle_fronts();
   settle_deferred();
   // An explicit trim (torch.cuda.empty_cache) may wait, as PyTorch's own
   // does: every freed block is fenced and waited for, so that all of it is
@@ -478,7 +527,7 @@ uint64_t DeviceAllocator::unused_bytes() {
   std::lock_guard<AllocatorMutex> lock(mu_);
   if (!sync::capturing()) reclaim();  // Note [Frees during capture]: no event query
   // Freed blocks are not live, reclaimed or not (docs/allocator.md, "cudaMemGetInfo").
-  uint64_t live = held_bytes() - freed_bytes_, mapped = mapped_bytes();
+  uint64_t live = held_bytes() - freed_bytes_ - front_totals(false).cached_bytes, mapped = mapped_bytes();
   return mapped > live ? mapped - live : 0;
 }
 
@@ -500,7 +549,7 @@ DeviceStats DeviceAllocator::stats() {
   std::lock_guard<AllocatorMutex> lock(mu_);
   note_peaks();
   DeviceStats s = stats_.counted();
-  s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size();
+  s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size() + front_totals(false).cached_blocks;
   for (const GraphHold* h : holds_) s.pending_free += h->freed.size();
   for_each_reservation([&](const Reservation& r) {
     s.largest_free = std::max(s.largest_free, r.largest_free());
@@ -525,6 +574,7 @@ void DeviceAllocator::reset_peaks() {
 
 Timeline::Samples DeviceAllocator::timeline() {
   std::lock_guard<AllocatorMutex> lock(mu_);
+  settle_fronts();
   return stats_.timeline();
 }
 

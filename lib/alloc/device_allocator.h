@@ -96,18 +96,63 @@
 // Should the user object fail, the blocks stay held (memory lost, never
 // data), with one log line.
 //
+// Note [Front caches]: the cached pair without the lock. A block freed on
+// a stream by a thread, when it would go to StreamCache, goes instead to
+// that thread's front cache for this allocator (FrontCache, with a
+// FrontLock of its own that only the rare cross-thread step contends):
+// the thread's next allocate(size, stream) of the same rounded size on
+// the same stream takes it back, and its next free(p, stream) of a block
+// the front handed out caches it again, neither taking mu_. StreamCache's
+// rule is kept exactly (reuse on the freeing stream at once, by anyone
+// else only after a fence), as is everything the lock gives:
+//   - a block with a front record is, in BlockManager's books, live; the
+//     allocator knows which front holds it (front_of_, under mu_), so a
+//     free from any other path asks that front under its lock: a cached
+//     record is a double free (refused), a live one leaves the front
+//     (detach) and is freed as any block is. A double free on the owning
+//     thread is refused by the front itself;
+//   - range checks (holds_range, block_of) and record_stream ask the front
+//     too: a cached block is freed; a live one is live with the bytes its
+//     last take() asked for; record_stream takes it out of the front (its
+//     free must wait for the recorded streams);
+//   - during a capture the fronts are passed by (the cached path was
+//     never used then), and the first slow-path step of a capture moves
+//     what they cache to StreamCache; stream-less frees and frees of
+//     captured or recorded blocks never reach a front;
+//   - what fronts cache is counted: not allocated, reserved, pending
+//     (stats(), unused_bytes(), the miss loop), and given back to
+//     StreamCache, where the fences take over, at every miss before
+//     mapping (fence_all: so at out-of-memory retries and trim() too), at
+//     forget_stream(), when a front passes its limits, when a large
+//     request on a stream misses (its large blocks join the held ranges),
+//     and when the thread exits (a pthread key). A front caches at most 64
+//     blocks and less than kHeldFenceBytes, and takes a large block only
+//     while what its stream caches and holds stays below kHeldFenceBytes:
+//     past that, a stream's large frees are held and fenced for everyone
+//     as before (Note [Held ranges reach everyone]). With a cache limit set there are no fronts: every cached
+//     byte stays where the limit sees it;
+//   - the peaks: between two steps under mu_, only fronts move allocated
+//     bytes, so every such step first settles the peaks from each front's
+//     low water of cached bytes (exact with one thread; with several, an
+//     upper bound by at most what their fronts moved meanwhile). The
+//     timeline is noted at those steps only.
+// bench/README.md ("The cached pair without the lock") has the figures.
+//
 // What it counts (allocations, peaks, the timeline: stats()) is kept apart,
 // in AllocatorStatistics (allocator_statistics.h), updated under the same
 // mutex.
 //
-// Thread safety: every public function, any thread (one mutex per device;
-// the caching allocators this replaces take one too).
+// Thread safety: every public function, any thread (one mutex per device,
+// as the caching allocators this replaces take; the cached pair takes only
+// its thread's front lock: Note [Front caches]). Destroy an allocator only
+// when no other thread uses it.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -118,6 +163,7 @@
 #include "alloc/allocator_statistics.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
+#include "alloc/front_cache.h"
 #include "sync/free_epochs.h"
 #include "alloc/reservation.h"
 #include "alloc/stream_cache.h"
@@ -293,6 +339,42 @@ class DeviceAllocator {
 
   uint64_t mapped_bytes() const;
   uint64_t held_bytes() const;  // blocks placed, freed-but-held included
+
+  // Note [Front caches] (device_allocator_front.cc).
+  struct Front {
+    explicit Front(FrontCache::Limits limits) : cache(limits) {}
+    FrontLock lock;
+    FrontCache cache;
+    DeviceAllocator* owner = nullptr;  // under lock; nullptr once the allocator is gone
+  };
+  struct ThreadFronts;
+  static void thread_exited(void* fronts);  // the pthread key's destructor
+  Front* my_front() const;  // the calling thread's, or nullptr; no lock
+  Front* make_my_front();   // under mu_
+  void* take_front(size_t bytes, cudaStream_t stream);  // the cached pair, no mu_
+  int put_front(void* p, cudaStream_t stream);          // 1 cached, 0 refused, -1 not the front's
+  bool adopt_front(cudaStream_t stream, uint64_t addr, uint64_t size);  // under mu_
+  // Under mu_: whether `addr` has a front record; if so *cached says
+  // whether it is freed, and *requested (when given) a live one's bytes.
+  bool front_record(uint64_t addr, bool* cached, uint64_t* requested) const;
+  // Under mu_: a live record leaves its front (false: a cached one stays).
+  bool detach_front(uint64_t addr);
+  // Under mu_: cached blocks of every front -> StreamCache (bookkeeping
+  // only): all, those of `stream`, or its large ones.
+  void drain_fronts(std::optional<cudaStream_t> stream, bool large_only);
+  void drained_to_streams(const std::vector<FrontCache::Drained>& blocks);
+  void spill(Front* f);                   // takes mu_: f past its limits
+  void front_thread_exited(Front* f);     // takes mu_
+  void settle_fronts() {                  // under mu_, before a step that changes the books
+    if (!fronts_.empty()) note_peaks();
+  }
+  struct FrontTotals {
+    uint64_t cached_bytes = 0, cached_blocks = 0, low_water = 0;
+  };
+  FrontTotals front_totals(bool settle);  // under mu_; settle: counts folded, low water restarted
+  const uint64_t serial_;  // names this allocator to the threads' fronts (never reused)
+  std::vector<std::shared_ptr<Front>> fronts_;       // under mu_
+  absl::flat_hash_map<uint64_t, Front*> front_of_;   // under mu_: blocks with a front record
 
   AllocatorMutex mu_;
   const cuda::DriverApi* api_;

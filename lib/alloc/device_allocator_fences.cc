@@ -14,6 +14,7 @@ namespace gpuslack {
 namespace alloc {
 
 void DeviceAllocator::fence_all(bool with_held) {
+  drain_fronts(std::nullopt, false);  // Note [Front caches]: the fences take over
   epochs_.close();
   std::vector<cudaStream_t> streams = streams_.streams();
   // Large blocks cached by size join their stream's held ranges: the stream

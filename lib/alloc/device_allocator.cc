@@ -144,7 +144,7 @@ void DeviceAllocator::note_peaks() {
   mapped_high_water_ = std::max(mapped_high_water_, mapped);
   uint64_t allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
   if (!fronts_.empty()) {
-    // Note [Front caches]: nor are the blocks fronts cache; the most
+    // See Note [Front caches]: nor are the blocks fronts cache; the most
     // allocated since the last step is when they cached least.
     FrontTotals fronts = front_totals(true);
     if (fronts.low_water < fronts.cached_bytes) stats_.note(allocated - fronts.low_water, mapped);
@@ -379,7 +379,7 @@ void* DeviceAllocator::served(uintptr_t addr) {
 
 bool DeviceAllocator::take_freed(void* p, uint64_t* addr, uint64_t* size_out) {
   *addr = reinterpret_cast<uintptr_t>(p);
-  // Note [Front caches]: a block a front holds leaves it first, unless the
+  // See Note [Front caches]: a block a front holds leaves it first, unless the
   // front has it freed already.
   if (!front_of_.empty() && front_of_.count(*addr) && !detach_front(*addr)) return false;
   Reservation* r = reservation_of(*addr);
@@ -443,7 +443,7 @@ bool DeviceAllocator::record_stream(void* p, cudaStream_t stream) {
   uint64_t addr = reinterpret_cast<uintptr_t>(p);
   Reservation* r = reservation_of(addr);
   if (!r || r->size_of(addr) == 0 || freed_.count(addr)) return false;
-  // Note [Front caches]: its free must wait for `stream` too, which a
+  // See Note [Front caches]: its free must wait for `stream` too, which a
   // front does not know: it leaves the front (a freed one is refused).
   if (!front_of_.empty() && front_of_.count(addr) && !detach_front(addr)) return false;
   std::vector<cudaStream_t>& on = recorded_[addr];
@@ -465,7 +465,7 @@ std::optional<BlockManager::Live> DeviceAllocator::live_block(const void* p) con
   if (!r) return std::nullopt;
   std::optional<BlockManager::Live> b = r->block_containing(reinterpret_cast<uintptr_t>(p));
   if (!b || freed_.count(b->start)) return std::nullopt;
-  // Note [Front caches]: cached in a front is freed; live there, its
+  // See Note [Front caches]: cached in a front is freed; live there, its
   // requested bytes are the front's.
   bool cached = false;
   if (!front_of_.empty() && front_record(b->start, &cached, &b->requested) && cached) return std::nullopt;

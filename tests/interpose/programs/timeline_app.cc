@@ -11,7 +11,7 @@
 // Before the loop, under gpuslack, it waits (at most 10 s) until the live
 // summary says whether the timeline measures: the timeline starts on a
 // thread of its own, and GPU work before it is not seen.
-// With --tool MODE (legacy, shared, exclusive: gpusim_cupti_tool.h) it also
+// With --tool MODE (legacy, shared, exclusive, handle: gpusim_cupti_tool.h) it also
 // runs the simulated second CUPTI tool (the library GPUSIM_CUPTI_TOOL
 // names), started before its first CUDA call (--tool-when before) or after
 // half of the steps (after), and prints what the tool received.
@@ -78,6 +78,7 @@ int tool_mode(const std::string& name) {
   if (name == "legacy") return 1;
   if (name == "shared") return 2;
   if (name == "exclusive") return 3;
+  if (name == "handle") return 4;
   return 0;
 }
 

@@ -155,6 +155,23 @@ class Timeline(OutDirTest):
         self.assertEqual(0, app["tool_rc"], app)
         self.assertGreaterEqual(app["tool_records"], app["kernels"], app)
 
+    def test_twenty_launching_threads_drop_nothing(self):
+        # See Note [Buffers per launching thread]: CUPTI holds one buffer per
+        # launching thread (the simulated CUPTI too); 20 threads' buffers
+        # held at once outnumber the pool's 16 of 4 MiB, which grows for
+        # them: every kernel is recorded, no buffer is refused.
+        threads, steps, kernels = 20, 3, 10
+        r, app, doc = self.run_app("", None, ["--threads", str(threads), "--steps", str(steps),
+                                              "--kernels", str(kernels)])
+        g = doc["gpu_timeline"]
+        self.assertEqual("measured", g["status"], g)
+        self.assertEqual(threads * steps * kernels, app["kernels"], app)
+        self.assertEqual(0, g["dropped_by_pool"], g)
+        self.assertEqual(0, g["dropped_by_cupti"], g)
+        self.assertEqual(0, g["buffers_beyond_cap"], g)
+        self.assertEqual(app["kernels"], g["devices"][0]["kernels"], g["devices"][0])
+        self.assertGreater(g["buffer_bytes_peak"], g["buffer_bytes_limit"], g)
+
     def test_off_says_nothing(self):
         r, app, doc = self.run_app("gpu_timeline:off")
         self.assertEqual("off", doc["gpu_timeline"]["status"], doc["gpu_timeline"])

@@ -5,8 +5,9 @@
 // cuptiSubscribe_v2, CUpti_SubscriberParams; docs.nvidia.com/cupti, "CUPTI
 // Callback API" and the CUpti_SubscriberParams reference):
 //   - several subscribers exist only where CUPTI allows it: a CUPTI after
-//     13.2 on an r610+ driver (Knobs::multi_supported), and only subscribers that all
-//     asked for it (cuptiSubscribe_v2 with allowMultipleSubscribers = 1);
+//     13.2 on an r610 or newer driver (Knobs::multi_supported), and only
+//     subscribers that all asked for it (cuptiSubscribe_v2 with
+//     allowMultipleSubscribers = 1);
 //   - otherwise a subscribe while anyone holds CUPTI fails with
 //     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, and cuptiSubscribe_v2
 //     writes the holder's name ("CUPTI for <subscriberName>", or the tool's

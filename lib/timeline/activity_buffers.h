@@ -13,7 +13,10 @@
 // max(its cap, held + a reserve of half the cap) buffers, up to a ceiling
 // (4x the cap by default): it grows by one buffer per launching thread,
 // while a backlog in gpuslack's own worker (buffers handed back, not yet
-// processed) never grows it. A request past that gets none: CUPTI then
+// processed) never grows it; and a refusal makes the session's worker
+// flush at once, within its period of 100 ms, so that buffers CUPTI still
+// holds for threads that no longer launch (or exited) come back. A request
+// past that gets none: CUPTI then
 // drops records (and counts them: cuptiActivityGetNumDroppedRecords); the
 // pool counts its refusals. Except where refusing is unsafe
 // (set_refusal_safe(false): a CUPTI before 12.9 crashes on a declined

@@ -292,6 +292,7 @@ void CuptiSession::worker_main() {
   const auto commit_every_ticks = resample_ticks;  // about a second
   const auto drain_ticks =
       static_cast<uint64_t>(static_cast<double>(config_.worker_period.count()) * 1e-3 / tick_s);
+  uint64_t refused_seen = pool_.refused();
   for (;;) {
     CompletedBuffer b;
     bool got = queue_.pop(&b, config_.worker_period);
@@ -317,6 +318,14 @@ void CuptiSession::worker_main() {
     if (now - last_flush > commit_every_ticks && !no_more_flushes_.load(std::memory_order_acquire)) {
       flush_and_commit(last_flush);
       last_flush = now;
+    } else if (uint64_t refused = pool_.refused();
+               refused != refused_seen && !no_more_flushes_.load(std::memory_order_acquire)) {
+      // The pool ran dry (Note [Buffers per launching thread]): CUPTI holds
+      // buffers threads no longer fill (a thread that exited keeps its
+      // buffer until a flush). A flush now, not in up to a second, hands
+      // them back; what it delivers is processed on the next turns.
+      api_->activity_flush_all(0);
+      refused_seen = refused;
     }
   }
 }

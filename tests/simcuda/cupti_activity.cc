@@ -113,12 +113,7 @@ thread_local uint32_t t_record_thread = 0;
 std::atomic<bool> g_per_thread{true};  // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER
 
 // The buffer being filled for `thread` (an entry made when none).
-Buffer& filling_for(Channel& c, uint32_t thread) {
-  for (Channel::Filling& f : c.filling)
-    if (f.thread == thread) return f.buffer;
-  c.filling.push_back(Channel::Filling{thread, Buffer{}});
-  return c.filling.back().buffer;
-}
+Buffer& filling_for(Channel& c, uint32_t thread) { return c.filling[thread]; }
 
 // Asks the client for a buffer. Channel lock held. False: none given.
 bool request_buffer(Channel& c, Buffer& current) {
@@ -254,11 +249,14 @@ std::vector<Channel*> channels() {
 
 void flush_channel(Channel& c, bool all_buffers) {
   std::unique_lock<std::mutex> l(c.mu);
-  for (Channel::Filling& f : c.filling) {
-    if (f.buffer.base && (f.buffer.records > 0 || all_buffers)) {
-      c.full.push_back(f.buffer);
-      f.buffer = Buffer{};
+  for (auto it = c.filling.begin(); it != c.filling.end();) {
+    Buffer& b = it->second;
+    if (b.base && b.records == 0 && !all_buffers) {
+      ++it;  // an empty buffer stays with its thread
+      continue;
     }
+    if (b.base) c.full.push_back(b);
+    it = c.filling.erase(it);
   }
   deliver_queued(c, l);
   // What the worker is handing over right now counts as not yet delivered.
@@ -312,8 +310,8 @@ void replace_callbacks(Channel& c, CUpti_BuffersCallbackRequestFunc rq, CUpti_Bu
   std::unique_lock<std::mutex> l(c.mu);
   std::deque<Buffer> theirs;
   theirs.swap(c.full);
-  for (Channel::Filling& f : c.filling)
-    if (f.buffer.base) theirs.push_back(f.buffer);
+  for (auto& [thread, b] : c.filling)
+    if (b.base) theirs.push_back(b);
   c.filling.clear();
   auto old_cp = c.complete;
   auto old_cp2 = c.complete_v2;

@@ -32,6 +32,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim.h"
@@ -93,13 +94,9 @@ struct Channel {
   CUpti_BuffersCallbackCompleteFunc_v2 complete_v2 = nullptr;
   // The buffers being filled: one per launching thread while
   // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER is 1 (the default), keyed
-  // by OpInfo::launcher; one (key 0) when it is 0. An entry whose buffer has
-  // base == nullptr holds none.
-  struct Filling {
-    uint32_t thread = 0;
-    Buffer buffer;
-  };
-  std::vector<Filling> filling;
+  // by OpInfo::launcher; one (key 0) when it is 0. A flush hands them all
+  // over and forgets the threads (a program of many short-lived threads).
+  std::unordered_map<uint32_t, Buffer> filling;
   std::deque<Buffer> full;     // waiting for the worker (or a flush)
   size_t dropped = 0;          // since the last cuptiActivityGetNumDroppedRecords
   int delivering = 0;          // buffers being handed to `complete` now

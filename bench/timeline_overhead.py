@@ -30,7 +30,7 @@ import tempfile
 HEADER = ("| case | median step, timeline off | median step, timeline on | on / off | records | dropped |\n"
           "|---|---:|---:|---:|---:|---:|")
 DEMO_ARGS = ["--kernel-us", "200", "--decode-ms", "5"]
-SIM_ENV = {"GPUSIM_DEVICE_COUNT": "1", "GPUSIM_COST_KERNEL_US": "200", "GPUSIM_CUPTI_VERSION": "130200",
+SIM_ENV = {"GPUSIM_DEVICE_COUNT": "1", "GPUSIM_COST_KERNEL_US": "200", "GPUSIM_CUPTI_VERSION": "130300",
            "GPUSIM_DRIVER_VERSION": "610"}
 
 

@@ -12,6 +12,7 @@
 
 #include "cuda/runtime_symbols.h"
 #include "cupti_hook_table.h"
+#include "entry_points.h"
 #include "log/log.h"
 #include "timeline/coexistence.h"
 
@@ -49,3 +50,17 @@ std::string subscriber_name(const char* name, void* caller) {
   }
 GPUSLACK_CUPTI_HOOKS(GPUSLACK_DEFINE_CUPTI_HOOK)
 #undef GPUSLACK_DEFINE_CUPTI_HOOK
+
+namespace gpuslack {
+namespace interpose {
+
+void* cupti_hook(const char* name) {
+#define GPUSLACK_CUPTI_HOOK_ADDRESS(sym, params, args, exclusive, subscriber) \
+  if (std::strcmp(name, #sym) == 0) return reinterpret_cast<void*>(&::sym);
+  GPUSLACK_CUPTI_HOOKS(GPUSLACK_CUPTI_HOOK_ADDRESS)
+#undef GPUSLACK_CUPTI_HOOK_ADDRESS
+  return nullptr;
+}
+
+}  // namespace interpose
+}  // namespace gpuslack

@@ -1,7 +1,11 @@
 // The interposed dlsym: a lookup of a hooked driver function
 // (driver_hook_table.h) on a handle whose scope finds libcuda.so.1's own
 // function gets gpuslack's hook of it, as cuGetProcAddress does
-// (entry_points.h); every other lookup is the C library's, unchanged.
+// (entry_points.h); so does a lookup of a hooked CUPTI function
+// (cupti_hook_table.h) on a handle that finds libcupti's own (XLA's CUPTI
+// stub, under the JAX and TensorFlow profilers, resolves CUPTI so: Note
+// [gpu_timeline:auto and CUPTI's single subscription] in
+// timeline/coexistence.h); every other lookup is the C library's, unchanged.
 //
 // Note [dlsym keeps its caller]: glibc's dlsym reads its
 // caller's return address. RTLD_NEXT searches the objects after the
@@ -78,15 +82,16 @@ const char* base_name(const char* path) {
 // code at `caller`, hands out; `again` re-runs the real lookup.
 template <typename Again>
 void* by_handle(const char* name, void* real, void* caller, Again again) {
-  void* hook = driver_hook(name);
-  if (!hook) hook = entry_point_hook(name);
+  bool cupti = starts_with(name, "cupti");
+  void* hook = cupti ? cupti_hook(name) : driver_hook(name);
+  if (!hook && !cupti) hook = entry_point_hook(name);
   if (!hook) return real;
   Dl_info who{}, what{};
   if (dladdr(caller, &who) && who.dli_fname &&
       (starts_with(base_name(who.dli_fname), "libcudart.so") ||
        (dladdr(real, &what) && what.dli_fbase == who.dli_fbase)))
     return real;
-  void* exported = cuda::find_symbol(cuda::Library::kCudaDriver, name).address;
+  void* exported = cuda::find_symbol(cupti ? cuda::Library::kCupti : cuda::Library::kCudaDriver, name).address;
   again();  // dlerror() as the caller's lookup left it
   if (exported != real) {
     static std::atomic<bool> told{false};

@@ -33,6 +33,14 @@ const char* hooked_driver_variant(const char* base, int cuda_version, bool per_t
 // everything else through it is seen. Defined in entry_points.cc.
 void* entry_point_hook(const char* exported);
 
+// gpuslack's hook of the CUPTI symbol `name` (a row of cupti_hook_table.h:
+// cuptiSubscribe, cuptiSubscribe_v2, cuptiActivityRegisterCallbacks), or
+// nullptr: what dlsym on libcupti's handle hands out for it (dl_hooks.cc),
+// so that a tool that resolves CUPTI by handle, as XLA's CUPTI stub does for
+// the JAX and TensorFlow profilers (dlsym on the handle it dlopened), is
+// heard of before it subscribes. Defined in cupti_hooks.cc.
+void* cupti_hook(const char* name);
+
 // What a lookup of `base` that found `real` hands out: gpuslack's hook of
 // hooked_driver_variant(...), else `real` unchanged.
 void* entry_point_for(const char* base, int cuda_version, bool per_thread, void* real);

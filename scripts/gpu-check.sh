@@ -13,8 +13,10 @@
 # benchmarks native against gpuslack, the demo natively and under
 # gpuslack, the trace replays, the GPU timeline's overhead, NCCL
 # collectives when libnccl.so.2 is found, the topology and NCCL's choices
-# as the summary records them (with nvidia-smi topo -m), PyTorch when torch
-# imports. On the simulated device sizes and repetitions are reduced (the
+# as the summary records them (with nvidia-smi topo -m), what the driver's
+# cuGetProcAddress, CUPTI (version, per-thread buffers, 20 launching
+# threads' figures) and NVML (per device, MIG) answer
+# (scripts/gpu_check_probe.py), PyTorch when torch imports. On the simulated device sizes and repetitions are reduced (the
 # outputs say so). Exit status: 0 when every step that ran passed, 1
 # otherwise, 2 on bad usage.
 set -uo pipefail

@@ -454,6 +454,13 @@ def run_all(c):
     # 10. The topology and NCCL's choices, as gpuslack's summary records them.
     topology_step(c, nccl)
 
+    # 10b. What the driver, CUPTI and NVML answer (scripts/gpu_check_probe.py):
+    # cuGetProcAddress against the exported functions, CUPTI's version and
+    # per-thread buffers with 20 launching threads' figures, NVML per device.
+    c.step("driver_cupti_nvml", [sys.executable, "-B", os.path.join(c.root, "scripts", "gpu_check_probe.py"),
+                                 "all", b], 240, lambda out: json.loads(out.strip().splitlines()[-1]),
+           what="cuGetProcAddress answers, CUPTI buffers, NVML's answers")
+
     # 11. PyTorch, only if torch imports.
     probe = subprocess.run([sys.executable, "-c", "import torch"], env=c.env, capture_output=True)
     if probe.returncode != 0:
@@ -520,6 +527,8 @@ def write_outputs(c):
             md += r["table_lines"]
         if s["name"] == "topology":
             md += topology_md(r)
+        if s["name"] == "driver_cupti_nvml":
+            md += ["```json", json.dumps(r, indent=1)[:6000], "```"]
     with open(os.path.join(c.out, "gpu-check.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     return doc

@@ -90,6 +90,7 @@ void load() {
             resolve(lib, "cuptiActivityGetNumDroppedRecords", &api->activity_get_num_dropped_records, true, why) &&
             resolve(lib, "cuptiGetTimestamp", &api->get_timestamp, true, why) &&
             resolve(lib, "cuptiGetResultString", &api->get_result_string, true, why) &&
+            resolve(lib, "cuptiGetVersion", &api->get_version, false, why) &&
             resolve(lib, "cuptiSubscribe_v2", &api->subscribe_v2, false, why) &&
             resolve(lib, "cuptiActivityEnable_v2", &api->activity_enable_v2, false, why) &&
             resolve(lib, "cuptiActivityDisable_v2", &api->activity_disable_v2, false, why) &&

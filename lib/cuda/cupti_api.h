@@ -15,8 +15,11 @@
 // a CUDA 12 runtime, libcupti.so.13 otherwise (or when no runtime is found).
 //
 // It returns nullptr when no libcupti is found or a required entry point is
-// missing; why_no_cupti() says which. The _v2 entry points (CUPTI 13.2+:
-// several subscribers) are optional: null in an older CUPTI.
+// missing; why_no_cupti() says which. The _v2 entry points (the headers'
+// cuptiSubscribe_v2 and per-subscriber calls, present from CUPTI 13.2;
+// several subscribers are granted only by a CUPTI newer than 13.2:
+// timeline/coexistence.h) are optional: null in an older CUPTI, as is
+// cuptiGetVersion's entry in a table a test builds.
 //
 // Thread safety: any thread; the table is immutable once published.
 #pragma once
@@ -48,6 +51,9 @@ struct CuptiApi {
   CUptiResult (*activity_get_num_dropped_records)(CUcontext context, uint32_t stream_id, size_t* dropped);
   CUptiResult (*get_timestamp)(uint64_t* timestamp);
   CUptiResult (*get_result_string)(CUptiResult result, const char** text);
+  // Optional: the version (cupti_version.h: 1..28 up to CUDA 12.9 Update 1,
+  // then xxyyzz, 130200 for 13.2), for what a CUPTI is known to get wrong.
+  CUptiResult (*get_version)(uint32_t* version);
   // Optional (null before CUPTI 13.2).
   CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata,
                               CUpti_SubscriberParams* params);

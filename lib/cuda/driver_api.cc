@@ -57,6 +57,7 @@ void load() {
     delete api;
     return;
   }
+  api->device_get_uuid = reinterpret_cast<decltype(api->device_get_uuid)>(real_dlsym(lib, "cuDeviceGetUuid_v2"));
   if (CUresult r = api->init(0); r != CUDA_SUCCESS) {
     *why = "cuInit failed with error " + std::to_string(static_cast<int>(r));
     delete api;

@@ -49,6 +49,9 @@ struct DriverApi {
   CUresult (*primary_ctx_retain)(CUcontext* ctx, CUdevice device);
   CUresult (*primary_ctx_release)(CUdevice device);
   CUresult (*stream_get_ctx)(CUstream stream, CUcontext* ctx);
+  // Optional (null when missing): the device's UUID, a MIG instance's own
+  // on a MIG device (cuDeviceGetUuid_v2; health/sampler.h).
+  CUresult (*device_get_uuid)(CUuuid* uuid, CUdevice device);
 };
 
 const DriverApi* driver();

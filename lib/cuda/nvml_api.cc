@@ -57,6 +57,10 @@ void load() {
   optional("nvmlDeviceGetCurrPcieLinkWidth", &api->curr_pcie_link_width);
   optional("nvmlDeviceGetMaxPcieLinkGeneration", &api->max_pcie_link_generation);
   optional("nvmlDeviceGetMaxPcieLinkWidth", &api->max_pcie_link_width);
+  optional("nvmlDeviceGetMigMode", &api->mig_mode);
+  optional("nvmlDeviceGetHandleByUUID", &api->handle_by_uuid);
+  optional("nvmlDeviceGetMaxMigDeviceCount", &api->max_mig_device_count);
+  optional("nvmlDeviceGetMigDeviceHandleByIndex", &api->mig_device_handle_by_index);
   if (ok && !api->clocks_event_reasons) {
     *g_why = std::string(kSoname) + " has no nvmlDeviceGetCurrentClocksEventReasons";
     ok = false;

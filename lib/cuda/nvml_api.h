@@ -54,6 +54,14 @@ struct NvmlApi {
   // The most the device and the slot it sits in allow together.
   nvmlReturn_t (*max_pcie_link_generation)(nvmlDevice_t device, unsigned int* generation);
   nvmlReturn_t (*max_pcie_link_width)(nvmlDevice_t device, unsigned int* width);
+
+  // Optional: MIG (health/sampler.h, Note [A MIG device's own handle]):
+  // nvmlDeviceGetMigMode, nvmlDeviceGetHandleByUUID,
+  // nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex.
+  nvmlReturn_t (*mig_mode)(nvmlDevice_t device, unsigned int* current, unsigned int* pending);
+  nvmlReturn_t (*handle_by_uuid)(const char* uuid, nvmlDevice_t* device);
+  nvmlReturn_t (*max_mig_device_count)(nvmlDevice_t device, unsigned int* count);
+  nvmlReturn_t (*mig_device_handle_by_index)(nvmlDevice_t device, unsigned int index, nvmlDevice_t* mig);
 };
 
 const NvmlApi* nvml();

@@ -46,6 +46,11 @@ struct Reading {
 struct DeviceHealth {
   int device = 0;  // CUDA ordinal in this process
   std::string name, uuid;
+  // Which NVML handle was read (health/sampler.cc, Note [A MIG device's own
+  // handle]): "gpu"; "mig": a MIG instance's own (memory; clocks and
+  // temperature its GPU's; no power); "mig_parent": its GPU's, every
+  // tenant's, the instance's own not found.
+  std::string nvml_handle = "gpu";
   uint64_t samples = 0;
   double sm_clock_mhz_mean = 0, sm_clock_mhz_min = 0, sm_clock_max_mhz = 0;
   double clock_ratio_mean = 0;  // mean of sm clock / max; 0 when no clock was read

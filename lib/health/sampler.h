@@ -7,7 +7,9 @@
 // nvmlInit, so neither ever happens on an application thread. A summary
 // calls sample_if_ready() first, on whatever thread writes it (the exit
 // summary: the exiting thread): it reads only when NVML is already up, and
-// never loads or initializes it.
+// never loads or initializes it. At exit the last readings are taken
+// before the CUDA runtime's teardown (take_last_samples), not by the exit
+// summary, which runs after it.
 //
 // Which devices: the CUDA ordinals whose primary context is active (the
 // driver's ordinals, which CUDA_VISIBLE_DEVICES already renumbered), each
@@ -48,8 +50,15 @@ bool enabled();
 // The reporter thread: loads and initializes NVML on the first call, then
 // reads every device in use.
 void sample();
-// A summary: reads every device in use if NVML is up already.
+// A summary: reads every device in use if NVML is up already (nothing once
+// the last samples were taken).
 void sample_if_ready();
+// Whether a device in use (its primary context active) has been read.
+bool device_read();
+// Note [Last samples before the runtime's teardown] (session/session.cc):
+// reads every device in use one last time if NVML is up, then never again
+// (sample and sample_if_ready do nothing).
+void take_last_samples();
 Snapshot snapshot();
 // In a forked child: the parent's readings and lock are left behind;
 // sampling is off until a new session configures it.

@@ -35,6 +35,7 @@ GpuTimelineSection build_gpu_timeline(const timeline::Snapshot& snap, int top_ca
   g.stopped_after_s = finite_or_zero(snap.stopped_after_s);
   g.records = snap.records;
   g.dropped_by_pool = snap.dropped_by_pool;
+  g.buffers_beyond_cap = snap.buffers_beyond_cap;
   g.dropped_by_cupti = snap.dropped_by_cupti;
   g.host_intervals_dropped = snap.host_intervals_dropped;
   g.buffer_bytes_limit = snap.buffer_bytes_limit;
@@ -150,6 +151,7 @@ GpuTimelineSection read_gpu_timeline(const detail::Fields& f) {
   g.stopped_after_s = f.number("stopped_after_s");
   g.records = f.count("records");
   g.dropped_by_pool = f.count("dropped_by_pool");
+  g.buffers_beyond_cap = f.count("buffers_beyond_cap");
   g.dropped_by_cupti = f.count("dropped_by_cupti");
   g.host_intervals_dropped = f.count("host_intervals_dropped");
   g.buffer_bytes_limit = f.count("buffer_bytes_limit");

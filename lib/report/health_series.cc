@@ -37,6 +37,7 @@ DeviceHealthSection read_device_health(const Fields& f) {
     r.device = d.whole("device");
     r.name = d.text("name");
     r.uuid = d.text("uuid");
+    if (d.get("nvml_handle")) r.nvml_handle = d.text("nvml_handle");
     r.samples = d.count("samples");
     r.sm_clock_mhz_mean = d.number("sm_clock_mhz_mean");
     r.sm_clock_mhz_min = d.number("sm_clock_mhz_min");

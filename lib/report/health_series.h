@@ -33,6 +33,7 @@ void write_device_health(const DeviceHealthSection& h, Writer* w) {
     w->key("device").integer(d.device);
     w->key("name").string(d.name);
     w->key("uuid").string(d.uuid);
+    w->key("nvml_handle").string(d.nvml_handle);
     w->key("samples").unsigned_integer(d.samples);
     w->key("sm_clock_mhz_mean").seconds(d.sm_clock_mhz_mean);
     w->key("sm_clock_mhz_min").seconds(d.sm_clock_mhz_min);

@@ -328,6 +328,7 @@ void gpu_timeline(const GpuTimelineSection& g, Writer* w) {
   w->key("stopped_after_s").seconds(g.stopped_after_s);
   w->key("records").unsigned_integer(g.records);
   w->key("dropped_by_pool").unsigned_integer(g.dropped_by_pool);
+  w->key("buffers_beyond_cap").unsigned_integer(g.buffers_beyond_cap);
   w->key("dropped_by_cupti").unsigned_integer(g.dropped_by_cupti);
   w->key("host_intervals_dropped").unsigned_integer(g.host_intervals_dropped);
   w->key("buffer_bytes_limit").unsigned_integer(g.buffer_bytes_limit);

@@ -295,6 +295,7 @@ struct GpuTimelineSection {
   std::vector<GpuDeviceRow> devices;
   uint64_t records = 0;
   uint64_t dropped_by_pool = 0;
+  uint64_t buffers_beyond_cap = 0;  // lent past the pool's ceiling: this CUPTI crashes on a refusal
   uint64_t dropped_by_cupti = 0;
   uint64_t host_intervals_dropped = 0;
   uint64_t buffer_bytes_limit = 0;

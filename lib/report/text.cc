@@ -341,6 +341,9 @@ void gpu_details(const Summary& s, std::string* out) {
     line(out, "  dropped: " + count_text(g.dropped_by_pool) + " activity buffers refused (pool " +
                   bytes_text(g.buffer_bytes_limit) + "), " + count_text(g.dropped_by_cupti) + " records by CUPTI, " +
                   count_text(g.host_intervals_dropped) + " host intervals");
+  if (g.buffers_beyond_cap > 0)
+    line(out, "  " + count_text(g.buffers_beyond_cap) + " activity buffers lent past the pool's ceiling: this CUPTI "
+                  "(before 12.9) crashes on a refused buffer");
 }
 
 void call_tables(const Summary& s, std::string* out) {

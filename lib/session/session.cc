@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +55,8 @@ char g_started_utc[32] = {};  // ISO 8601; written under g_start_mu
 std::atomic<uint64_t> g_threshold_ticks{~0ull};
 std::atomic<bool> g_threshold_refined{false};
 bool g_atexit_registered = false;
+// Note [Last samples before the runtime's teardown].
+std::atomic<bool> g_last_reads_registered{false};
 // Set once the summary at exit is written: a periodic summary the reporter
 // thread was about to write must not replace it.
 bool g_exit_written = false;
@@ -120,6 +123,7 @@ void on_fork_child() {
   sync::events_after_fork_child();
   reporter_after_fork_child();
   timeline::after_fork_child();
+  g_last_reads_registered.store(false, std::memory_order_relaxed);  // the parent's handler finds no state
   health::after_fork_child();
   topology::after_fork_child();
 }
@@ -138,11 +142,37 @@ stage::OwnedRange owned_by_vmm_allocator(const void* p, size_t bytes) {
   return stage::OwnedRange::kNotOwned;
 }
 
+// Note [Last samples before the runtime's teardown]: the exit summary runs
+// in at_exit, registered when the session started, before the CUDA runtime
+// initialized and registered its own teardown: handlers run in reverse
+// order, so the summary runs after that teardown, where calling CUDA is
+// undefined ("using any of these interfaces ... during program initiation
+// or termination (after main) will result in undefined behavior": CUDA C++
+// Programming Guide, "Initialization"). So the last device health readings
+// and the topology's last read (NVML, and the driver's device queries)
+// are taken by a handler registered once a device is in use, from the
+// reporter's tick: after the runtime made that device's context, so the
+// handler runs before the runtime's teardown; the exit summary then reads
+// nothing (health::take_last_samples, topology::take_last_read). A run
+// that ends before the reporter saw a device in use (within about a second
+// of its first context) has no such handler: its exit summary reads as it
+// did. As the timeline does for CUPTI (Note [Stopping before CUPTI's own
+// exit], timeline/timeline.cc).
+
+void last_reads_at_exit() {
+  health::take_last_samples();
+  topology::take_last_read();
+}
+
 // The reporter's once-a-second work (session/signals.h): the device health
 // sampler and the topology, both NVML's, never on an application thread.
 void reporter_tick() {
   health::sample();
   topology::tick();
+  if (!g_last_reads_registered.load(std::memory_order_relaxed) && (health::device_read() || topology::device_read())) {
+    g_last_reads_registered.store(true, std::memory_order_relaxed);
+    if (std::atexit(last_reads_at_exit) != 0) log::debug("device health: atexit failed; the exit summary reads last");
+  }
 }
 
 // Set while this thread runs start(): NVTX's first call may load a tool

@@ -1,5 +1,6 @@
 #include "timeline/cupti_session.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "base/clock.h"
@@ -13,6 +14,11 @@ namespace {
 
 // The session CUPTI's callbacks reach (cupti_session.h).
 std::atomic<CuptiSession*> g_current{nullptr};
+// A session found this CUPTI unsafe to refuse a buffer to (Note [Never
+// refusing a CUPTI that crashes on it]): a request that reaches no session
+// (a forked child) still gets one, leaked.
+std::atomic<bool> g_refusal_unsafe{false};
+constexpr size_t kOrphanBufferBytes = 64 << 10;
 
 constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // first: required
@@ -25,7 +31,10 @@ constexpr CUpti_ActivityKind kKinds[] = {
 
 const char kHowToEnableSingle[] =
     "gpu_timeline:on measures the GPU timeline as CUPTI's only subscriber; this CUPTI allows one "
-    "(CUDA 13.2+ with driver r610+ allows several), and a profiler started later takes it over";
+    "(CUPTI 13.2 and older do), and under gpu_timeline:auto gpuslack leaves it to the tool injected "
+    "by CUDA_INJECTION64_PATH";
+
+bool cupti_refuses_safely(uint32_t version) { return version >= kFirstVersionRefusingSafely; }
 
 HostFeed ledger_host_feed() {
   return HostFeed{ledger::drain_intervals, ledger::drain_steps, ledger::set_interval_threshold, ledger::launches};
@@ -37,8 +46,11 @@ CuptiSession::CuptiSession(const cuda::CuptiApi* api, Sink* sink, const HostFeed
       host_(host),
       config_(config),
       pool_(config.buffer_limit_bytes,
-            config.buffer_bytes ? config.buffer_bytes : buffer_bytes_for(config.buffer_limit_bytes)),
-      queue_(pool_.max_buffers()),
+            config.buffer_bytes ? config.buffer_bytes : buffer_bytes_for(config.buffer_limit_bytes),
+            config.buffer_ceiling_bytes),
+      // Room for every buffer the pool may lend, and some it lends past its
+      // ceiling where refusing is unsafe (more are counted late, unread).
+      queue_(pool_.ceiling_buffers() + 64),
       alignment_(config.nominal_ticks_per_ns) {}
 
 CuptiSession::~CuptiSession() {
@@ -61,8 +73,11 @@ void CUPTIAPI CuptiSession::on_requested(uint8_t** buffer, size_t* size, size_t*
     s->lend(buffer, size, max_records);
     return;
   }
-  *buffer = nullptr;
-  *size = 0;
+  uint8_t* orphan = g_refusal_unsafe.load(std::memory_order_relaxed)
+                       ? static_cast<uint8_t*>(std::aligned_alloc(8, kOrphanBufferBytes))
+                       : nullptr;
+  *buffer = orphan;
+  *size = orphan ? kOrphanBufferBytes : 0;
   *max_records = 0;
 }
 
@@ -83,7 +98,8 @@ void CUPTIAPI CuptiSession::on_completed_v2(uint8_t* buffer, size_t size, size_t
 }
 
 void CuptiSession::lend(uint8_t** buffer, size_t* size, size_t* max_records) {
-  uint8_t* b = accepting_.load(std::memory_order_acquire) ? pool_.acquire() : nullptr;
+  // Not accepting (stopping): none, unless refusing is unsafe here.
+  uint8_t* b = accepting_.load(std::memory_order_acquire) || !refusal_safe_ ? pool_.acquire() : nullptr;
   *buffer = b;
   *size = b ? pool_.buffer_bytes() : 0;
   *max_records = 0;  // as many as fit
@@ -93,7 +109,7 @@ void CuptiSession::take_back(uint8_t* buffer, size_t valid_bytes) {
   if (!buffer) return;
   // A buffer gpuslack never lent (another tool's, handed here by a
   // process-wide registration): not gpuslack's to read, keep or free.
-  if (!pool_.owns(buffer)) {
+  if (!pool_.returned_by_cupti(buffer)) {
     foreign_buffers_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -142,13 +158,17 @@ StartOutcome CuptiSession::subscribe() {
     }
     single_only = true;  // nobody holds it: one subscriber is all this CUPTI allows
   }
-  if (single_only && config_.mode == Mode::kAuto) {
-    out.detail = api_->subscribe_v2 ? "CUPTI here allows a single subscriber"
-                                    : "this CUPTI predates several subscribers (cuptiSubscribe_v2)";
+  // Note [gpu_timeline:auto and CUPTI's single subscription]
+  // (timeline/coexistence.h): auto takes it when it is free, unless a tool
+  // was injected into the process (CUDA_INJECTION64_PATH).
+  if (single_only && config_.mode == Mode::kAuto && !config_.injection.empty()) {
+    out.detail = std::string(api_->subscribe_v2 ? "CUPTI here allows a single subscriber"
+                                                : "this CUPTI predates several subscribers (cuptiSubscribe_v2)") +
+                 ", left to the tool CUDA_INJECTION64_PATH injects (" + log::escape_bytes(config_.injection) + ")";
     out.how_to_enable = kHowToEnableSingle;
     return out;
   }
-  // Mode::kOn: the single subscription.
+  // The single subscription (Mode::kOn, or kAuto with no injected tool).
   if (api_->subscribe_v2) {
     r = subscribe_v2(/*shared=*/false, holder);
   } else {
@@ -207,6 +227,10 @@ StartOutcome CuptiSession::start() {
   }
   started_ = true;
   sample_clock();  // the anchor, before any record can arrive
+  // Note [Never refusing a CUPTI that crashes on it].
+  uint32_t version = 0;
+  refusal_safe_ = api_->get_version && api_->get_version(&version) == CUPTI_SUCCESS && cupti_refuses_safely(version);
+  pool_.set_refusal_safe(refusal_safe_);
   out = subscribe();
   if (out.status == Status::kHeldByOther) {
     log::warn("gpu_timeline: CUPTI is held by \"{}\", which allows no second subscriber: the GPU timeline "
@@ -221,6 +245,7 @@ StartOutcome CuptiSession::start() {
     return out;
   }
   // Callbacks may come as soon as a kind is enabled.
+  g_refusal_unsafe.store(!refusal_safe_, std::memory_order_relaxed);
   g_current.store(this, std::memory_order_release);
   accepting_.store(true, std::memory_order_release);
   CUptiResult r = shares_cupti()
@@ -267,6 +292,7 @@ void CuptiSession::worker_main() {
   const auto commit_every_ticks = resample_ticks;  // about a second
   const auto drain_ticks =
       static_cast<uint64_t>(static_cast<double>(config_.worker_period.count()) * 1e-3 / tick_s);
+  uint64_t refused_seen = pool_.refused();
   for (;;) {
     CompletedBuffer b;
     bool got = queue_.pop(&b, config_.worker_period);
@@ -292,6 +318,14 @@ void CuptiSession::worker_main() {
     if (now - last_flush > commit_every_ticks && !no_more_flushes_.load(std::memory_order_acquire)) {
       flush_and_commit(last_flush);
       last_flush = now;
+    } else if (uint64_t refused = pool_.refused();
+               refused != refused_seen && !no_more_flushes_.load(std::memory_order_acquire)) {
+      // The pool ran dry (Note [Buffers per launching thread]): CUPTI holds
+      // buffers threads no longer fill (a thread that exited keeps its
+      // buffer until a flush). A flush now, not in up to a second, hands
+      // them back; what it delivers is processed on the next turns.
+      api_->activity_flush_all(0);
+      refused_seen = refused;
     }
   }
 }
@@ -393,6 +427,7 @@ void CuptiSession::snapshot(Snapshot* out) {
   for (DeviceTimeline& d : out->devices) d.launches = launches;
   out->records = records_.load(std::memory_order_relaxed);
   out->dropped_by_pool = pool_.refused();
+  out->buffers_beyond_cap = pool_.beyond_ceiling();
   out->dropped_by_cupti = dropped_by_cupti_.load(std::memory_order_relaxed);
   out->host_intervals_dropped = host_dropped_.load(std::memory_order_relaxed);
   out->buffer_bytes_limit = pool_.limit_bytes();

@@ -7,20 +7,33 @@
 // their own over a fake CUPTI table and a fake host feed.
 //
 // Subscribing (Note [One CUPTI, several tools] in timeline/coexistence.h):
-//   - with cuptiSubscribe_v2 (CUPTI 13.2+), as "gpuslack", asking to be one
-//     of several subscribers (allowMultipleSubscribers = 1): then the _v2
-//     per-subscriber calls register the buffer callbacks and enable kinds;
+//   - with cuptiSubscribe_v2 (in CUPTI's headers from 13.2), as "gpuslack",
+//     asking to be one of several subscribers (allowMultipleSubscribers =
+//     1): then the _v2 per-subscriber calls register the buffer callbacks
+//     and enable kinds;
 //   - CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED naming another
 //     subscriber (oldSubscriberName): another tool holds CUPTI and allows no
 //     second: gpuslack steps aside, one log line, Status::kHeldByOther with
 //     the name;
 //   - the same error naming nobody, or a CUPTI without _v2: only one
-//     subscriber is possible here. Mode::kAuto stays off (kUnavailable,
-//     with how_to_enable); Mode::kOn takes the single subscription
-//     (cuptiSubscribe_v2 with allowMultipleSubscribers = 0, or
-//     cuptiSubscribe) and the legacy process-wide calls.
+//     subscriber is possible here (CUPTI 13.2 and older). Mode::kOn, and
+//     Mode::kAuto unless a tool was injected (SessionConfig::injection),
+//     take the single subscription (cuptiSubscribe_v2 with
+//     allowMultipleSubscribers = 0, or cuptiSubscribe) and the legacy
+//     process-wide calls; Mode::kAuto with an injected tool stays off
+//     (kUnavailable, with how_to_enable).
 // Kinds: CONCURRENT_KERNEL (required), MEMCPY, MEMSET, MEMCPY2 (peer
 // copies): one that cannot be enabled is logged and left out.
+//
+// Note [Never refusing a CUPTI that crashes on it]: the buffer-requested
+// callback may decline ("If set to NULL then no buffer is returned":
+// cupti_activity.h), but CUPTI before 12.9 (cuptiGetVersion below 27) was
+// reported to crash on a declined request: Kineto's fix gates its refusals
+// on version 27 (pytorch/kineto#1275, #1534, citing CUPTI 12.9's release
+// notes). There, and where the version cannot be read, the pool never
+// refuses (BufferPool::set_refusal_safe): it lends past its ceiling,
+// counted (Snapshot::buffers_beyond_cap), and a request that reaches no
+// session gets a small buffer, leaked.
 //
 // The callbacks: CUPTI calls buffer-requested and buffer-completed on its
 // own or the application's threads. Requested takes a buffer from the pool
@@ -69,8 +82,12 @@ enum class Mode : uint8_t {
 
 struct SessionConfig {
   Mode mode = Mode::kAuto;
+  // CUDA_INJECTION64_PATH as the process started ("" unset): a tool the
+  // driver loads at cuInit (Nsight Systems, Nsight Compute, a CUPTI tool).
+  std::string injection;
   uint64_t buffer_limit_bytes = 64ull << 20;    // gpu_timeline_buffer_mb
   size_t buffer_bytes = 0;                      // 0: buffer_bytes_for(buffer_limit_bytes)
+  uint64_t buffer_ceiling_bytes = 0;            // 0: 4x the limit (Note [Buffers per launching thread])
   uint64_t interval_threshold_ticks = ~0ull;    // host calls shorter are not written
   double nominal_ticks_per_ns = 1.0;            // 1e-9 / clock::tick_seconds()
   std::chrono::milliseconds flush_wait{200};    // a snapshot's wait for the worker
@@ -86,6 +103,11 @@ struct StartOutcome {
 
 // The line how_to_enable holds when only a single subscription is possible.
 extern const char kHowToEnableSingle[];
+
+// See Note [Never refusing a CUPTI that crashes on it]: cuptiGetVersion's answer
+// from which a declined buffer request is safe (CUDA 12.9).
+inline constexpr uint32_t kFirstVersionRefusingSafely = 27;
+bool cupti_refuses_safely(uint32_t version);
 
 class CuptiSession {
  public:
@@ -163,6 +185,7 @@ class CuptiSession {
   std::atomic<bool> accepting_{false};  // the callbacks lend and queue buffers
   std::atomic<bool> stopping_{false};
   std::atomic<bool> no_more_flushes_{false};
+  bool refusal_safe_ = true;  // set by start(), before any callback
   std::atomic<uint64_t> foreign_buffers_{0};  // completed buffers gpuslack never lent, left alone  // stop began: the worker flushes no more
   std::thread worker_;
   uint64_t start_ticks_ = 0;

@@ -124,6 +124,8 @@ void start_now() {
   st.sink = make_device_analysis(sink_options);
   SessionConfig config;
   config.mode = o.gpu_timeline == "on" ? Mode::kOn : Mode::kAuto;
+  if (const char* injected = environment_variable("CUDA_INJECTION64_PATH"); injected && *injected)
+    config.injection = injected;
   config.buffer_limit_bytes = static_cast<uint64_t>(o.gpu_timeline_buffer_mb) << 20;
   // Blocked calls shorter than a launch-bound gap could not explain an idle
   // gap longer than one: they are not written; nor, whatever the gap, calls

@@ -18,20 +18,24 @@
 // memsets, overlaps counted once (a kernel overlapping a copy counts as
 // compute).
 //
-// Coexistence (Note [One CUPTI, several tools]): CUPTI may allow several
-// subscribers (CUDA 13.2+, driver r610+: cuptiSubscribe_v2 with
-// allowMultipleSubscribers) or one. gpuslack subscribes as one of several
-// where allowed; where only one is, and another tool holds it, gpuslack
-// steps aside (Status::kHeldByOther, `detail` names the tool). A tool that
-// subscribes after gpuslack and needs CUPTI to itself gets it: gpuslack
-// yields (flushes, unsubscribes) before the tool's call goes through, and
-// the snapshot says so (stopped_by, stopped_after_s); a tool that asks to be
-// one of several runs beside it (timeline/coexistence.h).
+// Coexistence (Note [One CUPTI, several tools]): CUPTI 13.2 and older allow
+// one subscriber; a later CUPTI may allow several (cuptiSubscribe_v2 with
+// allowMultipleSubscribers). gpuslack subscribes as one of several where
+// allowed; where only one is, and another tool holds it, gpuslack steps
+// aside (Status::kHeldByOther, `detail` names the tool); where it is free,
+// gpuslack takes it, under gpu_timeline:auto too unless a tool was injected
+// (CUDA_INJECTION64_PATH). A tool that subscribes after gpuslack and needs
+// CUPTI to itself gets it: gpuslack yields (flushes, unsubscribes) before
+// the tool's call goes through, and the snapshot says so (stopped_by,
+// stopped_after_s); a tool that asks to be one of several runs beside it
+// (timeline/coexistence.h).
 //
-// Activity buffers come from a bounded pool (gpu_timeline_buffer_mb); when
-// it is empty, CUPTI's request gets no buffer and drops records, counted,
-// never waited for. Completed buffers are processed on gpuslack's own
-// worker thread, never on the application's.
+// Activity buffers come from a bounded pool (gpu_timeline_buffer_mb) that
+// grows with the buffers CUPTI holds per launching thread, up to 4x; past
+// that, CUPTI's request gets no buffer and drops records, counted, never
+// waited for (never refused on a CUPTI that crashes on it:
+// timeline/activity_buffers.h, cupti_session.h). Completed buffers are
+// processed on gpuslack's own worker thread, never on the application's.
 //
 // Thread safety: every function, any thread; start/stop/snapshot serialize
 // among themselves.
@@ -132,6 +136,7 @@ struct Snapshot {
   std::vector<DeviceTimeline> devices;
   uint64_t records = 0;         // activity records processed
   uint64_t dropped_by_pool = 0; // buffers refused by the bounded pool (records lost: unknown, see cupti)
+  uint64_t buffers_beyond_cap = 0;  // lent past the pool's ceiling: this CUPTI crashes on a refusal
   uint64_t dropped_by_cupti = 0;  // cuptiActivityGetNumDroppedRecords, summed
   uint64_t host_intervals_dropped = 0;
   uint64_t buffer_bytes_limit = 0;

@@ -22,6 +22,7 @@ constexpr int kMaxDevices = 16;  // as the health sampler: GPUs of one node a pr
 struct State {
   bool enabled = false;
   bool node_read = false;
+  bool closed = false;  // the last read was taken
   bool tried[kMaxDevices] = {};
   const cuda::NvmlApi* api = nullptr;  // set once nvmlInit succeeded
   std::string why_no_nvml;
@@ -180,14 +181,26 @@ bool enabled() {
 void tick() {
   std::lock_guard<std::mutex> lock(g_mu);
   State& s = state();
-  if (!s.enabled) return;
+  if (!s.enabled || s.closed) return;
   if (!s.node_read) read_node(s);
   read_devices(s);
 }
 
 void read_if_ready() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_state && g_state->enabled && g_state->node_read) read_devices(*g_state);
+  if (g_state && g_state->enabled && g_state->node_read && !g_state->closed) read_devices(*g_state);
+}
+
+bool device_read() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_state && !g_state->node.gpus.empty();
+}
+
+void take_last_read() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_state || g_state->closed) return;
+  if (g_state->enabled && g_state->node_read) read_devices(*g_state);
+  g_state->closed = true;
 }
 
 Snapshot snapshot() {

@@ -58,6 +58,12 @@ bool enabled();
 void tick();
 // A summary: devices newly in use, if the node was read already.
 void read_if_ready();
+// Whether a device in use has been read.
+bool device_read();
+// Note [Last samples before the runtime's teardown] (session/session.cc):
+// reads the devices newly in use one last time, then never again (tick and
+// read_if_ready do nothing).
+void take_last_read();
 Snapshot snapshot();
 // In a forked child: the parent's readings and lock are left behind; off
 // until a new session configures it.

@@ -195,13 +195,13 @@ class Doctor:
             self.problem("cupti", "CUPTI is held by %s: gpuslack steps aside and the summary has no GPU timeline"
                          % cupti["holder"], "run without that tool attached, or accept gpuslack's figures without "
                          "the timeline")
-        elif mode == "on":
+        elif mode == "on" or not os.environ.get("CUDA_INJECTION64_PATH"):
+            # Note [gpu_timeline:auto and CUPTI's single subscription]
+            # (lib/timeline/coexistence.h): auto takes a free one too.
             self.will("GPU timeline: on, holding CUPTI's one subscription (it yields to a tool that subscribes later)")
         else:
-            self.will("GPU timeline: off (CUPTI takes one subscriber; gpu_timeline:auto takes none)")
-            self.problem("cupti", "%s %s takes one subscriber at a time here: under gpu_timeline:auto gpuslack takes "
-                         "none, so the summary has no GPU timeline" % (cupti["name"], cupti_version(cupti["version"])),
-                         "CUPTI 13.2+ with an r610+ driver, or gpu_timeline:on when no other tool needs CUPTI")
+            self.will("GPU timeline: off (CUPTI takes one subscriber, and gpu_timeline:auto leaves it to the tool "
+                      "CUDA_INJECTION64_PATH injects; gpu_timeline:on takes it)")
 
     def check_nvml(self, nvml, driver_ok):
         if self.knobs.get("device_health", "auto") == "off":

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Steps that must pass on the simulated device (the others must at least be
 # recorded: trace_replay needs ../shared/traces, torch a torch install).
 MUST_PASS = ("conformance", "hook_overhead_bench", "alloc_bench", "pinned_bench", "copy_bench", "demo_native",
-             "demo_gpuslack", "timeline_overhead", "nccl", "topology")
+             "demo_gpuslack", "timeline_overhead", "nccl", "topology", "driver_cupti_nvml")
 ALL = MUST_PASS + ("trace_replay", "torch")
 
 
@@ -58,6 +58,19 @@ class GpuCheck(unittest.TestCase):
         self.assertIn("BM_", " ".join(steps["hook_overhead_bench"]["results"]["median_ns"]))
         self.assertGreater(steps["demo_native"]["results"]["median_step_ms"], 0)
         self.assertIn("lost", steps["demo_gpuslack"]["results"]["summary_first_line"])
+        # What the driver, CUPTI and NVML answer (issue 29): the simulated
+        # driver answers its exported functions, and gpuslack's hooks when
+        # preloaded; CUPTI keeps buffers per thread, and 20 launching
+        # threads lose nothing; NVML answers for the one device.
+        p = steps["driver_cupti_nvml"]["results"]
+        self.assertTrue(p["driver"]["all_exported"], p["driver"])
+        self.assertTrue(all(r["hooked"] for r in p["driver_preloaded"]["rows"]), p["driver_preloaded"])
+        self.assertEqual(1, p["cupti"]["per_thread_buffers"], p["cupti"])
+        t = p["threads"]
+        self.assertEqual(("measured", 0, 0), (t["status"], t["dropped_by_pool"], t["dropped_by_cupti"]), t)
+        self.assertEqual(t["launched"], t["kernels_recorded"], t)
+        self.assertEqual(0, p["nvml"]["init"], p["nvml"])
+        self.assertGreaterEqual(len(p["nvml"]["devices"]), 1, p["nvml"])
         # The topology step (issue 26): two simulated GPUs with 18 NVLink 4
         # links each, and NCCL's choices as the profiler plugin heard them.
         topo = steps["topology"]["results"]

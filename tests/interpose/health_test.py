@@ -105,6 +105,45 @@ class DeviceHealth(OutDirTest):
             self.assertLess(d["temperature_c_max"], 80, d)
         self.assertNotIn("throttled", r.stderr)
 
+    def test_the_last_readings_come_before_the_runtime_teardown(self):
+        # See Note [Last samples before the runtime's teardown]: the exit
+        # summary runs after the CUDA runtime's own teardown, where calling
+        # the driver is undefined; the simulated driver says so of any call
+        # there (GPUSIM_CHECK_TEARDOWN, tests/simcuda/sim.h). The last NVML
+        # readings and the topology's read come before it.
+        r, doc = self.run_demo({"GPUSIM_CHECK_TEARDOWN": "1", "GPUSIM_NVLINK_LINKS": "18"})
+        self.assertNotIn("after the CUDA runtime's teardown", r.stderr)
+        h = doc["device_health"]
+        self.assertEqual("measured", h["status"], h)
+        self.assertEqual([0, 1], sorted(d["device"] for d in h["devices"]), h)
+        self.assertEqual([0, 1], [g["device"] for g in doc["topology"]["gpus"]], doc["topology"])
+
+    def test_a_mig_instance_is_read_by_its_own_handle(self):
+        # See Note [A MIG device's own handle]: with every GPU in MIG mode, the
+        # PCI bus id gives the parent GPU, whose memory counts the other
+        # tenants' 8 GiB (the simulated NVML, GPUSIM_NVML_MIG); the
+        # instance's own handle, found by its UUID (1) or among the
+        # parent's MIG devices (2), counts this process's alone.
+        for mig in ("1", "2"):
+            self.tearDown()
+            self.setUp()
+            r, doc = self.run_demo({"GPUSIM_NVML_MIG": mig})
+            h = doc["device_health"]
+            self.assertEqual("measured", h["status"], h)
+            self.assertEqual(2, len(h["devices"]), h)
+            for d in h["devices"]:
+                self.assertEqual("mig", d["nvml_handle"], (mig, d))
+                self.assertTrue(d["uuid"].startswith("MIG-"), d)
+                self.assertLess(d["memory_used_bytes_max"], 8 << 30, d)
+                self.assertEqual(0, d["power_w_mean"], d)  # only the whole GPU's exists
+                self.assertGreater(d["sm_clock_mhz_mean"], 0, d)  # the GPU's clock
+        self.tearDown()
+        self.setUp()
+        r, doc = self.run_demo()
+        for d in doc["device_health"]["devices"]:
+            self.assertEqual("gpu", d["nvml_handle"], d)
+            self.assertTrue(d["uuid"].startswith("GPU-"), d)
+
     def test_without_nvml_it_is_unavailable_in_one_line_and_nothing_else_changes(self):
         with tempfile.TemporaryDirectory() as hidden:
             for name in os.listdir(ENV["SIMCUDA_DIR"]):

@@ -55,8 +55,8 @@ def simulated_job_folder(folder):
     came within the straggler threshold when a loaded machine spread the
     others' waits), every all-reduce coupling the ranks across processes. Every
     collective is timed (one in 8 over a dozen steps is too few to rank by)
-    and the GPU timeline is on (the simulated r580 driver's CUPTI allows one
-    subscriber, so auto would leave it off)."""
+    and the GPU timeline is on (gpu_timeline:on: the simulated r580
+    driver's CUPTI allows one subscriber, which auto takes as well)."""
     build = os.path.dirname(os.environ["GPUSLACK_SO"])
     env = dict(os.environ, GPUSIM_COST_KERNEL_US="15000")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "simulate_job.py"), "--build", build,

@@ -182,7 +182,8 @@ def timeline():
     DataLoader shows as host-bound idle, and torch.profiler, started in the
     middle of the run, gets its GPU records, gpuslack stepping aside for it
     (Note [One CUPTI, several tools]) whether CUPTI allows one subscriber
-    (gpu_timeline:on took it) or several (auto shares it, and Kineto's
+    (gpu_timeline:on, and auto, took it: Note [gpu_timeline:auto and CUPTI's
+    single subscription]) or several (auto shares it, and Kineto's
     cuptiSubscribe asks for CUPTI to itself)."""
     import glob
     import json
@@ -195,6 +196,7 @@ def timeline():
     failures = []
     # (label, GPUSLACK_CONF, environment, gpuslack steps aside for the profiler)
     for label, conf, extra, yields in (("one subscriber, gpu_timeline:on", "gpu_timeline:on", {}, True),
+                                       ("one subscriber, auto", "", {}, True),
                                        ("several subscribers, auto", "", {"GPUSIM_DRIVER_VERSION": "610"}, False)):
         with tempfile.TemporaryDirectory() as out:
             env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GPUSLACK_CONF")}

@@ -3,6 +3,7 @@
 // catch an allocator that hands out memory a queued kernel still uses.
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <mutex>
@@ -110,6 +111,18 @@ std::set<std::string>& unanswered() {
   return *set;
 }
 }  // namespace
+namespace {
+std::atomic<bool> g_runtime_torn_down{false};
+void runtime_teardown() { g_runtime_torn_down.store(true, std::memory_order_release); }
+}  // namespace
+
+void gpusim::register_runtime_teardown() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(runtime_teardown); });
+}
+
+bool gpusim::runtime_torn_down() { return g_runtime_torn_down.load(std::memory_order_acquire); }
+
 void gpusim::log_unanswered(const char* api, const char* name) {
   std::string key = std::string(api) + ": " + (name ? name : "(null)");
   {

@@ -88,6 +88,7 @@ CUcontext primary_context(int device) {
   std::lock_guard<std::mutex> l(mu);
   CUcontext c = g_retained[device].load(std::memory_order_acquire);
   if (!c && driver_contexts().retain(&c, device) != CUDA_SUCCESS) c = nullptr;
+  if (c) gpusim::register_runtime_teardown();  // sim.h, "The CUDA runtime's teardown"
   g_retained[device].store(c, std::memory_order_release);
   return c;
 }

@@ -14,6 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "cupti_internal.h"
@@ -107,8 +109,14 @@ void wake_worker() {
 
 namespace {
 
+thread_local uint32_t t_record_thread = 0;
+std::atomic<bool> g_per_thread{true};  // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER
+
+// The buffer being filled for `thread` (an entry made when none).
+Buffer& filling_for(Channel& c, uint32_t thread) { return c.filling[thread]; }
+
 // Asks the client for a buffer. Channel lock held. False: none given.
-bool request_buffer(Channel& c) {
+bool request_buffer(Channel& c, Buffer& current) {
   if (gpusim::should_fail("cuptiBufferRequest")) return false;  // as if the client had declined
   uint8_t* buf = nullptr;
   size_t size = 0, max_records = 0;
@@ -119,8 +127,13 @@ bool request_buffer(Channel& c) {
   } else if (c.request) {
     c.request(&buf, &size, &max_records);
   }
+  if ((!buf || size == 0) && knobs().crashes_on_declined_buffer()) {
+    std::fprintf(stderr, "gpusim: CUPTI %u crashed: a buffer request was declined (CUPTI before 12.9 crashes so)\n",
+                 knobs().cupti_version);
+    std::abort();
+  }
   if (!buf || size == 0) return false;
-  c.current = Buffer{buf, size, 0, max_records, 0};
+  current = Buffer{buf, size, 0, max_records, 0};
   return true;
 }
 
@@ -128,34 +141,39 @@ bool request_buffer(Channel& c) {
 
 // Appends one record to `c`, or drops and counts it. Returns true when a
 // buffer became full (the worker is to be woken).
+void set_record_thread(uint32_t launcher) { t_record_thread = launcher; }
+
+bool per_thread_buffers() { return g_per_thread.load(std::memory_order_relaxed); }
+
 bool append(Channel& c, const void* record, size_t size) {
   std::lock_guard<std::mutex> l(c.mu);
   if (!c.registered() || gpusim::should_fail("cuptiRecord")) {
     ++c.dropped;
     return false;
   }
+  Buffer& current = filling_for(c, per_thread_buffers() ? t_record_thread : 0);
   bool woke = false;
-  if (c.current.base && c.current.used + size > c.current.size) {
-    c.full.push_back(c.current);
-    c.current = Buffer{};
+  if (current.base && current.used + size > current.size) {
+    c.full.push_back(current);
+    current = Buffer{};
     woke = true;
   }
-  if (!c.current.base && !request_buffer(c)) {
+  if (!current.base && !request_buffer(c, current)) {
     ++c.dropped;
     return woke;
   }
-  if (c.current.used + size > c.current.size) {
+  if (current.used + size > current.size) {
     // Too small for even one record: given back empty, the record dropped.
-    c.full.push_back(c.current);
-    c.current = Buffer{};
+    c.full.push_back(current);
+    current = Buffer{};
     ++c.dropped;
     return true;
   }
-  std::memcpy(c.current.base + c.current.used, record, size);
-  c.current.used += size;
-  if (++c.current.records == c.current.max_records) {
-    c.full.push_back(c.current);
-    c.current = Buffer{};
+  std::memcpy(current.base + current.used, record, size);
+  current.used += size;
+  if (++current.records == current.max_records) {
+    c.full.push_back(current);
+    current = Buffer{};
     woke = true;
   }
   return woke;
@@ -231,9 +249,14 @@ std::vector<Channel*> channels() {
 
 void flush_channel(Channel& c, bool all_buffers) {
   std::unique_lock<std::mutex> l(c.mu);
-  if (c.current.base && (c.current.records > 0 || all_buffers)) {
-    c.full.push_back(c.current);
-    c.current = Buffer{};
+  for (auto it = c.filling.begin(); it != c.filling.end();) {
+    Buffer& b = it->second;
+    if (b.base && b.records == 0 && !all_buffers) {
+      ++it;  // an empty buffer stays with its thread
+      continue;
+    }
+    if (b.base) c.full.push_back(b);
+    it = c.filling.erase(it);
   }
   deliver_queued(c, l);
   // What the worker is handing over right now counts as not yet delivered.
@@ -287,8 +310,9 @@ void replace_callbacks(Channel& c, CUpti_BuffersCallbackRequestFunc rq, CUpti_Bu
   std::unique_lock<std::mutex> l(c.mu);
   std::deque<Buffer> theirs;
   theirs.swap(c.full);
-  if (c.current.base) theirs.push_back(c.current);
-  c.current = Buffer{};
+  for (auto& [thread, b] : c.filling)
+    if (b.base) theirs.push_back(b);
+  c.filling.clear();
   auto old_cp = c.complete;
   auto old_cp2 = c.complete_v2;
   c.request = rq;
@@ -393,6 +417,10 @@ CUptiResult get_attribute(CUpti_ActivityAttribute attr, size_t* size, void* valu
       size_t v = 250;
       return put(&v, sizeof(v));
     }
+    case CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER: {
+      uint8_t v = per_thread_buffers() ? 1 : 0;
+      return put(&v, sizeof(v));
+    }
     default:
       return CUPTI_ERROR_NOT_SUPPORTED;
   }
@@ -400,12 +428,20 @@ CUptiResult get_attribute(CUpti_ActivityAttribute attr, size_t* size, void* valu
 
 }  // namespace
 
-// Accepted and kept by no one: the simulated device has no device-side
+// Per-thread buffers (a uint8_t) are kept: process-wide, and meant to be set
+// before the buffer callbacks are registered ("changing this attribute in
+// the middle of the profiling session will result in undefined behavior":
+// here, buffers already being filled stay as they are). The rest is
+// accepted and kept by no one: the simulated device has no device-side
 // buffers to size. The multiple-subscriber state cannot be set (as
 // documented).
 CUPTISIM_EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* size, void* value) {
   if (!size || !value) return CUPTI_ERROR_INVALID_PARAMETER;
   if (attr == CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (attr == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER) {
+    if (*size < sizeof(uint8_t)) return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+    g_per_thread.store(*static_cast<uint8_t*>(value) != 0, std::memory_order_relaxed);
+  }
   return CUPTI_SUCCESS;
 }
 CUPTISIM_EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* size, void* value) {

@@ -32,6 +32,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim.h"
@@ -43,15 +44,23 @@ namespace cuptisim {
 
 // The knobs (README.md, "CUPTI"), read once.
 struct Knobs {
-  uint32_t cupti_version = CUPTI_API_VERSION;  // GPUSIM_CUPTI_VERSION: what cuptiGetVersion reports
+  // GPUSIM_CUPTI_VERSION: what cuptiGetVersion reports. Unset: the headers'
+  // (130202, 13.2) on an r580 driver, 130300 (a CUPTI after 13.2) with
+  // GPUSIM_DRIVER_VERSION 610 or newer.
+  uint32_t cupti_version = CUPTI_API_VERSION;
   // GPUSIM_DRIVER_VERSION: the driver's release branch. r580, the branch
   // CUDA 13.0 (this repository's toolkit) ships with: by default CUPTI
   // allows one subscriber, as on such a machine; 610 allows several.
   int driver_branch = 580;
   std::string held_by;                         // GPUSIM_CUPTI_HELD_BY: a tool outside the process holds CUPTI
-  // Several subscribers are possible: CUPTI 13.2 or newer on an r610 or
-  // newer driver.
-  bool multi_supported() const { return cupti_version >= 130200 && driver_branch >= 610; }
+  // Several subscribers are possible: a CUPTI after 13.2 (13.2 and older
+  // allow one: cupti_callbacks.h 13.2, "Only a single subscriber can be
+  // registered at a time") on an r610 or newer driver.
+  bool multi_supported() const { return cupti_version >= 130300 && driver_branch >= 610; }
+  // A declined buffer request crashes CUPTI before 12.9 (cuptiGetVersion
+  // below 27: the crash CUPTI 12.9's release notes fixed, as Kineto's
+  // pytorch/kineto#1534 cites them): the simulated one aborts there.
+  bool crashes_on_declined_buffer() const { return cupti_version < 27; }
 };
 const Knobs& knobs();
 
@@ -83,7 +92,11 @@ struct Channel {
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   CUpti_BuffersCallbackRequestFunc_v2 request_v2 = nullptr;
   CUpti_BuffersCallbackCompleteFunc_v2 complete_v2 = nullptr;
-  Buffer current;              // base == nullptr: none
+  // The buffers being filled: one per launching thread while
+  // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER is 1 (the default), keyed
+  // by OpInfo::launcher; one (key 0) when it is 0. A flush hands them all
+  // over and forgets the threads (a program of many short-lived threads).
+  std::unordered_map<uint32_t, Buffer> filling;
   std::deque<Buffer> full;     // waiting for the worker (or a flush)
   size_t dropped = 0;          // since the last cuptiActivityGetNumDroppedRecords
   int delivering = 0;          // buffers being handed to `complete` now
@@ -113,6 +126,11 @@ Channel& channel_at(int i);
 // became full, and then the caller wakes the worker (wake_worker) once it
 // holds no channel lock.
 bool append(Channel& c, const void* record, size_t size);
+// The launching thread of the op whose records on_op appends next, on the
+// calling (stream worker) thread: the buffer append fills is that thread's.
+void set_record_thread(uint32_t launcher);
+// CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER (process-wide, default 1).
+bool per_thread_buffers();
 void wake_worker();
 // libgpusim's activity sink (cupti_records.cc): one finished op, on its
 // stream's worker thread; registered while any channel has a kind enabled.

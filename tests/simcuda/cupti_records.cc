@@ -59,6 +59,7 @@ uint8_t copy_kind(const gpusim::OpInfo& i) {
 }  // namespace
 
 void on_op(const gpusim::OpRecord& op) {
+  set_record_thread(op.info.launcher);  // its buffers: the launching thread's
   const uint64_t start = to_cupti_time(op.start_ns);
   const uint64_t end = start + static_cast<uint64_t>(op.end_ns - op.start_ns);
   const uint32_t device = static_cast<uint32_t>(op.device);

@@ -4,9 +4,10 @@
 // Subscribers follow cupti_callbacks.h 13.2 (cuptiSubscribe,
 // cuptiSubscribe_v2, CUpti_SubscriberParams; docs.nvidia.com/cupti, "CUPTI
 // Callback API" and the CUpti_SubscriberParams reference):
-//   - several subscribers exist only where CUPTI allows it: CUPTI 13.2+ on an
-//     r610+ driver (Knobs::multi_supported), and only subscribers that all
-//     asked for it (cuptiSubscribe_v2 with allowMultipleSubscribers = 1);
+//   - several subscribers exist only where CUPTI allows it: a CUPTI after
+//     13.2 on an r610 or newer driver (Knobs::multi_supported), and only
+//     subscribers that all asked for it (cuptiSubscribe_v2 with
+//     allowMultipleSubscribers = 1);
 //   - otherwise a subscribe while anyone holds CUPTI fails with
 //     CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, and cuptiSubscribe_v2
 //     writes the holder's name ("CUPTI for <subscriberName>", or the tool's
@@ -33,6 +34,8 @@ const Knobs& knobs() {
       n->cupti_version = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
     if (const char* v = std::getenv("GPUSIM_DRIVER_VERSION"); v && *v)
       n->driver_branch = static_cast<int>(std::strtol(v, nullptr, 10));
+    const char* version = std::getenv("GPUSIM_CUPTI_VERSION");
+    if ((!version || !*version) && n->driver_branch >= 610) n->cupti_version = 130300;
     if (const char* v = std::getenv("GPUSIM_CUPTI_HELD_BY"); v && *v) n->held_by = v;
     return n;
   }();

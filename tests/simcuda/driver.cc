@@ -10,9 +10,11 @@
 // What is and is not simulated: README.md, "Driver API (libcuda.so.1)".
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "driver_internal.h"
@@ -210,6 +212,15 @@ void* wrapper_of(const char* symbol) {
 
 CUresult gpusim::drv::ready() {
   if (config().no_driver || !g_initialized.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED;
+  if (runtime_torn_down()) {  // sim.h, "The CUDA runtime's teardown"
+    static const bool check = [] {
+      const char* v = std::getenv("GPUSIM_CHECK_TEARDOWN");
+      return v && std::strcmp(v, "1") == 0;
+    }();
+    static std::atomic<bool> said{false};
+    if (check && !said.exchange(true))
+      std::fprintf(stderr, "gpusim: a driver call after the CUDA runtime's teardown (undefined behavior)\n");
+  }
   return CUDA_SUCCESS;
 }
 
@@ -238,10 +249,36 @@ GPUSIM_EXPORT CUresult cuGetErrorName(CUresult e, const char** s) {
 }
 GPUSIM_EXPORT CUresult cuGetErrorString(CUresult e, const char** s) { return cuGetErrorName(e, s); }
 
+namespace {
+
+// The driver's tool injection, once, at the first successful cuInit: the
+// library CUDA_INJECTION64_PATH names is loaded and its InitializeInjection
+// called, before cuInit returns (the injection the CUPTI samples' injection
+// tools and Kineto's InitializeInjection are written for: "The cuda driver
+// calls this function if the CUDA_INJECTION64_PATH environment variable is
+// set"). Nsight Systems and Nsight Compute attach the same way. A library
+// that cannot be loaded, or has no InitializeInjection, is said once and
+// skipped.
+void inject_tool() {
+  const char* path = std::getenv("CUDA_INJECTION64_PATH");
+  if (!path || !*path) return;
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  auto init = h ? reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection")) : nullptr;
+  if (!init) {
+    std::fprintf(stderr, "gpusim: CUDA_INJECTION64_PATH %s: %s\n", path, h ? "no InitializeInjection" : dlerror());
+    return;
+  }
+  init();
+}
+
+}  // namespace
+
 GPUSIM_EXPORT CUresult cuInit(unsigned int flags) {
   if (flags) return CUDA_ERROR_INVALID_VALUE;
   if (config().no_driver) return CUDA_ERROR_NOT_INITIALIZED;
   if (config().device_count == 0) return CUDA_ERROR_NO_DEVICE;
+  static std::once_flag injected;
+  std::call_once(injected, inject_tool);
   g_initialized.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }

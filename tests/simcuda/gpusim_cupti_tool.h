@@ -25,7 +25,17 @@ enum gpusim_cupti_tool_mode {
   // cuptiSubscribe_v2 with allowMultipleSubscribers = 0, then the
   // per-subscriber calls.
   GPUSIM_CUPTI_TOOL_EXCLUSIVE = 3,
+  // As LEGACY, but every CUPTI function found by dlsym on a handle of its
+  // own dlopen("libcupti.so.13", RTLD_LOCAL): what XLA's CUPTI stub does
+  // for the JAX and TensorFlow profilers (xla/tsl/cuda/cupti_stub.cc).
+  GPUSIM_CUPTI_TOOL_BY_HANDLE = 4,
 };
+
+// Loaded by CUDA_INJECTION64_PATH, the simulated driver calls this at
+// cuInit: the tool starts in GPUSIM_CUPTI_TOOL_INJECTED_MODE (default
+// LEGACY) as "injected tool" and, at exit, flushes and prints
+// "gpusim_cupti_tool: injected rc R records N" on stderr.
+__attribute__((visibility("default"))) int InitializeInjection(void);
 
 // Starts the tool; `name` is its subscriberName (v2 modes). Returns the
 // CUptiResult of the subscription (0: subscribed, and tracing); on

@@ -18,6 +18,20 @@
 // (sim.h, Config::throttle_*) makes one device report its clock at `ratio`
 // of the maximum, that reason and 86 °C.
 //
+// MIG, minimally (GPUSIM_NVML_MIG=1): every GPU is in MIG mode
+// (nvmlDeviceGetMigMode: current and pending enabled) with one MIG instance,
+// index 0 of up to 7 (nvmlDeviceGetMaxMigDeviceCount,
+// nvmlDeviceGetMigDeviceHandleByIndex), and that instance is the CUDA
+// device: its UUID is cuDeviceGetUuid's bytes as "MIG-..." (the UUID CUDA
+// gives a MIG device), nvmlDeviceGetHandleByUUID finds it (GPUSIM_NVML_MIG=2:
+// it does not, so a client must walk the parent's MIG devices), and its
+// memory info is the instance's: 1/7 of the GPU's memory, this process's
+// use. The parent GPU's memory info then counts 8 GiB more in use (the
+// other tenants'). Of a MIG handle only the UUID, name and memory info are
+// answered; NVML documents MIG device handles as supporting a subset of
+// queries (nvml.h, "MIG device handles"), and clocks, temperature and power
+// are the GPU's.
+//
 // An NVML call with arguments it cannot answer (an unknown handle) says so
 // through log_unanswered. A function that is missing altogether shows as a
 // failed dlsym in the caller; the torch symbol test (tests/python/torch_sim.py)
@@ -89,6 +103,30 @@ int index_of(nvmlDevice_t h) {
 // prints one.
 void uuid_of(int d, char* out, size_t len) {
   std::snprintf(out, len, "GPU-67707573-696d-0000-0000-0000000000%02x", d);
+}
+
+// MIG (GPUSIM_NVML_MIG): 0 off, 1 on, 2 on with the MIG UUID not found by
+// nvmlDeviceGetHandleByUUID.
+int mig() {
+  static const int m = [] {
+    const char* v = std::getenv("GPUSIM_NVML_MIG");
+    return v && *v ? std::atoi(v) : 0;
+  }();
+  return m;
+}
+constexpr uintptr_t kMigHandleBase = 0x10000;
+constexpr unsigned kMigSlices = 7;
+constexpr unsigned long long kOtherTenantsBytes = 8ull << 30;
+nvmlDevice_t mig_handle_of(int d) { return reinterpret_cast<nvmlDevice_t>(kMigHandleBase + static_cast<uintptr_t>(d) + 1); }
+// The device of a MIG handle, or -1.
+int mig_index_of(nvmlDevice_t h) {
+  auto v = reinterpret_cast<uintptr_t>(h);
+  if (!mig() || v <= kMigHandleBase) return -1;
+  int i = static_cast<int>(v - kMigHandleBase) - 1;
+  return gpusim::valid_device(i) ? i : -1;
+}
+void mig_uuid_of(int d, char* out, size_t len) {
+  std::snprintf(out, len, "MIG-67707573-696d-0000-0000-0000000000%02x", d);
 }
 
 nvmlReturn_t check(nvmlDevice_t h, const char* call, int* d) {
@@ -171,8 +209,39 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevic
       *out = handle(d);
       return NVML_SUCCESS;
     }
+    mig_uuid_of(d, u, sizeof(u));
+    if (mig() == 1 && std::strcmp(u, uuid) == 0) {
+      *out = mig_handle_of(d);
+      return NVML_SUCCESS;
+    }
   }
   return NVML_ERROR_NOT_FOUND;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned int* current, unsigned int* pending) {
+  if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
+  if (mig_index_of(h) >= 0) return NVML_ERROR_NOT_SUPPORTED;
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetMigMode", &d)) return r;
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  *current = *pending = mig() ? 1 : 0;  // NVML_DEVICE_MIG_ENABLE / _DISABLE
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t h, unsigned int* count) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetMaxMigDeviceCount", &d)) return r;
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!mig()) return NVML_ERROR_NOT_SUPPORTED;
+  *count = kMigSlices;
+  return NVML_SUCCESS;
+}
+GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, unsigned int index, nvmlDevice_t* out) {
+  int d;
+  if (nvmlReturn_t r = check(h, "nvmlDeviceGetMigDeviceHandleByIndex", &d)) return r;
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!mig()) return NVML_ERROR_NOT_SUPPORTED;
+  if (index != 0) return NVML_ERROR_NOT_FOUND;
+  *out = mig_handle_of(d);
+  return NVML_SUCCESS;
 }
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* bus_id, nvmlDevice_t* out) {
   if (g_inits.load() <= 0) return NVML_ERROR_UNINITIALIZED;
@@ -193,20 +262,27 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t h, unsigned int* i) {
   return NVML_SUCCESS;
 }
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t h, char* uuid, unsigned int len) {
-  int d;
-  if (nvmlReturn_t r = check(h, "nvmlDeviceGetUUID", &d)) return r;
+  int d = mig_index_of(h);
+  bool is_mig = d >= 0;
+  if (!is_mig)
+    if (nvmlReturn_t r = check(h, "nvmlDeviceGetUUID", &d)) return r;
   if (!uuid) return NVML_ERROR_INVALID_ARGUMENT;
   char u[96];
-  uuid_of(d, u, sizeof(u));
+  if (is_mig)
+    mig_uuid_of(d, u, sizeof(u));
+  else
+    uuid_of(d, u, sizeof(u));
   if (len < std::strlen(u) + 1) return NVML_ERROR_INSUFFICIENT_SIZE;
   std::memcpy(uuid, u, std::strlen(u) + 1);
   return NVML_SUCCESS;
 }
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char* name, unsigned int len) {
-  int d;
-  if (nvmlReturn_t r = check(h, "nvmlDeviceGetName", &d)) return r;
+  int d = mig_index_of(h);
+  bool is_mig = d >= 0;
+  if (!is_mig)
+    if (nvmlReturn_t r = check(h, "nvmlDeviceGetName", &d)) return r;
   if (!name || len == 0) return NVML_ERROR_INVALID_ARGUMENT;
-  std::snprintf(name, len, "gpusim simulated device %d", d);
+  std::snprintf(name, len, is_mig ? "gpusim simulated device %d MIG 1g" : "gpusim simulated device %d", d);
   return NVML_SUCCESS;
 }
 // Every pair of simulated devices can reach each other (as
@@ -380,10 +456,15 @@ GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t h, unsig
   return NVML_SUCCESS;
 }
 GPUSIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t* memory) {
-  int d;
-  if (nvmlReturn_t r = check(h, "nvmlDeviceGetMemoryInfo", &d)) return r;
+  int d = mig_index_of(h);
+  bool is_mig = d >= 0;
+  if (!is_mig)
+    if (nvmlReturn_t r = check(h, "nvmlDeviceGetMemoryInfo", &d)) return r;
   if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
-  const size_t cap = gpusim::config().device_bytes, used = gpusim::Memory::get().used(d);
+  // A MIG instance: its slice and this process's use; the parent GPU in MIG
+  // mode: every tenant's.
+  const size_t cap = gpusim::config().device_bytes / (is_mig ? kMigSlices : 1);
+  const size_t used = gpusim::Memory::get().used(d) + (mig() && !is_mig ? kOtherTenantsBytes : 0);
   memory->total = cap;
   memory->used = used;
   memory->free = used < cap ? cap - used : 0;

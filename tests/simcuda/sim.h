@@ -172,6 +172,19 @@ double nvlink_link_gbps(int version);
 // torch tests fail on such a line (README.md, "Hosting PyTorch").
 void log_unanswered(const char* api, const char* name);
 
+// The CUDA runtime's teardown at exit: "The CUDA interfaces use global
+// state that is initialized during host program initiation and destroyed
+// during host program termination ... using any of these interfaces
+// (implicitly or explicitly) during program initiation or termination
+// (after main) will result in undefined behavior" (CUDA C++ Programming
+// Guide, "Initialization"). The simulated runtime registers its teardown
+// (an atexit handler) when it first makes a primary context, as the real
+// one registers its own when it initializes; with GPUSIM_CHECK_TEARDOWN=1 a
+// driver call made after it says so, once, on stderr: "gpusim: a driver
+// call after the CUDA runtime's teardown".
+void register_runtime_teardown();
+bool runtime_torn_down();
+
 // ---------------------------------------------------------------- faults --
 
 // GPUSIM_FAIL="cuMemCreate:3,cudaMalloc:1+" makes the 3rd call of cuMemCreate
@@ -269,6 +282,10 @@ struct OpInfo {
   bool peer = false;           // copies between two devices
   uint8_t memset_value = 0;
   uint32_t correlation = 0;    // given by enqueue when 0 (kinds other than kOther)
+  // The host thread that enqueued the op (kernel thread id), given by
+  // enqueue: CUPTI keeps activity buffers per such thread by default
+  // (CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER; README.md, "CUPTI").
+  uint32_t launcher = 0;
   uint64_t bytes = 0;          // copies and memsets
   uint64_t blocks = 0;         // kernels: blocks of the grid
   // Kernels: the name as CUPTI would give it (mangled), interned for the

@@ -10,6 +10,9 @@
 //     stream after it waits for it;
 //   - streams created with cudaStreamNonBlocking take part in neither;
 //   - the per-thread default stream is a blocking stream.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "sim.h"
@@ -105,6 +108,12 @@ void implicit_deps(CUstream_st* s, std::vector<Dep>* deps) {
 
 thread_local CUstream_st* t_per_thread = nullptr;
 
+// The calling thread's kernel id, once per thread (OpInfo::launcher).
+uint32_t launching_thread() {
+  thread_local const uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
+
 }  // namespace
 
 CUstream_st* legacy_stream(int device) {
@@ -171,6 +180,7 @@ uint64_t enqueue(CUstream_st* s, std::function<void()> run, OpInfo info, std::ve
     return 0;
   }
   if (info.kind != OpKind::kOther && info.correlation == 0) info.correlation = next_correlation_id();
+  if (info.kind != OpKind::kOther && info.launcher == 0) info.launcher = launching_thread();
   Op op;
   op.info = info;
   op.run = std::move(run);

@@ -11,21 +11,27 @@
 // Before the loop, under gpuslack, it waits (at most 10 s) until the live
 // summary says whether the timeline measures: the timeline starts on a
 // thread of its own, and GPU work before it is not seen.
-// With --tool MODE (legacy, shared, exclusive: gpusim_cupti_tool.h) it also
+// With --tool MODE (legacy, shared, exclusive, handle: gpusim_cupti_tool.h) it also
 // runs the simulated second CUPTI tool (the library GPUSIM_CUPTI_TOOL
 // names), started before its first CUDA call (--tool-when before) or after
 // half of the steps (after), and prints what the tool received.
+// With --threads N (N > 1) the loop's launches come from N threads at once,
+// each with its own stream, and there is no CPU work or allocation: the
+// GPU timeline must get every kernel while CUPTI holds a buffer per
+// launching thread (Note [Buffers per launching thread]).
 // Prints what it measured itself, on one line, for the test to compare:
 //   timeline_app: cpu_s X alloc_s Y loop_s Z kernels N [tool_rc R tool_records K]
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -78,6 +84,7 @@ int tool_mode(const std::string& name) {
   if (name == "legacy") return 1;
   if (name == "shared") return 2;
   if (name == "exclusive") return 3;
+  if (name == "handle") return 4;
   return 0;
 }
 
@@ -85,6 +92,7 @@ int main(int argc, char** argv) {
   int steps = 20, kernels = 10;
   double cpu_ms = 20;
   int mode = 0;
+  int threads = 1;
   bool tool_before = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
@@ -92,6 +100,7 @@ int main(int argc, char** argv) {
     else if (k == "--kernels") kernels = std::atoi(argv[i + 1]);
     else if (k == "--cpu-ms") cpu_ms = std::atof(argv[i + 1]);
     else if (k == "--tool") mode = tool_mode(argv[i + 1]);
+    else if (k == "--threads") threads = std::atoi(argv[i + 1]);
     else if (k == "--tool-when") tool_before = std::string(argv[i + 1]) == "before";
     else {
       std::fprintf(stderr, "usage: timeline_app [--steps N] [--kernels K] [--cpu-ms MS] [--tool MODE] "
@@ -124,6 +133,26 @@ int main(int argc, char** argv) {
   const auto loop_start = Clock::now();
   double cpu_s = 0, alloc_s = 0;
   long launched = 0;
+  if (threads > 1) {
+    std::atomic<long> total{0};
+    std::vector<std::thread> launchers;
+    for (int t = 0; t < threads; ++t)
+      launchers.emplace_back([&] {
+        cudaStream_t own;
+        if (cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking) != cudaSuccess) return;
+        for (int step = 0; step < steps; ++step) {
+          for (int k = 0; k < kernels; ++k)
+            if (cudaLaunchKernel(reinterpret_cast<const void*>(&fake_kernel), dim3(1), dim3(1), nullptr, 0, own) ==
+                cudaSuccess)
+              total.fetch_add(1);
+          cudaStreamSynchronize(own);
+        }
+        cudaStreamDestroy(own);
+      });
+    for (std::thread& t : launchers) t.join();
+    launched = total.load();
+    steps = 0;  // the single-thread loop below does nothing
+  }
   for (int step = 0; step < steps; ++step) {
     if (mode != 0 && !tool_before && step == steps / 2) tool.rc = tool.start(mode, "second tool");
     for (int k = 0; k < kernels; ++k) {

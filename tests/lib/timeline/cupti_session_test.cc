@@ -98,11 +98,13 @@ class CuptiSessionTest : public ::testing::Test {
   }
   void TearDown() override { session.reset(); }
 
-  CuptiSession& make(Mode mode, uint64_t limit = 4 << 20, size_t buffer = 1 << 20) {
+  CuptiSession& make(Mode mode, uint64_t limit = 4 << 20, size_t buffer = 1 << 20, uint64_t ceiling = 0) {
     SessionConfig c;
     c.mode = mode;
+    c.injection = injection;
     c.buffer_limit_bytes = limit;
     c.buffer_bytes = buffer;
+    c.buffer_ceiling_bytes = ceiling;
     c.interval_threshold_ticks = 1234;
     c.nominal_ticks_per_ns = nominal_ticks_per_ns();
     c.flush_wait = std::chrono::milliseconds(5000);  // wide: sanitizer builds on a loaded machine
@@ -111,6 +113,7 @@ class CuptiSessionTest : public ::testing::Test {
   }
 
   RecordingSink sink;
+  std::string injection;  // SessionConfig::injection of the next make()
   std::unique_ptr<CuptiSession> session;
 };
 
@@ -144,14 +147,44 @@ TEST_F(CuptiSessionTest, StepsAsideNamingTheToolThatHoldsCupti) {
   }
 }
 
-TEST_F(CuptiSessionTest, AutoStaysOffWhereOnlyOneSubscriberIsAllowed) {
+// See Note [gpu_timeline:auto and CUPTI's single subscription]: a free single
+// subscription is taken under auto too (it yields to any later tool).
+TEST_F(CuptiSessionTest, AutoTakesAFreeSingleSubscription) {
   fake_cupti::state().multi_supported = false;
   StartOutcome out = make(Mode::kAuto).start();
+  EXPECT_EQ(out.status, Status::kMeasured);
+  EXPECT_TRUE(out.how_to_enable.empty());
+  auto& f = fake_cupti::state();
+  EXPECT_EQ(f.subscribe_calls, 2);  // the allow=1 try, then the single one
+  EXPECT_EQ(f.last_allow, 0);
+  EXPECT_FALSE(session->shares_cupti());
+  EXPECT_TRUE(f.used_legacy_callbacks);
+  // And yields to any tool that subscribes later.
+  EXPECT_TRUE(session->yield_if_needed("libkineto.so", /*exclusive=*/false));
+  EXPECT_FALSE(f.subscribed);
+}
+
+TEST_F(CuptiSessionTest, AutoLeavesTheSingleSubscriptionToAnInjectedTool) {
+  fake_cupti::state().multi_supported = false;
+  injection = "/opt/nsight-systems/target-linux-x64/libToolsInjection64.so";
+  StartOutcome out = make(Mode::kAuto).start();
   EXPECT_EQ(out.status, Status::kUnavailable);
+  EXPECT_NE(out.detail.find("CUDA_INJECTION64_PATH"), std::string::npos) << out.detail;
+  EXPECT_NE(out.detail.find("libToolsInjection64.so"), std::string::npos) << out.detail;
   EXPECT_EQ(out.how_to_enable, kHowToEnableSingle);
   EXPECT_NE(out.how_to_enable.find("gpu_timeline:on"), std::string::npos);
   EXPECT_FALSE(fake_cupti::state().subscribed);
   EXPECT_EQ(fake_cupti::state().subscribe_calls, 1);  // only the allow=1 try
+  // Where several may subscribe, an injected tool is no reason to stay out.
+  session.reset();
+  fake_cupti::reset();
+  EXPECT_EQ(make(Mode::kAuto).start().status, Status::kMeasured);
+  EXPECT_TRUE(session->shares_cupti());
+  // gpu_timeline:on takes the single subscription even so.
+  session.reset();
+  fake_cupti::reset();
+  fake_cupti::state().multi_supported = false;
+  EXPECT_EQ(make(Mode::kOn).start().status, Status::kMeasured);
 }
 
 TEST_F(CuptiSessionTest, OnTakesTheSingleSubscription) {
@@ -168,6 +201,13 @@ TEST_F(CuptiSessionTest, OnTakesTheSingleSubscription) {
 TEST_F(CuptiSessionTest, OlderCuptiWithoutV2) {
   fake_cupti::state().has_v2 = false;
   StartOutcome out = make(Mode::kAuto).start();
+  EXPECT_EQ(out.status, Status::kMeasured);
+  EXPECT_EQ(fake_cupti::state().last_allow, -1);  // cuptiSubscribe
+  session.reset();
+  fake_cupti::reset();
+  fake_cupti::state().has_v2 = false;
+  injection = "/opt/tool/libinject.so";
+  out = make(Mode::kAuto).start();
   EXPECT_EQ(out.status, Status::kUnavailable);
   EXPECT_EQ(out.how_to_enable, kHowToEnableSingle);
   EXPECT_EQ(fake_cupti::state().subscribe_calls, 0);
@@ -235,7 +275,7 @@ TEST_F(CuptiSessionTest, HostIntervalsAndStepsReachTheSink) {
 }
 
 TEST_F(CuptiSessionTest, PoolIsBoundedAndItsRefusalsAreCounted) {
-  make(Mode::kAuto, /*limit=*/2 * 4096, /*buffer=*/4096).start();
+  make(Mode::kAuto, /*limit=*/2 * 4096, /*buffer=*/4096, /*ceiling=*/2 * 4096).start();
   uint64_t t = fake_cupti::now_ns();
   EXPECT_TRUE(fake_cupti::fill_buffer({fake_cupti::kernel("_Z1av", t, t + 10, 0)}));
   EXPECT_TRUE(fake_cupti::fill_buffer({fake_cupti::kernel("_Z1bv", t, t + 10, 0)}));
@@ -258,8 +298,80 @@ TEST_F(CuptiSessionTest, PoolIsBoundedAndItsRefusalsAreCounted) {
   EXPECT_EQ(snap.buffer_bytes_peak, 2u * 4096);
 }
 
+// See Note [Buffers per launching thread]: CUPTI holds one buffer per launching
+// thread; 20 threads' buffers held at once, with a cap of 4 buffers, are all
+// lent, and nothing is dropped.
+TEST_F(CuptiSessionTest, PoolGrowsWithTheBuffersCuptiHoldsPerThread) {
+  make(Mode::kAuto, /*limit=*/4 * 4096, /*buffer=*/4096).start();  // ceiling 16 buffers
+  uint64_t t = fake_cupti::now_ns();
+  for (int thread = 0; thread < 16; ++thread)
+    EXPECT_TRUE(fake_cupti::fill_buffer({fake_cupti::kernel("_Z1kv", t, t + 10, 0)})) << thread;
+  EXPECT_FALSE(fake_cupti::fill_buffer({fake_cupti::kernel("_Z1kv", t, t + 10, 0)}));  // past the ceiling
+  Snapshot snap;
+  session->snapshot(&snap);
+  EXPECT_EQ(snap.records, 16u);
+  EXPECT_EQ(snap.dropped_by_pool, 1u);
+  EXPECT_EQ(snap.buffers_beyond_cap, 0u);
+  EXPECT_EQ(snap.buffer_bytes_limit, 4u * 4096);
+  EXPECT_EQ(snap.buffer_bytes_peak, 16u * 4096);
+}
+
+// See Note [Never refusing a CUPTI that crashes on it]: before CUPTI 12.9
+// (version 27) the pool lends past its ceiling rather than refuse.
+TEST_F(CuptiSessionTest, NeverRefusesACuptiThatCrashesOnARefusal) {
+  EXPECT_FALSE(cupti_refuses_safely(26));  // CUDA 12.8
+  EXPECT_TRUE(cupti_refuses_safely(27));   // CUDA 12.9
+  EXPECT_TRUE(cupti_refuses_safely(130000));
+  for (uint32_t version : {26u, 0u}) {  // 0: no cuptiGetVersion to ask
+    session.reset();
+    fake_cupti::reset();
+    fake_cupti::state().version = version;
+    fake_cupti::state().has_v2 = false;
+    make(Mode::kOn, /*limit=*/2 * 4096, /*buffer=*/4096, /*ceiling=*/2 * 4096).start();
+    uint64_t t = fake_cupti::now_ns();
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(fake_cupti::fill_buffer({fake_cupti::kernel("_Z1kv", t, t + 10, 0)}));
+    Snapshot snap;
+    session->snapshot(&snap);
+    EXPECT_EQ(snap.dropped_by_pool, 0u) << version;
+    EXPECT_EQ(snap.buffers_beyond_cap, 3u) << version;
+    EXPECT_EQ(snap.records, 5u) << version;
+  }
+}
+
+TEST(BufferPool, GrowsOnlyForBuffersCuptiHolds) {
+  BufferPool pool(/*limit=*/4 * 64, /*buffer=*/64, /*ceiling=*/8 * 64);
+  std::vector<uint8_t*> lent;
+  for (int i = 0; i < 8; ++i) lent.push_back(pool.acquire());  // held by CUPTI: grows to the ceiling
+  for (uint8_t* b : lent) EXPECT_NE(b, nullptr);
+  EXPECT_EQ(pool.held_by_cupti(), 8u);
+  EXPECT_EQ(pool.acquire(), nullptr);
+  // Handed back but not yet processed (gpuslack's own backlog): no growth.
+  for (uint8_t* b : lent) EXPECT_TRUE(pool.returned_by_cupti(b));
+  EXPECT_EQ(pool.held_by_cupti(), 0u);
+  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.refused(), 2u);
+  EXPECT_TRUE(pool.release(lent[0]));
+  EXPECT_EQ(pool.acquire(), lent[0]);
+  uint8_t foreign[64];
+  EXPECT_FALSE(pool.returned_by_cupti(foreign));
+  for (size_t i = 1; i < lent.size(); ++i) pool.release(lent[i]);
+  EXPECT_TRUE(pool.returned_by_cupti(lent[0]));
+  pool.release(lent[0]);
+  // Refusing unsafe: past the ceiling, counted.
+  pool.set_refusal_safe(false);
+  std::vector<uint8_t*> more;
+  for (int i = 0; i < 10; ++i) more.push_back(pool.acquire());
+  for (uint8_t* b : more) EXPECT_NE(b, nullptr);
+  EXPECT_EQ(pool.beyond_ceiling(), 2u);
+  EXPECT_EQ(pool.refused(), 2u);
+  for (uint8_t* b : more) {
+    pool.returned_by_cupti(b);
+    pool.release(b);
+  }
+}
+
 TEST(BufferPool, AllocatesLazilyUpToTheCap) {
-  BufferPool pool(3 * 4096, 4096);
+  BufferPool pool(3 * 4096, 4096, /*ceiling=*/3 * 4096);
   EXPECT_EQ(pool.peak_bytes(), 0u);
   uint8_t* a = pool.acquire();
   uint8_t* b = pool.acquire();

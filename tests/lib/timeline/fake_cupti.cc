@@ -131,6 +131,11 @@ CUptiResult result_string(CUptiResult r, const char** text) {
   return CUPTI_SUCCESS;
 }
 
+CUptiResult get_version(uint32_t* v) {
+  *v = g_state->version;
+  return CUPTI_SUCCESS;
+}
+
 cuda::CuptiApi g_api;
 
 }  // namespace
@@ -158,6 +163,7 @@ const cuda::CuptiApi* api() {
   g_api.activity_get_num_dropped_records = dropped_records;
   g_api.get_timestamp = get_timestamp;
   g_api.get_result_string = result_string;
+  if (state().version) g_api.get_version = get_version;
   if (state().has_v2) {
     g_api.subscribe_v2 = subscribe_v2;
     g_api.activity_enable_v2 = enable_v2;

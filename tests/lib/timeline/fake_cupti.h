@@ -23,6 +23,7 @@ struct State {
   // Set by the test.
   bool has_v2 = true;
   bool multi_supported = true;
+  uint32_t version = 130202;  // cuptiGetVersion's answer (0: the entry point is missing)
   std::string holder;  // another tool holds CUPTI alone ("" none)
   int64_t ns_offset = 5'000'000'000;  // CUPTI's time = CLOCK_MONOTONIC ns + offset
   std::atomic<size_t> dropped{0};     // reported (and reset) by the dropped-records call

@@ -7,6 +7,8 @@
 #include <nccl.h>
 
 #include <ctime>
+#include <thread>
+#include <vector>
 
 #include "cupti_test_util.h"
 #include "sim.h"
@@ -323,6 +325,47 @@ TEST(CuptiActivity, ReplacedCallbacksGetTheirOwnBuffersBack) {
   CUPTI_OK(cuptiActivityFlushAll(0));
   EXPECT_EQ(1u, C::kernel_count());
   EXPECT_EQ(2u, Later::kernel_count());
+}
+
+// CUPTI fills one buffer per thread that launches work by default
+// (CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER is 1: cupti_activity.h
+// 13.2); set to 0, every thread's records share one.
+TEST(CuptiActivity, EachLaunchingThreadFillsItsOwnBufferByDefault) {
+  start_legacy();
+  uint8_t per_thread = 0;
+  size_t size = sizeof(per_thread);
+  CUPTI_OK(cuptiActivityGetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread));
+  EXPECT_EQ(1, per_thread);
+  auto launch_from_threads = [] {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i)
+      threads.emplace_back([] {
+        cudaStream_t s;
+        if (cudaStreamCreate(&s) != cudaSuccess) return;
+        launch(s, 1);
+        cudaStreamSynchronize(s);
+        cudaStreamDestroy(s);
+      });
+    for (std::thread& t : threads) t.join();
+  };
+  launch_from_threads();
+  CUPTI_OK(cuptiActivityFlushAll(0));
+  {
+    std::lock_guard<std::mutex> l(C::mu);
+    EXPECT_EQ(4u, C::kernels.size());
+    EXPECT_EQ(4, C::buffers);  // one per launching thread
+  }
+  per_thread = 0;
+  CUPTI_OK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread));
+  launch_from_threads();
+  CUPTI_OK(cuptiActivityFlushAll(0));
+  {
+    std::lock_guard<std::mutex> l(C::mu);
+    EXPECT_EQ(8u, C::kernels.size());
+    EXPECT_EQ(5, C::buffers);  // one for all four
+  }
+  per_thread = 1;
+  CUPTI_OK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread));
 }
 
 TEST(CuptiActivity, GetNextRecordEndsAndRefusesGarbage) {

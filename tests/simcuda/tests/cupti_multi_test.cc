@@ -1,5 +1,5 @@
-// Subscribers where several are allowed (the defaults: CUPTI 13.2 on an r610
-// driver): cupti_callbacks.h's rules for cuptiSubscribe / cuptiSubscribe_v2,
+// Subscribers where several are allowed (GPUSIM_DRIVER_VERSION=610, whose
+// default CUPTI is 13.3: 13.2 and older allow one): cupti_callbacks.h's rules for cuptiSubscribe / cuptiSubscribe_v2,
 // each subscriber's own buffers, and the simulated second tool left working
 // whichever of the two subscribed first.
 #include "cupti_test_util.h"

@@ -88,6 +88,12 @@ DeviceLimits v100_limits();
 // An A100 (8.0: 108 SMs, 164 KiB shared per SM, 1 KiB reserved per block).
 DeviceLimits a100_limits();
 
+// A device's limits, asked once per device when its first record arrives,
+// on the timeline's worker (AnalysisOptions::device_limits): the driver's
+// attributes in the library (device_limits.h), a fixed table in tests.
+// False: unknown.
+using DeviceLimitsFn = bool (*)(int device, DeviceLimits* out);
+
 enum class Limiter : uint8_t { kNone, kBlocks, kWarps, kRegisters, kSharedMemory };
 const char* limiter_key(Limiter l);  // "none", "blocks", "warps", "registers", "shared_memory"
 

@@ -2,12 +2,14 @@
 // measured and the device's limits were known (timeline::KernelLaunches):
 //
 // underfilled_kernels: kernels whose grids leave SMs idle. A top kernel
-//   counts when it took at least kMinBusyShare of its device's busy time
-//   and either its launches ran at a wave efficiency (weighted by GPU time;
-//   Note [Waves] in timeline/occupancy.h) under kMaxEfficiency, or most of
-//   its time went to grids with fewer blocks than the GPU has SMs. Its cost
-//   is its GPU time (the launches with a known shape) x (1 - efficiency):
-//   the SM time its last waves left idle. The device whose counted kernels
+//   counts when its launches that leave SMs idle (timeline::KernelLaunches::
+//   underfilled_s: a wave efficiency under 75%, Note [Waves] in
+//   timeline/occupancy.h, or fewer blocks than the GPU has SMs) took at
+//   least kMinBusyShare of its device's busy time. Its cost is the SM time
+//   their partial waves left idle (underfilled_idle_s: each launch's GPU
+//   time x (1 - its efficiency)). Judged per launch shape, not per name: one
+//   kernel (a cuBLAS tile size) runs many GEMMs, and one ill-shaped GEMM
+//   among efficient ones is what to fix. The device whose counted kernels
 //   cost most is the one reported; the cost must reach the findings'
 //   thresholds (figures.h). NCCL's kernels are left out: their grid is the
 //   channel count by design, and the collectives rules judge them.
@@ -32,7 +34,6 @@ namespace findings {
 namespace {
 
 inline constexpr double kMinBusyShare = 0.10;   // of the device's busy time
-inline constexpr double kMaxEfficiency = 0.75;  // wave efficiency below this counts
 inline constexpr size_t kMaxKernels = 3;        // in the evidence
 
 bool contains_word(const std::string& name, std::initializer_list<const char*> words) {
@@ -47,9 +48,8 @@ bool is_gemm(const std::string& name) { return contains_word(name, {"gemm", "xmm
 
 struct Counted {
   const timeline::KernelRow* kernel;
-  double share;  // of busy
+  double share;  // of busy, in underfilled launches
   double cost_s;
-  bool few_blocks;
 };
 
 std::vector<Counted> counted_kernels(const report::GpuDeviceRow& d) {
@@ -57,24 +57,28 @@ std::vector<Counted> counted_kernels(const report::GpuDeviceRow& d) {
   if (d.busy_s <= 0) return out;
   for (const timeline::KernelRow& k : d.top_kernels) {
     const timeline::KernelLaunches& l = k.launches;
-    if (l.sm_count <= 0 || l.wave_efficiency <= 0 || l.shaped_s <= 0) continue;
+    if (l.sm_count <= 0 || l.underfilled_s <= 0) continue;
     if (contains_word(k.name, {"nccl"})) continue;  // NCCL's, demangled or not
-    const double share = k.total_s / d.busy_s;
-    const bool few_blocks = l.below_sms_s >= 0.5 * l.shaped_s;
-    if (share < kMinBusyShare || (l.wave_efficiency >= kMaxEfficiency && !few_blocks)) continue;
-    out.push_back({&k, share, l.shaped_s * (1 - l.wave_efficiency), few_blocks});
+    const double share = l.underfilled_s / d.busy_s;
+    if (share < kMinBusyShare) continue;
+    out.push_back({&k, share, l.underfilled_idle_s});
   }
   std::sort(out.begin(), out.end(), [](const Counted& a, const Counted& b) { return a.cost_s > b.cost_s; });
   return out;
 }
 
-std::string shape_text(const timeline::KernelLaunches& l) {
-  const auto range = [](const std::string& lo, const std::string& hi) { return lo == hi ? lo : lo + "-" + hi; };
-  std::string blocks = range(absl::StrFormat("%u", l.blocks_min), absl::StrFormat("%u", l.blocks_max));
-  std::string per_sm = range(absl::StrFormat("%d", l.blocks_per_sm_min), absl::StrFormat("%d", l.blocks_per_sm_max));
-  std::string waves = range(absl::StrFormat("%.2f", l.waves_min), absl::StrFormat("%.2f", l.waves_max));
-  return absl::StrFormat("%s blocks on %d SMs, %s blocks/SM, %s waves, wave efficiency %.0f%%", blocks, l.sm_count,
-                         per_sm, waves, 100 * l.wave_efficiency);
+// The kernel's underfilled shapes among its top few: "192 blocks: 1.45
+// waves of 132 x 1, 73% (0.123 s)".
+std::string shapes_text(const timeline::KernelLaunches& l) {
+  std::string out;
+  for (const timeline::KernelShapeRow& r : l.top_shapes) {
+    const bool below = r.blocks < static_cast<uint64_t>(l.sm_count);
+    if (r.wave_efficiency <= 0 || (!below && r.wave_efficiency >= timeline::kUnderfilledEfficiency)) continue;
+    out += absl::StrFormat("%s%u blocks of %u threads: %d/SM, %.2f waves on %d SMs, wave efficiency %.0f%%%s (%.3f s)",
+                           out.empty() ? "" : "; ", r.blocks, r.threads_per_block, r.blocks_per_sm, r.waves,
+                           l.sm_count, 100 * r.wave_efficiency, below ? ", fewer blocks than SMs" : "", r.total_s);
+  }
+  return out.empty() ? "its underfilled shapes are not among its top shapes" : out;
 }
 
 }  // namespace
@@ -108,9 +112,10 @@ void kernel_rules(const report::Summary& s, const Context& ctx, std::vector<repo
     (is_gemm(c.kernel->name) ? gemm : other) = true;
     if (i >= kMaxKernels) continue;
     f.evidence.emplace_back(c.kernel->name,
-                            absl::StrFormat("%.0f%% of GPU busy time (%.3f s), %s%s; %.3f s of SM time idle",
-                                            100 * c.share, c.kernel->total_s, shape_text(c.kernel->launches),
-                                            c.few_blocks ? ", fewer blocks than SMs" : "", c.cost_s));
+                            absl::StrFormat("%.0f%% of GPU busy time in launches that leave SMs idle (%.3f s of its "
+                                            "%.3f s): %s; %.3f s of SM time idle",
+                                            100 * c.share, c.kernel->launches.underfilled_s, c.kernel->total_s,
+                                            shapes_text(c.kernel->launches), c.cost_s));
   }
   if (worst_kernels.size() > kMaxKernels)
     f.evidence.emplace_back("more kernels", absl::StrFormat("%u", worst_kernels.size() - kMaxKernels));

@@ -128,6 +128,8 @@ GpuDeviceRow read_device(const Fields& f) {
       o.wave_efficiency = l.number("wave_efficiency");
       o.wave_efficiency_min = l.number("wave_efficiency_min");
       o.below_sms_s = l.number("below_sms_s");
+      o.underfilled_s = l.number("underfilled_s");
+      o.underfilled_idle_s = l.number("underfilled_idle_s");
       l.each("top_shapes", [&](const JsonValue& shape_item, const std::string& shape_at) {
         Fields x(shape_item, shape_at);
         timeline::KernelShapeRow sr;

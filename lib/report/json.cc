@@ -277,6 +277,8 @@ void launches_json(const timeline::KernelLaunches& l, Writer* w) {
     w->key("wave_efficiency").share(l.wave_efficiency);
     w->key("wave_efficiency_min").share(l.wave_efficiency_min);
     w->key("below_sms_s").seconds(l.below_sms_s);
+    w->key("underfilled_s").seconds(l.underfilled_s);
+    w->key("underfilled_idle_s").seconds(l.underfilled_idle_s);
   }
   w->key("top_shapes").begin_array(true);
   for (const timeline::KernelShapeRow& r : l.top_shapes) {

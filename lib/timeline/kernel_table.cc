@@ -62,7 +62,12 @@ KernelLaunches launches_of(const Merged& m, int sm_count, double tick_seconds) {
     r.waves = w.waves;
     r.wave_efficiency = w.efficiency;
     shaped_ticks += v.ticks;
-    if (sm_count > 0 && shape.blocks < static_cast<uint64_t>(sm_count)) below_ticks += v.ticks;
+    const bool below = sm_count > 0 && shape.blocks < static_cast<uint64_t>(sm_count);
+    if (below) below_ticks += v.ticks;
+    if (w.efficiency > 0 && (below || w.efficiency < kUnderfilledEfficiency)) {
+      l.underfilled_s += r.total_s;
+      l.underfilled_idle_s += r.total_s * (1 - w.efficiency);
+    }
     l.blocks_min = std::min(l.blocks_min, shape.blocks);
     l.blocks_max = std::max(l.blocks_max, shape.blocks);
     if (w.efficiency > 0) {

@@ -99,6 +99,8 @@ struct KernelShapeRow {
 // How a kernel's launches filled the GPU (Note [Waves] in occupancy.h),
 // over the launches whose records carry a grid; distributions, since one
 // name may launch in several shapes.
+inline constexpr double kUnderfilledEfficiency = 0.75;
+
 struct KernelLaunches {
   int sm_count = 0;           // the device's SMs; 0: its limits are unknown (then no blocks_per_sm, waves)
   uint64_t shapes = 0;        // distinct shapes seen
@@ -109,6 +111,11 @@ struct KernelLaunches {
   double wave_efficiency_min = 0;
   double shaped_s = 0;             // GPU time of the launches these figures cover
   double below_sms_s = 0;          // GPU time in launches with fewer blocks than SMs
+  // Launches that leave SMs idle: a wave efficiency under
+  // kUnderfilledEfficiency, or fewer blocks than SMs. Their GPU time, and
+  // the SM time their partial waves left idle (sum of time x (1 - efficiency)).
+  double underfilled_s = 0;
+  double underfilled_idle_s = 0;
   std::vector<KernelShapeRow> top_shapes;  // most GPU time first, a few
 };
 

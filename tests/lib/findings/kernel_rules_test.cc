@@ -30,6 +30,11 @@ timeline::KernelRow kernel(const std::string& name, double seconds, double effic
   l.wave_efficiency = l.wave_efficiency_min = efficiency;
   l.shaped_s = seconds;
   l.below_sms_s = blocks < 132 ? seconds : 0;
+  if (blocks < 132 || efficiency < 0.75) {
+    l.underfilled_s = seconds;
+    l.underfilled_idle_s = seconds * (1 - efficiency);
+  }
+  l.top_shapes = {timeline::KernelShapeRow{blocks, 384, 168, 196608, 1, l.waves_max, efficiency, 1000, seconds}};
   return k;
 }
 
@@ -69,12 +74,32 @@ TEST(UnderfilledKernels, FiresOnAGemmInHalfAWave) {
   EXPECT_EQ(-1, f.gpu_idle_s);  // SMs idle inside busy time, not GPU idle
   ASSERT_EQ(2u, f.evidence.size());
   EXPECT_EQ(kGemm, f.evidence[1].first);
-  EXPECT_EQ("38% of GPU busy time (3.000 s), 64 blocks on 132 SMs, 1 blocks/SM, 0.48 waves, wave efficiency 48%, "
-            "fewer blocks than SMs; 1.545 s of SM time idle",
+  EXPECT_EQ("38% of GPU busy time in launches that leave SMs idle (3.000 s of its 3.000 s): 64 blocks of 384 "
+            "threads: 1/SM, 0.48 waves on 132 SMs, wave efficiency 48%, fewer blocks than SMs (3.000 s); 1.545 s of "
+            "SM time idle",
             f.evidence[1].second);
   EXPECT_NE(std::string::npos, f.fix.find("fewer tensor-parallel ranks")) << f.fix;
   EXPECT_NE(std::string::npos, f.fix.find("larger micro-batches")) << f.fix;
   EXPECT_EQ(std::string::npos, f.fix.find("torch.compile")) << f.fix;
+}
+
+// One kernel name, several GEMMs: only the ill-shaped one's launches count.
+TEST(UnderfilledKernels, JudgedPerShapeNotPerName) {
+  timeline::KernelRow k = kernel(kGemm, 4, 0.97, 512);
+  timeline::KernelLaunches& l = k.launches;
+  l.shapes = 2;
+  l.top_shapes.insert(l.top_shapes.begin(), timeline::KernelShapeRow{192, 384, 168, 196608, 1, 192.0 / 132,
+                                                                     192.0 / 264, 500, 2});
+  l.underfilled_s = 2;
+  l.underfilled_idle_s = 2 * (1 - 192.0 / 264);
+  l.wave_efficiency = (2 * 192.0 / 264 + 2 * 0.97) / 4;  // 85%: the name alone would pass
+  auto out = run(measured({k}));
+  ASSERT_EQ(1u, out.size());
+  EXPECT_NEAR(2 * (1 - 192.0 / 264), out[0].cost_s, 1e-9);
+  EXPECT_NE(std::string::npos, out[0].evidence[1].second.find("192 blocks of 384 threads: 1/SM, 1.45 waves on 132 "
+                                                               "SMs, wave efficiency 73% (2.000 s)"))
+      << out[0].evidence[1].second;
+  EXPECT_EQ(std::string::npos, out[0].evidence[1].second.find("512 blocks")) << out[0].evidence[1].second;
 }
 
 TEST(UnderfilledKernels, SmallKernelsGetFusionAsTheirFix) {

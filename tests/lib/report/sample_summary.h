@@ -177,6 +177,8 @@ inline Summary sample_summary_with_gpu_timeline() {
     l.wave_efficiency_min = 0.484848;
     l.shaped_s = 200.0;
     l.below_sms_s = 150.0;
+    l.underfilled_s = 150.0;
+    l.underfilled_idle_s = 77.272727;
     l.top_shapes = {timeline::KernelShapeRow{64, 384, 168, 196608, 1, 0.484848, 0.484848, 750, 150.0},
                     timeline::KernelShapeRow{264, 384, 168, 196608, 1, 2, 1, 250, 50.0}};
     // The quoted kernel: a grid, its device's limits unknown.

@@ -109,6 +109,8 @@ TEST(KernelTable, ShapesGiveBlocksPerSmWavesAndEfficiency) {
   EXPECT_NEAR((300 * 64.0 / 132 + 100) / 400, l.wave_efficiency, 1e-12);
   EXPECT_DOUBLE_EQ(400e-9, l.shaped_s);
   EXPECT_DOUBLE_EQ(300e-9, l.below_sms_s);
+  EXPECT_DOUBLE_EQ(300e-9, l.underfilled_s);  // the 64-block launches alone
+  EXPECT_NEAR(300e-9 * (1 - 64.0 / 132), l.underfilled_idle_s, 1e-18);
   ASSERT_EQ(2u, l.top_shapes.size());
   EXPECT_EQ(64u, l.top_shapes[0].blocks);
   EXPECT_EQ(3u, l.top_shapes[0].count);

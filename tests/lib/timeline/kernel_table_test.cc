@@ -121,6 +121,24 @@ TEST(KernelTable, ShapesGiveBlocksPerSmWavesAndEfficiency) {
   EXPECT_DOUBLE_EQ(1.0, l.top_shapes[1].wave_efficiency);
 }
 
+// Underfilled launches: under 75% wave efficiency (145 blocks: 1.1 waves,
+// 55%) count; whole waves (264) do not, nor does 75% exactly (396 of 528).
+TEST(KernelTable, UnderfilledLaunchesByEfficiency) {
+  static const char kK[] = "k";
+  KernelTable t;
+  t.set_limits(h100_limits());
+  t.add(kK, 1000, launch(145, 384, 168, 192 << 10));
+  t.add(kK, 500, launch(264, 384, 168, 192 << 10));
+  t.add(kK, 700, launch(396, 384, 168, 192 << 10));
+  std::vector<KernelRow> rows;
+  t.fill(1, 1e-9, &rows);
+  const KernelLaunches& l = rows[0].launches;
+  EXPECT_DOUBLE_EQ(0, l.below_sms_s);
+  EXPECT_DOUBLE_EQ(1000e-9, l.underfilled_s);
+  EXPECT_NEAR(1000e-9 * (1 - 145.0 / 264), l.underfilled_idle_s, 1e-18);
+  EXPECT_NEAR(145.0 / 264, l.wave_efficiency_min, 1e-12);
+}
+
 // Limits unknown: shapes and blocks, no blocks per SM or waves; shapes
 // beyond the cap count as time only.
 TEST(KernelTable, UnknownLimitsAndTheShapeCap) {

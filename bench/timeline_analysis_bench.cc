@@ -5,7 +5,8 @@
 // Each iteration feeds 1M records the way CUPTI delivers them: buffers of
 // 4096 records, each buffer one stream's records in order, buffers of the
 // streams interleaved (so records arrive out of order across buffers).
-// The work is kernels of a few names (some shorter than 10 us), copies,
+// The work is kernels of a few names (some shorter than 10 us; with launch
+// shapes, one name in three shapes, and an H100's limits), copies,
 // memsets, with gaps between them, on 2 devices; host blocked calls on 4
 // threads (one per ~2000 records), a step mark every 10000 records; a
 // commit every 16 buffers at the latest time before which every stream has
@@ -15,7 +16,8 @@
 //
 //   BM_Analysis/1   one stream per device (records in order)
 //   BM_Analysis/4   four streams per device, interleaved buffers
-//   BM_Decode       the step before: one CUPTI record struct (Kernel11,
+//   BM_Decode       the step before: one CUPTI record struct (Kernel11 with
+//                   its grid, block, registers and shared memory,
 //                   Memcpy6, Memset4, in CUPTI 13.2's layout) decoded into a
 //                   GpuActivity (timeline/record_decoder.h), kinds mixed as
 //                   above; CUPTI's own cuptiActivityGetNextRecord not counted
@@ -83,7 +85,14 @@ Feed make_feed(int streams_per_device) {
     uint64_t len;
     if (r < 80) {
       a.kind = r < 5 ? Busy::kCommunication : Busy::kCompute;
-      a.name = kNames[rng() % 6];
+      const size_t name = rng() % 6;
+      a.name = kNames[name];
+      // Launch shapes as CUPTI's records give them: one per name, the
+      // gemm in three (timeline/kernel_table.h matches the last first).
+      a.shape.blocks = name == 0 ? 64u << (rng() % 3) : 128u * (name + 1);
+      a.shape.threads_per_block = name == 0 ? 384 : 256;
+      a.shape.registers_per_thread = name == 0 ? 168 : 32;
+      a.shape.shared_bytes_per_block = name == 0 ? 192u << 10 : 0;
       len = r % 3 == 0 ? 2 * kTicksPerUs + rng() % (6 * kTicksPerUs) : 10 * kTicksPerUs + rng() % (200 * kTicksPerUs);
     } else if (r < 95) {
       a.kind = Busy::kCopies;
@@ -138,6 +147,10 @@ void BM_Analysis(benchmark::State& state) {
   o.start_ticks = 0;
   o.launch_bound_gap_ticks = 20 * kTicksPerUs;
   o.short_kernel_ticks = 10 * kTicksPerUs;
+  o.device_limits = [](int, gpuslack::timeline::DeviceLimits* l) {
+    *l = gpuslack::timeline::h100_limits();
+    return true;
+  };
   std::vector<DeviceTimeline> out;
   for (auto _ : state) {
     TimelineAnalysis a(o);
@@ -203,6 +216,11 @@ void BM_Decode(benchmark::State& state) {
         k->end = t + 900;
         k->deviceId = i % 2;
         k->name = kNames[rng() % 3];
+        k->gridX = 128, k->gridY = 8, k->gridZ = 1;
+        k->blockX = 256, k->blockY = k->blockZ = 1;
+        k->registersPerThread = 168;
+        k->staticSharedMemory = 1024;
+        k->dynamicSharedMemory = 65536;
         at += sizeof(*k);
       }
     }

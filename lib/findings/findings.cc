@@ -11,6 +11,7 @@ std::vector<report::Finding> evaluate(const report::Summary& summary, const Cont
   allocator_rules(summary, context, &out);
   copy_rules(summary, context, &out);
   timeline_rules(summary, context, &out);
+  kernel_rules(summary, context, &out);
   collective_rules(summary, context, &out);
   // Most costly first; ties by rule name, so the order is stable.
   std::stable_sort(out.begin(), out.end(), [](const report::Finding& a, const report::Finding& b) {

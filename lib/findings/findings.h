@@ -1,7 +1,7 @@
 // Findings: rules over one rank's summary that name a leak and its fix.
 //
 // evaluate() runs every rule (one file per family: allocator_rules.cc,
-// copy_rules.cc, timeline_rules.cc, collective_rules.cc) over a built
+// copy_rules.cc, timeline_rules.cc, kernel_rules.cc, collective_rules.cc) over a built
 // summary and returns what fired, most costly first. It reads only the
 // summary and the knobs below, so a summary read back from JSON gives the
 // same findings as the process saw (Note [A false finding is a bug] in
@@ -34,6 +34,7 @@ std::vector<report::Finding> evaluate(const report::Summary& summary, const Cont
 void allocator_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
 void copy_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
 void timeline_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
+void kernel_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
 void collective_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
 
 }  // namespace findings

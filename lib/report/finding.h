@@ -22,7 +22,7 @@ namespace report {
 struct Finding {
   // Stable identifier, the JSON's and the job report's key:
   //   allocator_sync, fragmentation, pageable_copies, sync_copies,
-  //   host_bound, launch_bound, collective_bandwidth, collective_algorithm,
+  //   host_bound, launch_bound, underfilled_kernels, collective_bandwidth, collective_algorithm,
   //   latency_bound_collectives
   // (job-level, from the job report only: nccl_env_mismatch, straggler).
   std::string rule;

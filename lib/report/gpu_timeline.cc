@@ -114,6 +114,39 @@ GpuDeviceRow read_device(const Fields& f) {
     r.count = k.count("count");
     r.total_s = k.number("total_s");
     r.mean_s = k.number("mean_s");
+    if (k.object("launch", &v)) {
+      Fields l(*v, k.where("launch"));
+      timeline::KernelLaunches& o = r.launches;
+      o.shapes = l.count("shapes");
+      o.blocks_min = l.count("blocks_min");
+      o.blocks_max = l.count("blocks_max");
+      o.shaped_s = l.number("shaped_s");
+      o.sm_count = l.whole("sm_count");
+      o.blocks_per_sm_min = l.whole("blocks_per_sm_min");
+      o.blocks_per_sm_max = l.whole("blocks_per_sm_max");
+      o.waves_min = l.number("waves_min");
+      o.waves_max = l.number("waves_max");
+      o.wave_efficiency = l.number("wave_efficiency");
+      o.wave_efficiency_min = l.number("wave_efficiency_min");
+      o.below_sms_s = l.number("below_sms_s");
+      o.underfilled_s = l.number("underfilled_s");
+      o.underfilled_idle_s = l.number("underfilled_idle_s");
+      l.each("top_shapes", [&](const JsonValue& shape_item, const std::string& shape_at) {
+        Fields x(shape_item, shape_at);
+        timeline::KernelShapeRow sr;
+        sr.blocks = x.count("blocks");
+        sr.threads_per_block = static_cast<uint32_t>(std::min<uint64_t>(x.count("threads_per_block"), UINT32_MAX));
+        sr.registers_per_thread = static_cast<uint32_t>(std::min<uint64_t>(x.count("registers_per_thread"), UINT32_MAX));
+        sr.shared_bytes_per_block =
+            static_cast<uint32_t>(std::min<uint64_t>(x.count("shared_bytes_per_block"), UINT32_MAX));
+        sr.blocks_per_sm = x.whole("blocks_per_sm");
+        sr.waves = x.number("waves");
+        sr.wave_efficiency = x.number("wave_efficiency");
+        sr.count = x.count("count");
+        sr.total_s = x.number("total_s");
+        o.top_shapes.push_back(sr);
+      });
+    }
     d.top_kernels.push_back(std::move(r));
   });
   d.short_kernel_busy_s = f.number("short_kernel_busy_s");

@@ -260,6 +260,46 @@ void collectives(const CollectivesSection& c, Writer* w) {
 }
 
 // The GPU timeline: docs/summary.md, "The GPU timeline".
+// A top kernel's launch shapes (timeline::KernelLaunches); the figures
+// that need the device's limits only when they are known (sm_count > 0).
+void launches_json(const timeline::KernelLaunches& l, Writer* w) {
+  w->key("launch").begin_object(true);
+  w->key("shapes").unsigned_integer(l.shapes);
+  w->key("blocks_min").unsigned_integer(l.blocks_min);
+  w->key("blocks_max").unsigned_integer(l.blocks_max);
+  w->key("shaped_s").seconds(l.shaped_s);
+  if (l.sm_count > 0) {
+    w->key("sm_count").integer(l.sm_count);
+    w->key("blocks_per_sm_min").integer(l.blocks_per_sm_min);
+    w->key("blocks_per_sm_max").integer(l.blocks_per_sm_max);
+    w->key("waves_min").share(l.waves_min);
+    w->key("waves_max").share(l.waves_max);
+    w->key("wave_efficiency").share(l.wave_efficiency);
+    w->key("wave_efficiency_min").share(l.wave_efficiency_min);
+    w->key("below_sms_s").seconds(l.below_sms_s);
+    w->key("underfilled_s").seconds(l.underfilled_s);
+    w->key("underfilled_idle_s").seconds(l.underfilled_idle_s);
+  }
+  w->key("top_shapes").begin_array(true);
+  for (const timeline::KernelShapeRow& r : l.top_shapes) {
+    w->begin_object(true);
+    w->key("blocks").unsigned_integer(r.blocks);
+    w->key("threads_per_block").unsigned_integer(r.threads_per_block);
+    w->key("registers_per_thread").unsigned_integer(r.registers_per_thread);
+    w->key("shared_bytes_per_block").unsigned_integer(r.shared_bytes_per_block);
+    if (l.sm_count > 0) {
+      w->key("blocks_per_sm").integer(r.blocks_per_sm);
+      w->key("waves").share(r.waves);
+      w->key("wave_efficiency").share(r.wave_efficiency);
+    }
+    w->key("count").unsigned_integer(r.count);
+    w->key("total_s").seconds(r.total_s);
+    w->end_object();
+  }
+  w->end_array();
+  w->end_object();
+}
+
 void gpu_device(const GpuDeviceRow& d, Writer* w) {
   w->begin_object();
   w->key("device").integer(d.device);
@@ -291,6 +331,7 @@ void gpu_device(const GpuDeviceRow& d, Writer* w) {
     w->key("count").unsigned_integer(k.count);
     w->key("total_s").seconds(k.total_s);
     w->key("mean_s").seconds(k.mean_s);
+    if (k.launches.shapes > 0) launches_json(k.launches, w);
     w->end_object();
   }
   w->end_array();

@@ -322,10 +322,22 @@ void gpu_details(const Summary& s, std::string* out) {
       for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
     }
     if (!d.top_kernels.empty()) {
+      // Launch shapes (timeline::KernelLaunches): a range where a name ran
+      // in several; "-" where no record carried a grid or the device's
+      // limits are unknown.
+      const auto range = [](const std::string& lo, const std::string& hi) { return lo == hi ? lo : lo + "-" + hi; };
+      const auto waves = [](double v) { return printf_string("%.2f", v); };
       Table table(1);
-      table.add({"kernel", "count", "total", "mean"});
-      for (const timeline::KernelRow& k : d.top_kernels)
-        table.add({printable(k.name), count_text(k.count), duration(k.total_s), duration(k.mean_s)});
+      table.add({"kernel", "count", "total", "mean", "blocks", "blocks/SM", "waves", "wave eff."});
+      for (const timeline::KernelRow& k : d.top_kernels) {
+        const timeline::KernelLaunches& l = k.launches;
+        const bool shaped = l.shapes > 0, known = shaped && l.sm_count > 0 && l.wave_efficiency > 0;
+        table.add({printable(k.name), count_text(k.count), duration(k.total_s), duration(k.mean_s),
+                   shaped ? range(count_text(l.blocks_min), count_text(l.blocks_max)) : "-",
+                   known ? range(std::to_string(l.blocks_per_sm_min), std::to_string(l.blocks_per_sm_max)) : "-",
+                   known ? range(waves(l.waves_min), waves(l.waves_max)) : "-",
+                   known ? percent(l.wave_efficiency) : "-"});
+      }
       table.render("  ", out);
     }
     const timeline::Steps& st = d.steps;

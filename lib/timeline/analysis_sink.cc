@@ -37,6 +37,7 @@ class AnalysisSink : public Sink {
     // making its sink, and no record can precede that.
     a.start_ticks = clock::ticks();
     a.launch_bound_gap_ticks = o.launch_bound_gap_ticks;
+    a.device_limits = o.device_limits;
     a.series_origin_ticks = series_origin_ticks();
     a.tick_seconds = o.tick_seconds;
     a.short_kernel_ticks = o.tick_seconds > 0 ? static_cast<uint64_t>(kShortKernelSeconds / o.tick_seconds) : 0;

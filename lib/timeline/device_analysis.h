@@ -54,6 +54,7 @@
 #include "ledger/host_activity.h"
 #include "timeline/gpu_activity.h"
 #include "timeline/idle_attribution.h"
+#include "timeline/occupancy.h"
 #include "timeline/step_table.h"
 #include "timeline/timeline.h"
 
@@ -70,6 +71,7 @@ struct AnalysisOptions {
   uint64_t launch_bound_gap_ticks = 0;  // launch_bound_gap_us in ticks
   uint64_t short_kernel_ticks = 0;      // 10 us in ticks: shorter kernels are "short"
   size_t top_kernels = 10;
+  DeviceLimitsFn device_limits = nullptr;  // null: limits unknown (no blocks per SM, waves)
   size_t worst_steps = 5;
   // The idle series (DeviceTimeline::idle_series): its origin, and seconds
   // per tick (0: no series).

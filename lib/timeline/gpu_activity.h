@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "timeline/occupancy.h"
 #include "timeline/timeline.h"
 
 namespace gpuslack {
@@ -23,6 +24,10 @@ struct GpuActivity {
   // for the life of the process, so that it can be counted by address;
   // nullptr for copies and memsets.
   const char* name = nullptr;
+  // Kernels: the launch's shape from the record (grid, block, registers,
+  // static + dynamic shared memory); blocks 0 for copies, memsets and
+  // records that carry no grid.
+  LaunchShape shape;
 };
 
 }  // namespace timeline

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 namespace gpuslack {
@@ -17,6 +18,18 @@ GPUSLACK_SAME_FIELD(CUpti_ActivityKernel11, CUpti_ActivityKernel9, deviceId);
 GPUSLACK_SAME_FIELD(CUpti_ActivityKernel11, CUpti_ActivityKernel9, name);
 GPUSLACK_SAME_FIELD(CUpti_ActivityKernel11, CUpti_ActivityKernel10, name);
 GPUSLACK_SAME_FIELD(CUpti_ActivityKernel11, CUpti_ActivityKernel5, name);
+// The launch's shape (occupancy.h).
+#define GPUSLACK_SAME_SHAPE(a, b)                                                    \
+  GPUSLACK_SAME_FIELD(a, b, gridX); GPUSLACK_SAME_FIELD(a, b, gridY);                \
+  GPUSLACK_SAME_FIELD(a, b, gridZ); GPUSLACK_SAME_FIELD(a, b, blockX);               \
+  GPUSLACK_SAME_FIELD(a, b, blockY); GPUSLACK_SAME_FIELD(a, b, blockZ);              \
+  GPUSLACK_SAME_FIELD(a, b, registersPerThread);                                    \
+  GPUSLACK_SAME_FIELD(a, b, staticSharedMemory);                                    \
+  GPUSLACK_SAME_FIELD(a, b, dynamicSharedMemory)
+GPUSLACK_SAME_SHAPE(CUpti_ActivityKernel11, CUpti_ActivityKernel9);
+GPUSLACK_SAME_SHAPE(CUpti_ActivityKernel11, CUpti_ActivityKernel10);
+GPUSLACK_SAME_SHAPE(CUpti_ActivityKernel11, CUpti_ActivityKernel5);
+#undef GPUSLACK_SAME_SHAPE
 GPUSLACK_SAME_FIELD(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, start);
 GPUSLACK_SAME_FIELD(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, end);
 GPUSLACK_SAME_FIELD(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, deviceId);
@@ -39,6 +52,23 @@ Decoded times(const Record* r, Busy kind, const char* name, GpuActivity* out) {
   return Decoded::kActivity;
 }
 
+// A record's grid and block; zero blocks when a dimension is not positive
+// (a record without them: the analysis counts its time, not its shape).
+void read_shape(const CUpti_ActivityKernel11* k, LaunchShape* out) {
+  if (k->gridX <= 0 || k->gridY <= 0 || k->gridZ <= 0 || k->blockX <= 0 || k->blockY <= 0 || k->blockZ <= 0) {
+    *out = LaunchShape{};
+    return;
+  }
+  out->blocks = static_cast<uint64_t>(k->gridX) * static_cast<uint64_t>(k->gridY) * static_cast<uint64_t>(k->gridZ);
+  const uint64_t threads =
+      static_cast<uint64_t>(k->blockX) * static_cast<uint64_t>(k->blockY) * static_cast<uint64_t>(k->blockZ);
+  out->threads_per_block = threads > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(threads);
+  out->registers_per_thread = k->registersPerThread;
+  const int64_t shared = static_cast<int64_t>(k->staticSharedMemory > 0 ? k->staticSharedMemory : 0) +
+                         (k->dynamicSharedMemory > 0 ? k->dynamicSharedMemory : 0);
+  out->shared_bytes_per_block = shared > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(shared);
+}
+
 }  // namespace
 
 bool is_nccl_kernel(const char* name) {
@@ -57,6 +87,7 @@ Decoded decode_record(const CUpti_Activity* record, GpuActivity* out) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       auto* k = reinterpret_cast<const CUpti_ActivityKernel11*>(record);
+      read_shape(k, &out->shape);
       return times(k, is_nccl_kernel(k->name) ? Busy::kCommunication : Busy::kCompute, k->name, out);
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY:

@@ -10,6 +10,8 @@
 // (Kernel9 in CUDA 12.x, Kernel11 in 13.x; Memcpy5/6, MemcpyPtoP3/4,
 // Memset3/4). The fields read here sit at one offset in every version since
 // CUDA 11 (static_asserts in record_decoder.cc), so one decoder reads all.
+// Kernels also give their launch shape (GpuActivity::shape: gridX/Y/Z,
+// blockX/Y/Z, registersPerThread, staticSharedMemory + dynamicSharedMemory).
 //
 // Thread safety: pure functions.
 #pragma once

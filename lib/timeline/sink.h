@@ -47,6 +47,7 @@ class Sink {
 struct SinkOptions {
   double tick_seconds = 1e-9;
   uint64_t launch_bound_gap_ticks = 0;  // launch_bound_gap_us in ticks
+  DeviceLimitsFn device_limits = nullptr;  // timeline/device_limits.h in the library
 };
 
 // The device analysis behind the process's timeline (defined with it).

@@ -24,6 +24,7 @@
 #include "log/log.h"
 #include "timeline/coexistence.h"
 #include "timeline/cupti_session.h"
+#include "timeline/device_limits.h"
 #include "timeline/sink.h"
 
 namespace gpuslack {
@@ -121,6 +122,7 @@ void start_now() {
   SinkOptions sink_options;
   sink_options.tick_seconds = tick_s;
   sink_options.launch_bound_gap_ticks = static_cast<uint64_t>(o.launch_bound_gap_us * 1e-6 / tick_s);
+  sink_options.device_limits = driver_device_limits;
   st.sink = make_device_analysis(sink_options);
   SessionConfig config;
   config.mode = o.gpu_timeline == "on" ? Mode::kOn : Mode::kAuto;

@@ -86,11 +86,49 @@ struct IdleSite {
   double idle_s = 0;
 };
 
+// One launch shape of a kernel (timeline/occupancy.h), with the figures
+// the device's limits give it (0 where they are unknown).
+struct KernelShapeRow {
+  uint64_t blocks = 0;
+  uint32_t threads_per_block = 0;
+  uint32_t registers_per_thread = 0;
+  uint32_t shared_bytes_per_block = 0;  // static + dynamic
+  int blocks_per_sm = 0;                // theoretical (0: unknown, or the block cannot launch)
+  double waves = 0;
+  double wave_efficiency = 0;           // (0, 1]; 0: unknown
+  uint64_t count = 0;
+  double total_s = 0;
+};
+
+// How a kernel's launches filled the GPU (Note [Waves] in occupancy.h),
+// over the launches whose records carry a grid; distributions, since one
+// name may launch in several shapes.
+inline constexpr double kUnderfilledEfficiency = 0.75;
+
+struct KernelLaunches {
+  int sm_count = 0;           // the device's SMs; 0: its limits are unknown (then no blocks_per_sm, waves)
+  uint64_t shapes = 0;        // distinct shapes seen
+  uint64_t blocks_min = 0, blocks_max = 0;
+  int blocks_per_sm_min = 0, blocks_per_sm_max = 0;
+  double waves_min = 0, waves_max = 0;
+  double wave_efficiency = 0;      // weighted by GPU time over the shaped launches; 0: unknown
+  double wave_efficiency_min = 0;
+  double shaped_s = 0;             // GPU time of the launches these figures cover
+  double below_sms_s = 0;          // GPU time in launches with fewer blocks than SMs
+  // Launches that leave SMs idle: a wave efficiency under
+  // kUnderfilledEfficiency, or fewer blocks than SMs. Their GPU time, and
+  // the SM time their partial waves left idle (sum of time x (1 - efficiency)).
+  double underfilled_s = 0;
+  double underfilled_idle_s = 0;
+  std::vector<KernelShapeRow> top_shapes;  // most GPU time first, a few
+};
+
 struct KernelRow {
   std::string name;  // as CUPTI gives it, demangled
   uint64_t count = 0;
   double total_s = 0;
   double mean_s = 0;
+  KernelLaunches launches;  // shapes == 0: no record carried a grid
 };
 
 // Busy and idle of one step (between two step marks) or interval.

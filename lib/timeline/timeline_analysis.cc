@@ -30,6 +30,9 @@ void TimelineAnalysis::bad_input(const char* what) {
 TimelineAnalysis::Device* TimelineAnalysis::make_device(int id) {
   if (static_cast<size_t>(id) >= by_id_.size()) by_id_.resize(static_cast<size_t>(id) + 1);
   auto d = std::make_unique<Device>(committed_, options_, boundaries_seen_ - boundaries_.size());
+  DeviceLimits limits;
+  if (options_.device_limits != nullptr && options_.device_limits(id, &limits) && limits.known())
+    d->kernels.set_limits(limits);
   for (const Boundary& m : marks_) d->sweep.add_step(m.ticks, m.index);
   for (const Boundary& b : boundaries_) d->sweep.add_interval_boundary(b.ticks, b.index);
   by_id_[static_cast<size_t>(id)] = std::move(d);
@@ -58,7 +61,7 @@ void TimelineAnalysis::add(const GpuActivity& a) {
     bad_input(a.end_ticks < a.start_ticks ? "a GPU record ends before it starts" : "a GPU record's device is out of range");
     return;
   }
-  if (DeviceAnalysis::is_kernel(a.kind)) d->kernels.add(a.name, a.end_ticks - a.start_ticks);
+  if (DeviceAnalysis::is_kernel(a.kind)) d->kernels.add(a.name, a.end_ticks - a.start_ticks, a.shape);
   d->sweep.add(a);
 }
 

@@ -15,7 +15,8 @@
 //   a.commit(now, /*final=*/true);           // at stop; then fill(now, ...)
 //
 // Devices: one DeviceAnalysis per device id seen in a record (or named by
-// ensure_device), made on first use; its window starts at the analysis
+// ensure_device), made on first use (its limits asked then:
+// AnalysisOptions::device_limits); its window starts at the analysis
 // start, or, for a device first seen after a commit, at the latest
 // watermark (its wall is shorter). Ids outside [0, kMaxDevices) are bad
 // input: counted, one log line.

@@ -86,6 +86,50 @@ class Findings(OutDirTest):
         self.assertGreaterEqual(h2d[0]["total_s"], 0.2)
         self.assertNotIn("pageable_copies", found)
 
+    # underfilled_kernels: a hidden size of 8192 split 8 ways and 4
+    # (tp_gemm_app.cc). At 8, the QKV projection (3072 x 2048 outputs) takes
+    # 12 x 16 = 192 tiles of 256x128, one per SM: 1.45 waves on 132 SMs, 73%;
+    # at 4 it takes 384 (2.91 waves, 97%), and every other GEMM fills whole
+    # waves at both. The GEMMs at 8 are named, none at 4.
+    TP_COSTS = {"GPUSIM_COST_GEMM_TFLOPS": "25"}
+
+    def tp_run(self, tp):
+        r = run([ENV["TP_GEMM_APP"], str(tp)], self.out, conf="gpu_timeline:on", extra=self.TP_COSTS, timeout=60)
+        self.assertEqual(0, r.returncode, r.stderr)
+        path, doc = summary_file(self.out)
+        v = subprocess.run(["/usr/bin/python3", ENV["VALIDATOR"], ENV["SCHEMA"], path], capture_output=True, text=True)
+        self.assertEqual(0, v.returncode, v.stdout + v.stderr)
+        self.assertEqual("measured", doc["gpu_timeline"]["status"], doc["gpu_timeline"])
+        return {f["rule"]: f for f in doc.get("findings", [])}, doc, r.stderr
+
+    def test_underfilled_kernels_fire_at_tensor_parallelism_8(self):
+        found, doc, err = self.tp_run(8)
+        self.assertIn("underfilled_kernels", found, found.keys())
+        f = found["underfilled_kernels"]
+        self.assert_finding(f, doc)
+        named = {e["name"]: e["value"] for e in f["evidence"]}
+        gemm = [k for k in named if "tilesize256x128x64" in k]
+        self.assertEqual(1, len(gemm), f["evidence"])
+        self.assertIn("192 blocks of 384 threads: 1/SM, 1.45 waves on 132 SMs, wave efficiency 73%", named[gemm[0]])
+        self.assertNotIn("512 blocks", named[gemm[0]])  # the efficient GEMMs of the same kernel
+        self.assertIn("fewer tensor-parallel ranks", f["fix"])
+        # The table: the kernel's launches in three shapes, 192 the smallest.
+        kernels = doc["gpu_timeline"]["devices"][0]["top_kernels"]
+        k = [k for k in kernels if "tilesize256x128x64" in k["name"]][0]
+        self.assertEqual(3, k["launch"]["shapes"])
+        self.assertEqual(192, k["launch"]["blocks_min"])
+        self.assertEqual(512, k["launch"]["blocks_max"])
+        self.assertEqual(1, k["launch"]["blocks_per_sm_max"])
+        self.assertEqual(132, k["launch"]["sm_count"])
+        self.assertIn("Kernels leave SMs idle", err)  # the text summary lists it
+    def test_underfilled_kernels_near_miss_at_tensor_parallelism_4(self):
+        found, doc, _ = self.tp_run(4)
+        self.assertNotIn("underfilled_kernels", found)
+        kernels = doc["gpu_timeline"]["devices"][0]["top_kernels"]
+        k = [k for k in kernels if "tilesize256x128x64" in k["name"]][0]
+        self.assertEqual(384, k["launch"]["blocks_min"])
+        self.assertGreaterEqual(k["launch"]["wave_efficiency"], 0.95)
+
     def test_sync_copies_fire_on_a_read_back_every_step(self):
         found, doc, _ = self.findings("item-loop", conf="gpu_timeline:on", extra=KERNEL_10MS)
         self.assertIn("sync_copies", found, found.keys())

@@ -302,6 +302,49 @@ class Merge(unittest.TestCase):
         self.assertNotIn("<img", page)
         self.assertIn("&lt;img src=x onerror=alert(1)&gt;", page)
 
+    def test_top_kernels_launch_shapes_merge_across_ranks(self):
+        """Each rank's top kernels with their launch shapes (docs/gpu-timeline.md,
+        "Launch shapes and waves") merge by name: GPU time summed, ranges
+        widened, the efficiency weighted by GPU time; the text shows them."""
+        ranks = os.path.join(self.tmp, "ranks")
+        synth.generate([read_json(FIXTURES[0])], ranks, 2, seed=3)
+        gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_cublas"
+        for i, name in enumerate(sorted(f for f in os.listdir(ranks) if f.endswith(".json"))):
+            path = os.path.join(ranks, name)
+            doc = read_json(path)
+            self.assertEqual("measured", doc["gpu_timeline"]["status"])
+            blocks = 192 if i == 0 else 384
+            eff = 192 / 264 if i == 0 else 384 / 396
+            doc["gpu_timeline"]["devices"][0]["top_kernels"].insert(0, {
+                "name": gemm, "count": 100, "total_s": 2.0, "mean_s": 0.02,
+                "launch": {"shapes": 1, "blocks_min": blocks, "blocks_max": blocks, "shaped_s": 2.0, "sm_count": 132,
+                           "blocks_per_sm_min": 1, "blocks_per_sm_max": 1, "waves_min": blocks / 132,
+                           "waves_max": blocks / 132, "wave_efficiency": eff, "wave_efficiency_min": eff,
+                           "below_sms_s": 0, "underfilled_s": 2.0 if i == 0 else 0,
+                           "underfilled_idle_s": 2.0 * (1 - eff) if i == 0 else 0,
+                           "top_shapes": [{"blocks": blocks, "threads_per_block": 384, "registers_per_thread": 168,
+                                           "shared_bytes_per_block": 196608, "blocks_per_sm": 1,
+                                           "waves": blocks / 132, "wave_efficiency": eff, "count": 100,
+                                           "total_s": 2.0}]}})
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        p = merge(ranks)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rep = read_json(os.path.join(ranks, "job-report.json"))
+        self.assertEqual([], validate(rep))
+        k = [k for k in rep["kernels"] if k["name"] == gemm][0]
+        self.assertEqual(2, k["ranks"])
+        self.assertAlmostEqual(4.0, k["total_s"])
+        self.assertEqual((192, 384), (k["blocks_min"], k["blocks_max"]))
+        self.assertEqual(132, k["sm_count"])
+        self.assertAlmostEqual((192 / 264 + 384 / 396) / 2, k["wave_efficiency"], places=5)
+        self.assertAlmostEqual(2.0, k["underfilled_s"])
+        line = [l for l in p.stdout.splitlines() + p.stderr.splitlines() if l.find(gemm[:40]) >= 0]
+        self.assertTrue(line, p.stdout + p.stderr)
+        self.assertIn("192-384", line[0])
+        self.assertIn("1.45-2.91", line[0])
+        self.assertIn("84.8%", line[0])
+
     def test_the_schema_rejects_a_broken_report(self):
         ranks = os.path.join(self.tmp, "ranks")
         synth.generate([read_json(FIXTURES[0])], ranks, 3)

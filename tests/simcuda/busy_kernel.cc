@@ -1,6 +1,7 @@
 // The test-only busy kernel (gpusim.h): GPU work that owns a buffer for a
 // while and notices if anyone else writes it meanwhile. This is how tests
 // catch an allocator that hands out memory a queued kernel still uses.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -77,12 +78,20 @@ GPUSIM_EXPORT long gpusim_calls(const char* name) {
 // Kernels launched through the CUDA APIs (cudaLaunchKernel, cuLaunchKernel,
 // ...): timed, never computed.
 void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks, const void* func) {
+  KernelShape shape;
+  shape.grid[0] = static_cast<uint32_t>(std::min<uint64_t>(blocks, 0x7fffffff));
+  if (blocks > 0x7fffffff) shape.grid[1] = static_cast<uint32_t>((blocks + 0x7ffffffe) / 0x7fffffff);
+  launch_kernel(s, shape, func);
+}
+void gpusim::launch_kernel(CUstream_st* s, const KernelShape& shape, const void* func) {
   charge(config().launch_us);
+  const uint64_t blocks = shape.blocks();
   double us = (config().kernel_us + config().kernel_per_block_us * static_cast<double>(blocks)) *
               kernel_slowdown(s ? s->device : 0);
   OpInfo info;
   info.kind = OpKind::kKernel;
   info.blocks = blocks;
+  info.shape = shape;
   info.modeled_ns = static_cast<uint64_t>(us * 1000);
   if (activity_observed()) info.name = kernel_name(func);
   enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
@@ -94,6 +103,17 @@ void gpusim::launch_flops(CUstream_st* s, double flops, const char* name) {
   OpInfo info;
   info.kind = OpKind::kKernel;
   info.blocks = 1;
+  info.name = name;
+  info.modeled_ns = static_cast<uint64_t>(us * 1000);
+  enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
+}
+void gpusim::launch_timed(CUstream_st* s, const KernelShape& shape, double us, const char* name) {
+  charge(config().launch_us);
+  us *= kernel_slowdown(s ? s->device : 0);
+  OpInfo info;
+  info.kind = OpKind::kKernel;
+  info.blocks = shape.blocks();
+  info.shape = shape;
   info.name = name;
   info.modeled_ns = static_cast<uint64_t>(us * 1000);
   enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);

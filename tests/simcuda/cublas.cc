@@ -34,6 +34,12 @@ cublasStatus_t gemm(cublasHandle_t h, double flops) {
   return cublassim::run(h->stream, flops);
 }
 
+// A GEMM proper: a grid of output tiles (Note [GEMM tiles], cublas_internal.h).
+cublasStatus_t tiled(cublasHandle_t h, int m, int n, int k, int batch = 1) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  return cublassim::run_gemm(h->stream, m, n, k, batch);
+}
+
 // A dot product of n elements: on the stream; a host result waits for it.
 template <class T>
 cublasStatus_t dot(cublasHandle_t h, int n, T* result) {
@@ -103,7 +109,7 @@ cublasStatus_t CUBLASWINAPI cublasSetSmCountTarget(cublasHandle_t handle, int ta
 #define GPUSIM_GEMM(name, T)                                                                                      \
   cublasStatus_t CUBLASWINAPI name(cublasHandle_t h, cublasOperation_t, cublasOperation_t, int m, int n, int k,   \
                                    const T*, const T*, int, const T*, int, const T*, T*, int) {                    \
-    return gemm(h, gemm_flops(m, n, k));                                                                          \
+    return tiled(h, m, n, k);                                                                                     \
   }
 GPUSIM_GEMM(cublasSgemm_v2, float)
 GPUSIM_GEMM(cublasDgemm_v2, double)
@@ -115,7 +121,7 @@ GPUSIM_GEMM(cublasZgemm_v2, cuDoubleComplex)
   cublasStatus_t CUBLASWINAPI name(cublasHandle_t h, cublasOperation_t, cublasOperation_t, int m, int n, int k,   \
                                    const T*, const T*, int, long long, const T*, int, long long, const T*, T*,    \
                                    int, long long, int batch) {                                                   \
-    return gemm(h, gemm_flops(m, n, k, batch));                                                                   \
+    return tiled(h, m, n, k, batch);                                                                              \
   }
 GPUSIM_GEMM_STRIDED(cublasDgemmStridedBatched, double)
 GPUSIM_GEMM_STRIDED(cublasCgemmStridedBatched, cuComplex)
@@ -126,7 +132,7 @@ GPUSIM_GEMM_STRIDED(cublasZgemmStridedBatched, cuDoubleComplex)
   cublasStatus_t CUBLASWINAPI name(cublasHandle_t h, cublasOperation_t, cublasOperation_t, int m, int n, int k,   \
                                    const T*, const T* const[], int, const T* const[], int, const T*, T* const[],  \
                                    int, int batch) {                                                              \
-    return gemm(h, gemm_flops(m, n, k, batch));                                                                   \
+    return tiled(h, m, n, k, batch);                                                                              \
   }
 GPUSIM_GEMM_BATCHED(cublasSgemmBatched, float)
 GPUSIM_GEMM_BATCHED(cublasDgemmBatched, double)
@@ -137,19 +143,19 @@ GPUSIM_GEMM_BATCHED(cublasZgemmBatched, cuDoubleComplex)
 cublasStatus_t CUBLASWINAPI cublasSgemmEx(cublasHandle_t h, cublasOperation_t, cublasOperation_t, int m, int n, int k,
                                           const float*, const void*, cudaDataType, int, const void*, cudaDataType, int,
                                           const float*, void*, cudaDataType, int) {
-  return gemm(h, gemm_flops(m, n, k));
+  return tiled(h, m, n, k);
 }
 cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t h, cublasOperation_t, cublasOperation_t, int m, int n, int k,
                                          const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
                                          const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) {
-  return gemm(h, gemm_flops(m, n, k));
+  return tiled(h, m, n, k);
 }
 cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t, cublasOperation_t, int m,
                                                        int n, int k, const void*, const void*, cudaDataType, int,
                                                        long long, const void*, cudaDataType, int, long long,
                                                        const void*, void*, cudaDataType, int, long long, int batch,
                                                        cublasComputeType_t, cublasGemmAlgo_t) {
-  return gemm(h, gemm_flops(m, n, k, batch));
+  return tiled(h, m, n, k, batch);
 }
 
 // gemv: y = alpha op(A) x + beta y, A m x n.

@@ -152,7 +152,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatm
   const Layout* A = of<Layout>(a);
   const Layout* D = of<Layout>(d);
   int32_t transa = of<Desc>(desc)->get<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_N);
-  double k = static_cast<double>(transa == CUBLAS_OP_N ? A->cols : A->rows);
-  double batch = static_cast<double>(D->get<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1));
-  return cublassim::run(stream, 2.0 * static_cast<double>(D->rows) * static_cast<double>(D->cols) * k * batch);
+  const int64_t k = static_cast<int64_t>(transa == CUBLAS_OP_N ? A->cols : A->rows);
+  const int64_t batch = D->get<int32_t>(CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
+  // A grid of output tiles (Note [GEMM tiles], cublas_internal.h).
+  return cublassim::run_gemm(stream, static_cast<int64_t>(D->rows), static_cast<int64_t>(D->cols), k, batch);
 }

@@ -343,6 +343,7 @@ GPUSIM_EXPORT cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, in
     case cudaDevAttrMaxSharedMemoryPerBlock: *v = 48 << 10; break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = 227 << 10; break;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = 228 << 10; break;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *v = 1 << 10; break;
     case cudaDevAttrWarpSize: *v = 32; break;
     case cudaDevAttrL2CacheSize: *v = 50 << 20; break;
     case cudaDevAttrUnifiedAddressing: *v = 1; break;

@@ -40,13 +40,22 @@ uint64_t blocks_of(dim3 grid) {
   return static_cast<uint64_t>(grid.x) * grid.y * grid.z;
 }
 
-cudaError_t launch(const void* func, dim3 grid, cudaStream_t h, bool ptds) {
+// The launch's shape as CUPTI records it (registers: not known here).
+KernelShape shape_of(dim3 grid, dim3 block, size_t shared) {
+  KernelShape k;
+  k.grid[0] = grid.x, k.grid[1] = grid.y, k.grid[2] = grid.z;
+  k.block[0] = block.x, k.block[1] = block.y, k.block[2] = block.z;
+  k.dynamic_shared = static_cast<uint32_t>(shared);
+  return k;
+}
+
+cudaError_t launch(const void* func, dim3 grid, dim3 block, size_t shared, cudaStream_t h, bool ptds) {
   READY();
   if (!func) return ret(cudaErrorInvalidDeviceFunction);
   STREAM(s, h, ptds);
   if (cudaError_t e = check_legacy(s)) return ret(e);
   if (blocks_of(grid) == 0) return ret(cudaErrorInvalidConfiguration);
-  launch_kernel(s, blocks_of(grid), func);
+  launch_kernel(s, shape_of(grid, block, shared), func);
   return cudaSuccess;
 }
 
@@ -157,32 +166,32 @@ GPUSIM_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* fun)
 }
 GPUSIM_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 grid, dim3 block, void** args, size_t shared,
                                              cudaStream_t h) {
-  (void)block, (void)args, (void)shared;
-  return launch(k, grid, h, false);
+  (void)args;
+  return launch(k, grid, block, shared, h, false);
 }
 GPUSIM_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 grid, dim3 block, void** args,
                                                   size_t shared, cudaStream_t h) {
-  (void)block, (void)args, (void)shared;
-  return launch(k, grid, h, true);
+  (void)args;
+  return launch(k, grid, block, shared, h, true);
 }
 #define GPUSIM_ARGS_cudaLaunchKernel func, grid, block, args, shared, h
 GPUSIM_BOTH(cudaError_t, cudaLaunchKernel,
             (const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t h), _ptsz, {
-  (void)block, (void)args, (void)shared;
-  return launch(func, grid, h, ptds);
+  (void)args;
+  return launch(func, grid, block, shared, h, ptds);
 })
 #define GPUSIM_ARGS_cudaLaunchCooperativeKernel func, grid, block, args, shared, h
 GPUSIM_BOTH(cudaError_t, cudaLaunchCooperativeKernel,
             (const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t h), _ptsz, {
-  (void)block, (void)args, (void)shared;
-  return launch(func, grid, h, ptds);
+  (void)args;
+  return launch(func, grid, block, shared, h, ptds);
 })
 #define GPUSIM_ARGS_cudaLaunchKernelExC config, func, args
 GPUSIM_BOTH(cudaError_t, cudaLaunchKernelExC, (const cudaLaunchConfig_t* config, const void* func, void** args),
             _ptsz, {
   (void)args;
   if (!config) return ret(cudaErrorInvalidValue);
-  return launch(func, config->gridDim, config->stream, ptds);
+  return launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream, ptds);
 })
 
 // ---- functions: attributes and occupancy ----

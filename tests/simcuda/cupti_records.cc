@@ -88,9 +88,18 @@ void on_op(const gpusim::OpRecord& op) {
           k.deviceId = device;
           k.contextId = context;
           k.streamId = op.stream_id;
-          k.gridX = static_cast<int32_t>(op.info.blocks);
-          k.gridY = k.gridZ = 1;
-          k.blockX = k.blockY = k.blockZ = 1;
+          // The launch's shape (sim.h's KernelShape): grid, block,
+          // registers, shared memory, as the record's fields.
+          const gpusim::KernelShape& sh = op.info.shape;
+          k.gridX = static_cast<int32_t>(sh.grid[0]);
+          k.gridY = static_cast<int32_t>(sh.grid[1]);
+          k.gridZ = static_cast<int32_t>(sh.grid[2]);
+          k.blockX = static_cast<int32_t>(sh.block[0]);
+          k.blockY = static_cast<int32_t>(sh.block[1]);
+          k.blockZ = static_cast<int32_t>(sh.block[2]);
+          k.registersPerThread = static_cast<uint16_t>(sh.registers);
+          k.staticSharedMemory = static_cast<int32_t>(sh.static_shared);
+          k.dynamicSharedMemory = static_cast<int32_t>(sh.dynamic_shared);
           k.correlationId = op.info.correlation;
           k.gridId = g_grid_id.fetch_add(1, std::memory_order_relaxed) + 1;
           k.name = op.info.name ? op.info.name : "gpusim_kernel";

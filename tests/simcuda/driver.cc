@@ -378,6 +378,8 @@ GPUSIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute attr, CUd
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 << 10; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 << 10; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *v = 228 << 10; break;
+    // Programming Guide, "Compute Capabilities", 9.0: 1 KB per block reserved.
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *v = 1 << 10; break;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 50 << 20; break;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *v = 2; break;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *v = 1; break;

@@ -35,14 +35,20 @@ struct CUlinkState_st {
 
 namespace {
 
-CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUstream h) {
+CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                unsigned shared, CUstream h) {
   READY();
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   uint64_t blocks = static_cast<uint64_t>(gx) * gy * gz;
   if (blocks == 0) return CUDA_ERROR_INVALID_VALUE;
   CUstream_st* s = resolve(h, false);
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
-  launch_kernel(s, blocks, f);
+  // The launch's shape as CUPTI records it (registers: not known here).
+  KernelShape k;
+  k.grid[0] = gx, k.grid[1] = gy, k.grid[2] = gz;
+  k.block[0] = bx, k.block[1] = by, k.block[2] = bz;
+  k.dynamic_shared = shared;
+  launch_kernel(s, k, f);
   return CUDA_SUCCESS;
 }
 
@@ -162,14 +168,14 @@ GPUSIM_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfun
 GPUSIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                       unsigned by, unsigned bz, unsigned shared, CUstream h, void** params,
                                       void** extra) {
-  (void)bx, (void)by, (void)bz, (void)shared, (void)params, (void)extra;
-  return launch(f, gx, gy, gz, h);
+  (void)params, (void)extra;
+  return launch(f, gx, gy, gz, bx, by, bz, shared, h);
 }
 GPUSIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                                  unsigned by, unsigned bz, unsigned shared, CUstream h,
                                                  void** params) {
-  (void)bx, (void)by, (void)bz, (void)shared, (void)params;
-  return launch(f, gx, gy, gz, h);
+  (void)params;
+  return launch(f, gx, gy, gz, bx, by, bz, shared, h);
 }
 GPUSIM_EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank,
                                               void* address, const cuuint64_t* dims, const cuuint64_t* strides,

@@ -275,6 +275,23 @@ struct Dep {
 
 enum class OpKind : uint8_t { kOther, kKernel, kMemcpy, kMemset };
 
+// A kernel's launch shape, as CUPTI's kernel record gives it: grid and
+// block dimensions, registers per thread (0: not known to the simulation,
+// e.g. a kernel launched through the CUDA APIs), static and dynamic shared
+// memory per block.
+struct KernelShape {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t registers = 0;
+  uint32_t static_shared = 0;
+  uint32_t dynamic_shared = 0;
+  uint64_t blocks() const { return static_cast<uint64_t>(grid[0]) * grid[1] * grid[2]; }
+};
+
+// The device the simulation stands for: an H100 SXM (compute capability
+// 9.0), as cudaGetDeviceProperties and cuDeviceGetAttribute answer.
+inline constexpr int kSmCount = 132;
+
 struct OpInfo {
   OpKind kind = OpKind::kOther;
   Where src = Where::kDevice;  // copies: where each side lives
@@ -288,6 +305,7 @@ struct OpInfo {
   uint32_t launcher = 0;
   uint64_t bytes = 0;          // copies and memsets
   uint64_t blocks = 0;         // kernels: blocks of the grid
+  KernelShape shape;           // kernels: grid, block, registers, shared memory
   // Kernels: the name as CUPTI would give it (mangled), interned for the
   // process (intern_name); nullptr when no sink was registered at launch.
   const char* name = nullptr;
@@ -494,6 +512,12 @@ void release_user_object(CUuserObject_st* o, unsigned count);
 // While `s` captures, it becomes a kernel node of the graph.
 // `func` names it (kernel_name), looked up only while observed.
 void launch_kernel(CUstream_st* s, uint64_t blocks, const void* func);
+// The same with the launch's whole shape (grid, block, shared memory).
+void launch_kernel(CUstream_st* s, const KernelShape& shape, const void* func);
+// A math-library kernel of `shape` that takes `us` of GPU time (the
+// simulated cuBLAS's tiled GEMMs: cublas_internal.h). Like launch_kernel;
+// `name` is a literal.
+void launch_timed(CUstream_st* s, const KernelShape& shape, double us, const char* name);
 // A math-library kernel (the simulated cuBLAS) of `flops` floating-point
 // operations on `s`: kernel_us + flops at gemm_tflops. Like launch_kernel;
 // `name` is a literal (a cuBLAS-like kernel name).

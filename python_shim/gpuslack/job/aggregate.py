@@ -40,6 +40,50 @@ def _gpu(ranks):
     return out
 
 
+KERNEL_ROWS = 10
+
+
+def _kernels(ranks):
+    """The top kernels across ranks, by GPU time summed: how their launches
+    filled the GPU (docs/gpu-timeline.md, "Launch shapes and waves"), merged
+    by name over every rank's top kernels (each rank lists its top ten)."""
+    by = {}
+    for r in ranks:
+        for k in (r["gpu"] or {}).get("kernels", []):
+            m = by.setdefault(k["name"], {"name": k["name"], "ranks": set(), "total_s": 0.0, "shaped_s": 0.0,
+                                          "weighted": 0.0, "underfilled_s": 0.0, "underfilled_idle_s": 0.0,
+                                          "sm_count": 0, "blocks": [], "blocks_per_sm": [], "waves": []})
+            m["ranks"].add(r["rank"])
+            m["total_s"] += k["total_s"]
+            l = k["launch"]
+            if not l:
+                continue
+            m["blocks"] += [load._num(l.get("blocks_min")), load._num(l.get("blocks_max"))]
+            if load._num(l.get("sm_count")) > 0 and load._num(l.get("wave_efficiency")) > 0:
+                shaped = load._num(l.get("shaped_s"))
+                m["sm_count"] = max(m["sm_count"], int(load._num(l.get("sm_count"))))
+                m["shaped_s"] += shaped
+                m["weighted"] += shaped * load._num(l.get("wave_efficiency"))
+                m["underfilled_s"] += load._num(l.get("underfilled_s"))
+                m["underfilled_idle_s"] += load._num(l.get("underfilled_idle_s"))
+                m["blocks_per_sm"] += [load._num(l.get("blocks_per_sm_min")), load._num(l.get("blocks_per_sm_max"))]
+                m["waves"] += [load._num(l.get("waves_min")), load._num(l.get("waves_max"))]
+    out = []
+    for m in sorted(by.values(), key=lambda m: (-m["total_s"], m["name"]))[:KERNEL_ROWS]:
+        row = {"name": m["name"], "ranks": len(m["ranks"]), "total_s": m["total_s"],
+               "blocks_min": int(min(m["blocks"])) if m["blocks"] else None,
+               "blocks_max": int(max(m["blocks"])) if m["blocks"] else None,
+               "sm_count": m["sm_count"] or None,
+               "blocks_per_sm_min": int(min(m["blocks_per_sm"])) if m["blocks_per_sm"] else None,
+               "blocks_per_sm_max": int(max(m["blocks_per_sm"])) if m["blocks_per_sm"] else None,
+               "waves_min": min(m["waves"]) if m["waves"] else None,
+               "waves_max": max(m["waves"]) if m["waves"] else None,
+               "wave_efficiency": m["weighted"] / m["shaped_s"] if m["shaped_s"] > 0 else None,
+               "underfilled_s": m["underfilled_s"], "underfilled_idle_s": m["underfilled_idle_s"]}
+        out.append(row)
+    return out
+
+
 def _nodes(ranks, strag):
     nodes = {}
     for r in ranks:
@@ -284,7 +328,8 @@ def build(ranks, skipped, notes, expected_busbw=0.0):
         "ranks": len(ranks), "nodes": len({r["host"] for r in ranks}),
         "world_size": max([r["world_size"] for r in ranks] or [-1]),
         "missing": missing, "missing_why": why, "findings": findings.build(ranks, strag),
-        "time_lost": _time_lost(ranks), "gpu": _gpu(ranks), "per_node": _nodes(ranks, strag),
+        "time_lost": _time_lost(ranks), "gpu": _gpu(ranks), "kernels": _kernels(ranks),
+        "per_node": _nodes(ranks, strag),
         "stragglers": strag, "collectives": _collectives(ranks, expected_busbw),
         "nccl_env_differences": _nccl_env(ranks), "memory": _memory(ranks),
         "call_sites": _call_sites(ranks), "timeline": timeline, "per_rank": per_rank,

@@ -73,8 +73,12 @@ def _gpu(doc):
     if t.get("status") != "measured" or not t.get("devices"):
         return None, "%s: %s" % (t.get("status", "?"), t.get("detail") or "no device measured")
     g = {"wall_s": 0.0, "busy_s": 0.0, "idle_s": 0.0, "busy": dict.fromkeys(BUSY_KINDS, 0.0),
-         "idle": dict.fromkeys(IDLE_CAUSES, 0.0), "devices": len(t["devices"])}
+         "idle": dict.fromkeys(IDLE_CAUSES, 0.0), "devices": len(t["devices"]), "kernels": []}
     for d in t["devices"]:
+        for k in d.get("top_kernels") or []:
+            if isinstance(k, dict) and isinstance(k.get("name"), str):
+                launch = k.get("launch") if isinstance(k.get("launch"), dict) else None
+                g["kernels"].append({"name": k["name"], "total_s": _num(k.get("total_s")), "launch": launch})
         g["wall_s"] += _num(d.get("wall_s"))
         g["busy_s"] += _num(d.get("busy_s"))
         g["idle_s"] += _num(d.get("idle_s"))

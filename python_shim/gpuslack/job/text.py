@@ -52,6 +52,7 @@ def render(rep):
             g["ranks"], fmt.share(g["idle_share"]["p50"]), fmt.seconds(g["idle_s"]["sum"])))
         L += _dist_table([("idle", g["idle_s"])] + [(n, g["idle"][k]) for k, n in IDLE_NAMES if g["idle"][k]["sum"] > 0],
                          "GPU idle")
+    L += _kernels(rep.get("kernels") or [])
     L += _stragglers(rep["stragglers"])
     L += _nodes(rep["per_node"])
     L += _topology(rep.get("topology"))
@@ -142,6 +143,24 @@ def _stragglers(s):
             t["rank"], t["node"], ",".join(map(str, t["devices"])), fmt.share(t["clock_ratio_mean"]),
             ", ".join(t["reasons"]) or "clock below max", "; a straggler" if t["straggler"] else "; not a straggler"))
     return L
+
+
+def _kernels(kernels):
+    """The top kernels across ranks and how their launches filled the GPU
+    ("-" where no rank's records carried a grid or knew its device)."""
+    if not kernels:
+        return []
+    def rng(lo, hi, f=str):
+        if lo is None:
+            return "-"
+        return f(lo) if f(lo) == f(hi) else "%s-%s" % (f(lo), f(hi))
+    rows = [("kernel", "ranks", "GPU time", "blocks", "blocks/SM", "waves", "wave eff.")]
+    for k in kernels:
+        rows.append((k["name"][:60], str(k["ranks"]), fmt.seconds(k["total_s"]), rng(k["blocks_min"], k["blocks_max"]),
+                     rng(k["blocks_per_sm_min"], k["blocks_per_sm_max"]),
+                     rng(k["waves_min"], k["waves_max"], lambda v: "%.2f" % v),
+                     fmt.share(k["wave_efficiency"]) if k["wave_efficiency"] is not None else "-"))
+    return ["top kernels across ranks (GPU time summed; launch shapes: docs/gpu-timeline.md):"] + _table(rows)
 
 
 def _nodes(nodes):

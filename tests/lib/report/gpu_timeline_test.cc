@@ -67,6 +67,20 @@ TEST(GpuTimelineText, DetailsListKernelsIdleSitesStepsAndDrops) {
       << text;
 }
 
+// The top kernels' launch shapes: ranges over a name's shapes, "-" where
+// the device's limits are unknown.
+TEST(GpuTimelineText, TopKernelsShowBlocksWavesAndWaveEfficiency) {
+  const std::string text = format_text(sample_summary_with_gpu_timeline());
+  EXPECT_NE(std::string::npos,
+            text.find("gpuslack:   kernel                                         count     total      mean  blocks  "
+                      "blocks/SM      waves  wave eff.\n"
+                      "gpuslack:   gemm_kernel<float, 128>(float const*, float*)   1000  200.00 s  200.0 ms  64-264  "
+                      "        1  0.48-2.00      61.4%\n"
+                      "gpuslack:   \"quoted\" kernel                                    3    3.0 ms    1.0 ms       1  "
+                      "        -          -          -\n"))
+      << text;
+}
+
 TEST(GpuTimelineText, NotMeasuredSaysWhyAfterTheHostHeadline) {
   Summary s = sample_summary();
   s.gpu_timeline.status = timeline::Status::kHeldByOther;

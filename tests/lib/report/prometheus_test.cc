@@ -138,6 +138,32 @@ TEST(Prometheus, ValuesAreTheSummarys) {
   EXPECT_EQ("0", m[key("gpuslack_staged_copies_total", "direction=\"d2h\"")]);
 }
 
+// The top kernels' launches: a series per device and kernel whose device
+// limits are known (the sample's gemm), none for the others.
+TEST(Prometheus, TopKernelsWaves) {
+  Summary s = testing_sample::sample_summary_with_gpu_timeline();
+  std::map<std::string, std::string> m = samples_of(format_prometheus(s));
+  // The one sample of `name` for the gemm on device 0 (whatever the job's labels).
+  const auto gemm = [&](const std::string& name) {
+    std::string value;
+    int n = 0;
+    for (const auto& [k, v] : m) {
+      if (k.rfind(name + "{", 0) == 0 &&
+          k.find(",device=\"0\",kernel=\"gemm_kernel<float, 128>(float const*, float*)\"}") != std::string::npos) {
+        value = v;
+        ++n;
+      }
+    }
+    EXPECT_EQ(1, n) << name;
+    return value;
+  };
+  EXPECT_EQ("264", gemm("gpuslack_kernel_blocks"));
+  EXPECT_EQ("1", gemm("gpuslack_kernel_blocks_per_sm"));
+  EXPECT_EQ("2", gemm("gpuslack_kernel_waves"));
+  EXPECT_EQ("0.613636", gemm("gpuslack_kernel_wave_efficiency"));
+  for (const auto& [k, v] : m) EXPECT_EQ(std::string::npos, k.find("quoted")) << k;
+}
+
 TEST(Prometheus, SectionsNotMeasuredWriteNoSamples) {
   Summary s;
   s.host = "h";

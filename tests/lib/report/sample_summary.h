@@ -162,6 +162,32 @@ inline Summary sample_summary_with_gpu_timeline() {
                   IdleSiteRow{"copies", "cudaMemcpy", 12.0, {}}};
   d.top_kernels = {timeline::KernelRow{"gemm_kernel<float, 128>(float const*, float*)", 1000, 200.0, 0.2},
                    timeline::KernelRow{"\"quoted\" kernel", 3, 0.003, 0.001}};
+  {
+    // The gemm in two shapes on an H100: 64 blocks (half a wave) and 264
+    // (two full waves), one block per SM.
+    timeline::KernelLaunches& l = d.top_kernels[0].launches;
+    l.sm_count = 132;
+    l.shapes = 2;
+    l.blocks_min = 64;
+    l.blocks_max = 264;
+    l.blocks_per_sm_min = l.blocks_per_sm_max = 1;
+    l.waves_min = 0.484848;
+    l.waves_max = 2;
+    l.wave_efficiency = 0.613636;
+    l.wave_efficiency_min = 0.484848;
+    l.shaped_s = 200.0;
+    l.below_sms_s = 150.0;
+    l.underfilled_s = 150.0;
+    l.underfilled_idle_s = 77.272727;
+    l.top_shapes = {timeline::KernelShapeRow{64, 384, 168, 196608, 1, 0.484848, 0.484848, 750, 150.0},
+                    timeline::KernelShapeRow{264, 384, 168, 196608, 1, 2, 1, 250, 50.0}};
+    // The quoted kernel: a grid, its device's limits unknown.
+    timeline::KernelLaunches& q = d.top_kernels[1].launches;
+    q.shapes = 1;
+    q.blocks_min = q.blocks_max = 1;
+    q.shaped_s = 0.003;
+    q.top_shapes = {timeline::KernelShapeRow{1, 32, 0, 0, 0, 0, 0, 3, 0.003}};
+  }
   d.short_kernel_busy_s = 2.5;
   d.kernels = 250000;
   d.launches = 200000;

@@ -96,6 +96,54 @@ TEST(CuptiActivity, DriverLaunchesCarryTheFunctionsName) {
   std::lock_guard<std::mutex> l(C::mu);
   ASSERT_EQ(1u, C::kernels.size());
   EXPECT_STREQ("_Z7my_funcv", C::kernels[0].name);
+  // The launch's shape, as given (registers: unknown to the simulation).
+  EXPECT_EQ(4, C::kernels[0].gridX);
+  EXPECT_EQ(1, C::kernels[0].gridY);
+  EXPECT_EQ(32, C::kernels[0].blockX);
+  EXPECT_EQ(1, C::kernels[0].blockZ);
+  EXPECT_EQ(0, C::kernels[0].registersPerThread);
+}
+
+// Note [GEMM tiles] (cublas_internal.h): a GEMM is a grid of output tiles,
+// timed by waves. 3072 x 2048 takes 256x128 tiles: 12 x 16 = 192 blocks of
+// one per SM, two waves on 132 SMs; 200 x 100 holds no tile larger than
+// 128x64: 2 x 2.
+TEST(CuptiActivity, GemmsAreGridsOfTilesTimedByWaves) {
+  start_legacy();
+  cublasHandle_t h;
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasCreate(&h));
+  float one = 1;
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 3072, 2048, 1024, &one, nullptr,
+                                                CUDA_R_16BF, 1024, nullptr, CUDA_R_16BF, 1024, &one, nullptr,
+                                                CUDA_R_16BF, 3072, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS,
+            cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 200, 100, 64, &one, nullptr, 200, nullptr, 64, &one, nullptr, 200));
+  CUDA_OK(cudaDeviceSynchronize());
+  CUPTI_OK(cuptiActivityFlushAll(0));
+  {
+    std::lock_guard<std::mutex> l(C::mu);
+    ASSERT_EQ(2u, C::kernels.size());
+    const CUpti_ActivityKernel11& big = C::kernels[0];
+    EXPECT_NE(nullptr, std::strstr(big.name, "tilesize256x128x64"));
+    EXPECT_EQ(12, big.gridX);
+    EXPECT_EQ(16, big.gridY);
+    EXPECT_EQ(1, big.gridZ);
+    EXPECT_EQ(384, big.blockX);
+    EXPECT_EQ(168, big.registersPerThread);
+    EXPECT_EQ(4 * (256 + 128) * 64 * 2, big.dynamicSharedMemory);
+    // Two waves of one tile each: 2 x 2 x 256 x 128 x 1024 flops at a
+    // 132nd of gemm_tflops (50), plus kernel_us.
+    const double wave_us = 2.0 * 256 * 128 * 1024 / (50e6 / 132);
+    const uint64_t modeled = static_cast<uint64_t>((kKernelUs + 2 * wave_us) * 1000);
+    EXPECT_GE(big.end - big.start, modeled - 1000);
+    EXPECT_LT(big.end - big.start, modeled + kSlackNs);
+    const CUpti_ActivityKernel11& small = C::kernels[1];
+    EXPECT_NE(nullptr, std::strstr(small.name, "tilesize128x64x64"));
+    EXPECT_EQ(2, small.gridX);
+    EXPECT_EQ(2, small.gridY);
+    EXPECT_EQ(128, small.blockX);
+  }
+  cublasDestroy(h);
 }
 
 TEST(CuptiActivity, LibraryKernelsAreNamedLikeTheirs) {

@@ -357,6 +357,9 @@ struct CUevent_st {
   uint64_t seq = 0;
   // Filled by the marker op when the GPU reaches the record.
   std::shared_ptr<std::atomic<int64_t>> stamp_ns;
+  // An interprocess event's page shared with the other processes that
+  // opened it (cudart_ipc.cc), or null.
+  void* ipc = nullptr;
 };
 
 // A user object (cudaUserObjectCreate): its destructor runs when the last

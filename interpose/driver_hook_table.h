@@ -225,7 +225,10 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig*, CUfunction, void**, void**
     CallInfo{})                                                                                          \
   X(cuStreamCreateWithPriority, CUresult, (CUstream * s, unsigned int flags, int priority),              \
     (s, flags, priority), GPUSLACK_OTHER, 0, CallInfo{})                                                 \
-  X(cuStreamDestroy_v2, CUresult, (CUstream s), (s), GPUSLACK_OTHER, 0, CallInfo{})
+  X(cuStreamDestroy_v2, CUresult, (CUstream s), (s), GPUSLACK_OTHER, 0, CallInfo{})                     \
+  /* ---- the ranges of the VMM allocator's blocks, own and opened over IPC ---- */                      \
+  X(cuMemGetAddressRange_v2, CUresult, (CUdeviceptr * base, size_t * size, CUdeviceptr p), (base, size, p), \
+    GPUSLACK_OTHER, 0, CallInfo{})
 
 // The counted driver rows: kernel launches (launch_hook_table.h says what a
 // counted hook does). X(symbol, return type, (parameters), (arguments)).
@@ -321,6 +324,7 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig*, CUfunction, void**, void**
   V(cuStreamCreate, cuStreamCreate, 2000, false)                             \
   V(cuStreamCreateWithPriority, cuStreamCreateWithPriority, 5050, false)     \
   V(cuStreamDestroy, cuStreamDestroy_v2, 4000, false)                        \
+  V(cuMemGetAddressRange, cuMemGetAddressRange_v2, 3020, false)              \
   V(cuLaunchKernel, cuLaunchKernel, 4000, false)                             \
   V(cuLaunchKernel, cuLaunchKernel_ptsz, 7000, true)                         \
   V(cuLaunchKernelEx, cuLaunchKernelEx, 11060, false)                        \

@@ -49,6 +49,11 @@ struct DriverApi {
   CUresult (*primary_ctx_retain)(CUcontext* ctx, CUdevice device);
   CUresult (*primary_ctx_release)(CUdevice device);
   CUresult (*stream_get_ctx)(CUstream stream, CUcontext* ctx);
+  // IPC of the VMM allocator's blocks (alloc/block_ipc.h).
+  CUresult (*mem_export_to_shareable_handle)(void* shareable, CUmemGenericAllocationHandle handle,
+                                             CUmemAllocationHandleType type, unsigned long long flags);
+  CUresult (*mem_import_from_shareable_handle)(CUmemGenericAllocationHandle* handle, void* os_handle,
+                                               CUmemAllocationHandleType type);
 };
 
 const DriverApi* driver();

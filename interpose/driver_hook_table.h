@@ -226,7 +226,7 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig*, CUfunction, void**, void**
   X(cuStreamCreateWithPriority, CUresult, (CUstream * s, unsigned int flags, int priority),              \
     (s, flags, priority), GPUSLACK_OTHER, 0, CallInfo{})                                                 \
   X(cuStreamDestroy_v2, CUresult, (CUstream s), (s), GPUSLACK_OTHER, 0, CallInfo{})                     \
-  /* ---- the ranges of the VMM allocator's blocks, own and opened over IPC ---- */                      \
+  /* ---- the range of a VMM allocator's block opened over IPC ---- */                      \
   X(cuMemGetAddressRange_v2, CUresult, (CUdeviceptr * base, size_t * size, CUdeviceptr p), (base, size, p), \
     GPUSLACK_OTHER, 0, CallInfo{})
 

@@ -86,6 +86,7 @@ struct Exports {
   uint64_t next_id = 1;
 };
 std::atomic<bool> g_any_export{false};
+std::atomic<bool> g_any_import{false};  // cuMemGetAddressRange's fast path
 
 Exports& exports() {
   static Exports* e = new Exports();  // never destroyed: used until exit
@@ -324,6 +325,7 @@ cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** 
   *p = reinterpret_cast<void*>(im.block);
   m.by_block[im.block] = key;
   m.by_key[key] = std::move(im);
+  g_any_import.store(true, std::memory_order_release);
   return cudaSuccess;
 }
 
@@ -355,6 +357,7 @@ bool ipc_close_handle(void* p, cudaError_t* result) {
 }
 
 bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size) {
+  if (!g_any_import.load(std::memory_order_acquire)) return false;
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   Imports& m = imports();
   std::lock_guard<std::mutex> l(m.mu);

@@ -68,7 +68,8 @@ cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** 
 // Closes a block opened here: true, with the result in *result, when `p` is
 // one (the last close unmaps it); false when it is not (the runtime's).
 bool ipc_close_handle(void* p, cudaError_t* result);
-// The opened block holding `p`: its address and size. False if none.
+// The opened block holding `p`: its address and size. False if none; one
+// atomic load while nothing was ever opened.
 bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size);
 // The block at `p` was freed: its export, if any, ends. One atomic load
 // while nothing was ever exported.

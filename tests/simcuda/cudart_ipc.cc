@@ -9,7 +9,8 @@
 // "gpusim-ipc-<serial>" (the device is synchronized first, the data copied
 // page by page, all-zero pages left as holes, then the file mapped
 // MAP_SHARED over the same addresses), so the exporter keeps its pointer and
-// every mapping of the file shows the same bytes. The handle carries the
+// every mapping of the file shows the same bytes; no op of the simulated
+// device runs meanwhile (device_access_lock, sim.h). The handle carries the
 // exporter's pid, the memfd's descriptor number, the serial, the device and
 // the size; another process opens /proc/<pid>/fd/<fd> (the same user's
 // processes may: ptrace read access), checks the link's name for the serial
@@ -185,7 +186,8 @@ GPUSIM_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* 
     std::lock_guard<std::mutex> l(i.mu);
     auto it = i.exports.find(r.base);
     if (it != i.exports.end()) e = it->second;
-    else if (make_shareable(r, &e)) i.exports[r.base] = e;
+    else if (std::unique_lock<std::shared_mutex> no_access(device_access_lock()); make_shareable(r, &e))
+      i.exports[r.base] = e;
     else return ret(cudaErrorMemoryAllocation);
   }
   Wire w{};

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -439,6 +440,11 @@ void sync_stream(CUstream_st* s);
 void drain_stream(CUstream_st* s);
 bool stream_idle(CUstream_st* s);
 void sync_device(int device);
+// Held shared by every stream worker while it runs an op (the simulated
+// device's accesses to device memory), exclusively by whoever must move
+// device memory's bytes with no access in flight: the driver's first export
+// of a VMM handle (driver_vmm_backing.h).
+std::shared_mutex& device_access_lock();
 // Counts a device synchronization made by cudaFree (gpusim_free_syncs).
 void count_free_sync();
 // The calls that give or take device memory, the runtime's host-side

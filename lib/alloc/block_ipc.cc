@@ -344,6 +344,7 @@ bool ipc_close_handle(void* p, cudaError_t* result) {
     m.by_block.erase(b);
   }
   const cuda::DriverApi* api = cuda::driver();
+  cuda::bind_runtime_context();  // the driver's calls need a context on this thread
   // Work queued on the device may still use the mapping: cuMemUnmap waits
   // for it, as a real driver's does (cuda.h, \note_sync).
   uint64_t off = 0;

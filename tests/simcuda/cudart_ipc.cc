@@ -186,7 +186,8 @@ GPUSIM_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* 
     std::lock_guard<std::mutex> l(i.mu);
     auto it = i.exports.find(r.base);
     if (it != i.exports.end()) e = it->second;
-    else if (std::unique_lock<std::shared_mutex> no_access(device_access_lock()); make_shareable(r, &e))
+    else if (std::unique_lock<std::shared_timed_mutex> no_access(device_access_lock(), kDeviceAccessWait);
+             make_shareable(r, &e))
       i.exports[r.base] = e;
     else return ret(cudaErrorMemoryAllocation);
   }

@@ -520,7 +520,7 @@ GPUSIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGeneri
     // No op of the simulated device may write the handle's memory while
     // its bytes move (a write to the old pages after their copy would be
     // lost): the workers run nothing meanwhile.
-    std::unique_lock<std::shared_mutex> no_access(device_access_lock());
+    std::unique_lock<std::shared_timed_mutex> no_access(device_access_lock(), kDeviceAccessWait);
     if (!drv::backing_make_own(&h->backing, h->size, memfd_name(h->prop).c_str(), live))
       return CUDA_ERROR_OUT_OF_MEMORY;
   }

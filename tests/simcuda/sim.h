@@ -443,8 +443,11 @@ void sync_device(int device);
 // Held shared by every stream worker while it runs an op (the simulated
 // device's accesses to device memory), exclusively by whoever must move
 // device memory's bytes with no access in flight: the driver's first export
-// of a VMM handle (driver_vmm_backing.h).
-std::shared_mutex& device_access_lock();
+// of a VMM handle (driver_vmm_backing.h). Such a mover waits at most 2 s
+// for it (kDeviceAccessWait), then moves anyway: an op may be waiting for
+// the mover's own thread (a stream waiting on a value the host writes).
+std::shared_timed_mutex& device_access_lock();
+inline constexpr std::chrono::seconds kDeviceAccessWait{2};
 // Counts a device synchronization made by cudaFree (gpusim_free_syncs).
 void count_free_sync();
 // The calls that give or take device memory, the runtime's host-side

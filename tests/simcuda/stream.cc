@@ -48,7 +48,7 @@ void worker_loop(CUstream_st* s) {
     const bool observed = info.kind != OpKind::kOther && activity_observed();
     const int64_t start = observed ? now_ns() : 0;
     if (run) {
-      std::shared_lock<std::shared_mutex> access(device_access_lock());
+      std::shared_lock<std::shared_timed_mutex> access(device_access_lock());
       run();
     }
     if (observed) {
@@ -238,8 +238,8 @@ void drain_stream(CUstream_st* s) {
   c.cv.wait(l, [&] { return s->completed >= seq; });
 }
 
-std::shared_mutex& device_access_lock() {
-  static std::shared_mutex* m = new std::shared_mutex();  // never destroyed: workers outlive main()
+std::shared_timed_mutex& device_access_lock() {
+  static std::shared_timed_mutex* m = new std::shared_timed_mutex();  // never destroyed: workers outlive main()
   return *m;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sync/stream_registry.h"
+#include "alloc/block_ipc.h"
 #include "alloc/process_allocators.h"
 #include "pin/process_heap.h"
 #include "cuda/runtime_api.h"
@@ -216,6 +217,7 @@ GPUSLACK_API void gpuslack_device_free(void* ptr, size_t size, int device, CUstr
     return misuse(mismatch, "gpuslack_device_free: size or device differ from the allocation's:", ptr);
   const StreamCapture capture = capture_of(stream_of(stream));
   gpuslack::sync::CaptureScope scope(capture.active);
+  gpuslack::alloc::ipc_block_freed(ptr);  // its IPC export ends
   bool freed;
   if (capture.graph.graph) {
     freed = a->free_in_capture(ptr, capture.graph);

@@ -257,7 +257,10 @@ CUresult cuStreamBeginCapture_ptsz(CUstream);
   X(cuStreamEndCapture, CUresult, (CUstream s, CUgraph * graph), (s, graph), GPUSLACK_OTHER, 0,           \
     CallInfo{})                                                                                          \
   X(cuStreamEndCapture_ptsz, CUresult, (CUstream s, CUgraph * graph), (s, graph), GPUSLACK_OTHER, 0,      \
-    CallInfo{})
+    CallInfo{})                                                                                          \
+  /* ---- the range of a VMM allocator's block opened over IPC ---- */                      \
+  X(cuMemGetAddressRange_v2, CUresult, (CUdeviceptr * base, size_t * size, CUdeviceptr p), (base, size, p), \
+    GPUSLACK_OTHER, 0, CallInfo{})
 
 // The counted driver rows: kernel launches (launch_hook_table.h says what a
 // counted hook does). X(symbol, return type, (parameters), (arguments)).
@@ -361,6 +364,7 @@ CUresult cuStreamBeginCapture_ptsz(CUstream);
   V(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz, 12030, true) \
   V(cuStreamEndCapture, cuStreamEndCapture, 10000, false)                    \
   V(cuStreamEndCapture, cuStreamEndCapture_ptsz, 10000, true)                \
+  V(cuMemGetAddressRange, cuMemGetAddressRange_v2, 3020, false)              \
   V(cuLaunchKernel, cuLaunchKernel, 4000, false)                             \
   V(cuLaunchKernel, cuLaunchKernel_ptsz, 7000, true)                         \
   V(cuLaunchKernelEx, cuLaunchKernelEx, 11060, false)                        \

@@ -188,6 +188,9 @@ cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
     GPUSLACK_OTHER, 0, CallInfo{})                                                                       \
   X(cudaIpcGetMemHandle, cudaError_t, (cudaIpcMemHandle_t * handle, void* p), (handle, p), GPUSLACK_OTHER, \
     0, CallInfo{})                                                                                       \
+  X(cudaIpcOpenMemHandle, cudaError_t, (void** p, cudaIpcMemHandle_t handle, unsigned int flags),       \
+    (p, handle, flags), GPUSLACK_OTHER, 0, CallInfo{})                                                   \
+  X(cudaIpcCloseMemHandle, cudaError_t, (void* p), (p), GPUSLACK_OTHER, 0, CallInfo{})                  \
   /* ---- what the VMM allocator follows: graph capture, peer access ---- */                            \
   X(cudaStreamBeginCapture, cudaError_t, (cudaStream_t s, enum cudaStreamCaptureMode mode), (s, mode),  \
     GPUSLACK_OTHER, 0, CallInfo{})                                                                       \

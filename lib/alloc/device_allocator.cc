@@ -485,6 +485,14 @@ bool DeviceAllocator::holds_range(const void* p, size_t bytes) {
   return b && bytes <= b->requested - (reinterpret_cast<uintptr_t>(p) - b->start);
 }
 
+bool DeviceAllocator::chunks_of_block(const void* p, uint64_t* requested, std::vector<GranuleMap::Chunk>* out) {
+  std::lock_guard<AllocatorMutex> lock(mu_);
+  std::optional<BlockManager::Live> b = live_block(p);
+  if (!b || b->start != reinterpret_cast<uintptr_t>(p)) return false;
+  *requested = b->requested;
+  return reservation_of(b->start)->chunks(b->start, b->requested ? b->requested : 1, out);
+}
+
 // ------------------------------------------------------------- the rest ---
 
 uint64_t DeviceAllocator::trim() {

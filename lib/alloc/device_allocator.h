@@ -229,6 +229,11 @@ class DeviceAllocator {
   // cudaMalloc allocation): false for a freed block, free space, or a range
   // that runs past the bytes asked for.
   bool holds_range(const void* p, size_t bytes);
+  // For IPC (alloc/block_ipc.h): the live block starting at `p` (its
+  // start, not inside it): the bytes it was allocated with, and the
+  // physical chunks under it (GranuleMap::Chunk, offsets as addresses).
+  // False if `p` starts no live block.
+  bool chunks_of_block(const void* p, uint64_t* requested, std::vector<GranuleMap::Chunk>* out);
 
   // Whether `p` lies in one of this allocator's reservations. Lock-free.
   bool owns(const void* p) const { return reservation_of(reinterpret_cast<uintptr_t>(p)) != nullptr; }

@@ -157,6 +157,20 @@ CUresult GranuleMap::map_chunk(size_t first, size_t count) {
   return CUDA_SUCCESS;
 }
 
+bool GranuleMap::chunks(uint64_t offset, uint64_t bytes, std::vector<Chunk>* out) const {
+  if (!base_ || bytes == 0 || offset + bytes > size_) return false;
+  std::vector<Chunk> found;
+  size_t last = (offset + bytes - 1) / granularity_;
+  for (size_t i = offset / granularity_; i <= last;) {
+    if (!handles_[i]) return false;
+    size_t first = chunk_first_[i];
+    found.push_back({handles_[i], first * granularity_, chunk_len_[first] * granularity_});
+    i = first + chunk_len_[first];
+  }
+  out->insert(out->end(), found.begin(), found.end());
+  return true;
+}
+
 void GranuleMap::unmap_chunk(size_t first) {
   size_t count = chunk_len_[first];
   unmap_call(base_ + first * granularity_, count * granularity_);

@@ -98,6 +98,16 @@ class GranuleMap {
   // reaches `enough` (the result is then at least `enough`). A range this
   // map cannot back at all costs ~0 (never the cheapest).
   uint64_t unmapped_bytes(uint64_t offset, uint64_t bytes, uint64_t enough = ~0ull) const;
+  // A physical handle backing part of the range, for IPC (alloc/block_ipc.h).
+  struct Chunk {
+    CUmemGenericAllocationHandle handle;
+    uint64_t offset;  // of its first granule, from base()
+    uint64_t bytes;
+  };
+  // The chunks backing the granules that overlap [offset, offset + bytes),
+  // in address order, each whole; false (and `out` unchanged) when one of
+  // those granules is not mapped.
+  bool chunks(uint64_t offset, uint64_t bytes, std::vector<Chunk>* out) const;
   size_t mapped_granules() const { return mapped_; }
   uint64_t mapped_bytes() const { return mapped_ * granularity_; }
   uint64_t granules_mapped_total() const { return map_count_; }     // over the map's life

@@ -72,6 +72,14 @@ class Reservation {
   uint64_t size_of(uintptr_t a) const { return blocks_.size_of(a - base_); }
   // The live block holding `a`, in absolute addresses (BlockManager::Live).
   std::optional<BlockManager::Live> block_containing(uintptr_t a) const;
+  // The physical chunks under [a, a + bytes), offsets made addresses
+  // (GranuleMap::chunks).
+  bool chunks(uintptr_t a, uint64_t bytes, std::vector<GranuleMap::Chunk>* out) const {
+    size_t first = out->size();
+    if (!map_.chunks(a - base_, bytes, out)) return false;
+    for (size_t i = first; i < out->size(); ++i) (*out)[i].offset += base_;
+    return true;
+  }
   void set_requested(uintptr_t a, uint64_t bytes) { blocks_.set_requested(a - base_, bytes); }
 
   // Unmaps every chunk lying wholly in free space; returns the bytes released.

@@ -119,6 +119,11 @@ Options parse(const char* conf, const char* output, std::vector<std::string>* er
         o.staging_budget_mb, Options().staging_chunk_kb));
     o.staging_chunk_kb = Options().staging_chunk_kb;
   }
+  if (o.ipc_fds != "pidfd" && o.ipc_fds != "socket") {
+    errors->push_back(absl::StrFormat("GPUSLACK_CONF: ipc_fds:%s is not one of pidfd, socket; using \"pidfd\"",
+                                      escaped_input(o.ipc_fds)));
+    o.ipc_fds = "pidfd";
+  }
   if (o.allocator != "native" && o.allocator != "vmm") {
     errors->push_back(absl::StrFormat("GPUSLACK_CONF: allocator:%s is not one of native, vmm; using \"native\"",
                                       escaped_input(o.allocator)));

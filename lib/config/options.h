@@ -80,6 +80,8 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
     "vmm: release free physical memory past this many MiB (0: only on demand)")                    \
   X(map_chunk_mb, int, 16, between(0, 1024),                                                       \
     "vmm: back runs of granules with physical chunks of up to this many MiB (0: one granule)")     \
+  X(ipc_fds, std::string, "pidfd", kNoRange,                                                       \
+    "vmm IPC: how an importer takes the exporter's descriptors: pidfd (pidfd_getfd, the exporter's socket where refused) or socket") \
   X(pin, bool, true, kNoRange,                                                                     \
     "serve cudaMallocHost/cudaHostAlloc/cudaFreeHost from gpuslack's pinned heap")                 \
   X(pinned_cap_mb, int, 0, between(0, 16777216),                                                   \

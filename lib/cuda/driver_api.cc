@@ -52,7 +52,9 @@ void load() {
             resolve(lib, "cuCtxGetDevice", &api->ctx_get_device, why) &&
             resolve(lib, "cuDevicePrimaryCtxRetain", &api->primary_ctx_retain, why) &&
             resolve(lib, "cuDevicePrimaryCtxRelease_v2", &api->primary_ctx_release, why) &&
-            resolve(lib, "cuStreamGetCtx", &api->stream_get_ctx, why);
+            resolve(lib, "cuStreamGetCtx", &api->stream_get_ctx, why) &&
+            resolve(lib, "cuMemExportToShareableHandle", &api->mem_export_to_shareable_handle, why) &&
+            resolve(lib, "cuMemImportFromShareableHandle", &api->mem_import_from_shareable_handle, why);
   if (!ok) {
     delete api;
     return;

@@ -52,6 +52,11 @@ struct DriverApi {
   // Optional (null when missing): the device's UUID, a MIG instance's own
   // on a MIG device (cuDeviceGetUuid_v2; health/sampler.h).
   CUresult (*device_get_uuid)(CUuuid* uuid, CUdevice device);
+  // IPC of the VMM allocator's blocks (alloc/block_ipc.h).
+  CUresult (*mem_export_to_shareable_handle)(void* shareable, CUmemGenericAllocationHandle handle,
+                                             CUmemAllocationHandleType type, unsigned long long flags);
+  CUresult (*mem_import_from_shareable_handle)(CUmemGenericAllocationHandle* handle, void* os_handle,
+                                               CUmemAllocationHandleType type);
 };
 
 const DriverApi* driver();

@@ -38,12 +38,17 @@
 // (an overrunning copy can), crash_report.h names each thread's op.
 //
 // What is not compared (each a documented difference, skipped in both runs):
-//   - under allocator:vmm, cudaIpcGetMemHandle of cudaMalloc memory (refused
-//     by design, docs/allocator.md), and cudaFree of
-//     cudaMallocAsync memory / cudaFreeAsync of cudaMalloc memory: the
-//     simulated runtime refuses them, the VMM allocator (one heap for both)
-//     accepts them, and real CUDA allows at least the first (an NVIDIA
-//     engineer in cupy/cupy#4537);
+//   - under allocator:vmm, cudaFree of cudaMallocAsync memory / cudaFreeAsync
+//     of cudaMalloc memory, and cudaIpcGetMemHandle of cudaMallocAsync
+//     memory: the simulated runtime refuses them, the VMM allocator (one
+//     heap for both) accepts them, and real CUDA allows at least the first
+//     (an NVIDIA engineer in cupy/cupy#4537);
+//   - IPC across processes: a seed's two runs share one process, and a
+//     handle opens only in another (in its own process both refuse it,
+//     which is compared); tests/interpose/programs/ipc_app.cc runs the
+//     cases between two processes, under gpuslack and without it on the
+//     importer's side, and tests/simcuda/tests/ipc_process_test.cc the
+//     runtime's own;
 //   - under allocator:vmm, driver copies and memsets (cuMemcpy*, cuMemsetD*)
 //     whose device range runs past the end of a runtime allocation: inside
 //     one of the VMM allocator's blocks the driver sees a mapped range and

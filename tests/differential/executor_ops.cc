@@ -350,6 +350,15 @@ bool harness_op(ThreadState& t, const Op& op, Result* r) {
     if (op.dst.slot >= 0 && !resolve(t, op.dst, 0, false, &p)) return false;
     cudaIpcMemHandle_t h;
     r->rc = call(r, [&] { return t.api->cudaIpcGetMemHandle(&h, p); });
+    if (r->rc != cudaSuccess) return true;
+    // A handle opened in the process that made it: "invalid device context"
+    // either way (v[0]). gpuslack cannot record that code as the runtime's
+    // last error (cuda/fail.h), so the harness clears it. Closing memory
+    // that no open returned (v[1]): cudaErrorInvalidValue, as last error.
+    void* opened = nullptr;
+    r->v[0] = t.api->cudaIpcOpenMemHandle(&opened, h, cudaIpcMemLazyEnablePeerAccess);
+    cudaGetLastError();
+    r->v[1] = t.api->cudaIpcCloseMemHandle(p);
     return true;
   }
   if (op.kind == OpKind::kKernel) {

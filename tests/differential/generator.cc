@@ -492,9 +492,13 @@ void ThreadGen::ipc() {
   Op op;
   op.kind = OpKind::kIpcHandle;
   if (s >= 0) {
-    op.dst = slot_ref(s, 0);
-    // An IPC handle of VMM memory is refused by design (docs/allocator.md): cudaMalloc memory is not compared under allocator:vmm.
-    op.not_under_vmm = slots_[s].kind == BufKind::kDevice;
+    // The base of an allocation, or (one in four) a pointer inside it: both
+    // refuse the second.
+    op.dst = slot_ref(s, slots_[s].size > 256 && rng_.chance(25) ? 256 : 0);
+    // cudaMallocAsync memory: the runtime refuses its handle (a pool's
+    // memory is exported with cudaMemPoolExportPointer), the VMM allocator
+    // (one heap for both calls) gives one; not compared under allocator:vmm.
+    op.not_under_vmm = slots_[s].kind == BufKind::kAsync;
   }
   emit(op);
 }

@@ -254,7 +254,9 @@ std::string describe(const Op& op) {
                     ctx);
       break;
     case OpKind::kMemGetInfo: std::snprintf(buf, sizeof buf, "cudaMemGetInfo(&free, &total)"); break;
-    case OpKind::kIpcHandle: std::snprintf(buf, sizeof buf, "cudaIpcGetMemHandle(&h, %s)", d.c_str()); break;
+    case OpKind::kIpcHandle:
+      std::snprintf(buf, sizeof buf, "cudaIpcGetMemHandle(&h, %s), then open h here, close %s", d.c_str(), d.c_str());
+      break;
     case OpKind::kFill: std::snprintf(buf, sizeof buf, "fill %s, %llu B (harness, host)", d.c_str(), n); break;
     case OpKind::kInit:
       std::snprintf(buf, sizeof buf, "initialize %s to %d (harness, the runtime's own call, %s)", d.c_str(), op.value,

@@ -130,6 +130,11 @@ Outcome scenario(const Api& a) {
   c.WidthInBytes = 64;
   c.Height = 8;
   r(a.cuMemcpy2D_v2(&c));
+  CUdeviceptr range_base = 0;
+  size_t range_size = 0;
+  r(a.cuMemGetAddressRange_v2(&range_base, &range_size, d + 100));  // the allocation holding it
+  r(static_cast<CUresult>(range_base == d && range_size == n));
+  r(a.cuMemGetAddressRange_v2(&range_base, &range_size, 0x10));  // not device memory
   r(a.cuMemFree_v2(e + 8));  // interior pointer
   r(a.cuMemFree_v2(d));
   r(a.cuMemFree_v2(e));

@@ -146,9 +146,9 @@ std::vector<long> scenario(const Api& a) {
   rc(a.cudaHostUnregister(pageable.data()));
   rc(a.cudaHostUnregister(pageable.data()));  // not registered
   cudaIpcMemHandle_t ipc;
-  // A VMM block has no IPC handle: refused by design (docs/allocator.md), which
-  // VmmRefusalsSetTheLastError checks.
-  if (!vmm_mode()) rc(a.cudaIpcGetMemHandle(&ipc, d));
+  // A VMM block has a handle of gpuslack's (alloc/block_ipc.h); inside one,
+  // none, as inside a cudaMalloc allocation (IpcRefusalsSetTheLastError).
+  rc(a.cudaIpcGetMemHandle(&ipc, d));
   rc(a.cudaIpcGetMemHandle(&ipc, pageable.data()));  // not device memory
   size_t free_b = 0, total = 0;
   rc(a.cudaMemGetInfo(&free_b, &total));
@@ -385,17 +385,19 @@ TEST(Hooks, RangesPastTheEndAndBadPointersGetTheRuntimesAnswerWithNothingWritten
   EXPECT_GE(std::count(direct.begin(), direct.end(), static_cast<long>(cudaErrorInvalidValue)), 60);
 }
 
-// What the VMM allocator refuses by design (an IPC handle of its memory)
-// sets the last error as the runtime's own refusals do.
-TEST(Hooks, VmmRefusalsSetTheLastError) {
+// An IPC handle of a pointer inside an allocation is refused, with the last
+// error set, by the VMM allocator as by the runtime; of its start, given.
+TEST(Hooks, IpcRefusalsSetTheLastError) {
   ASSERT_NE(nullptr, gpuslack_handle());
   cudaGetLastError();
   void* d = nullptr;
   ASSERT_EQ(cudaSuccess, hooks().cudaMalloc(&d, 4096));
   cudaIpcMemHandle_t ipc;
-  cudaError_t e = hooks().cudaIpcGetMemHandle(&ipc, d);
-  EXPECT_EQ(vmm_mode() ? cudaErrorInvalidValue : cudaSuccess, e);
+  cudaError_t e = hooks().cudaIpcGetMemHandle(&ipc, static_cast<char*>(d) + 256);
+  EXPECT_EQ(cudaErrorInvalidValue, e);
   EXPECT_EQ(e, cudaGetLastError());
+  EXPECT_EQ(cudaSuccess, hooks().cudaIpcGetMemHandle(&ipc, d));
+  EXPECT_EQ(cudaSuccess, cudaGetLastError());
   EXPECT_EQ(cudaSuccess, hooks().cudaFree(d));
 }
 

@@ -61,7 +61,7 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
 
   # gpuslack under real torch (under_torch/run.py): use(), LD_PRELOAD under
   # torch's allocators, a training loop, re-forked workers, the launcher.
-  foreach(what use preload train refork launcher pyframes)
+  foreach(what use preload train refork launcher pyframes share)
     add_test(NAME torch.gpuslack.${what}
       COMMAND ${CMAKE_COMMAND} -E env
         TORCH_PYTHON=${_torch_python} SIMCUDA_DIR=${GPUSIM_DIR} GPUSLACK_LIBRARY=$<TARGET_FILE:gpuslack>

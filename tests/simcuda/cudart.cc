@@ -417,7 +417,8 @@ GPUSIM_BOTH(cudaError_t, cudaStreamWaitEvent, (cudaStream_t h, cudaEvent_t e, un
   (void)flags;
   STREAM(s, h, ptds);
   if (!e) return ret(cudaErrorInvalidResourceHandle);
-  wait_event(s, e);
+  if (e->ipc) ipc_event_wait(s, e);
+  else wait_event(s, e);
   return cudaSuccess;
 })
 #define GPUSIM_ARGS_cudaStreamGetFlags h, flags
@@ -486,14 +487,23 @@ GPUSIM_BOTH(cudaError_t, cudaStreamIsCapturing, (cudaStream_t h, cudaStreamCaptu
 GPUSIM_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
   READY();
   if (!e) return ret(cudaErrorInvalidValue);
-  *e = new CUevent_st();
-  (*e)->flags = flags;
+  // "cudaEventInterprocess must be specified along with
+  // cudaEventDisableTiming" (cudaEventCreateWithFlags).
+  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return ret(cudaErrorInvalidValue);
+  auto* ev = new CUevent_st();
+  ev->flags = flags;
+  if ((flags & cudaEventInterprocess) && !ipc_event_create(ev)) {
+    delete ev;
+    return ret(cudaErrorMemoryAllocation);
+  }
+  *e = ev;
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, 0); }
 GPUSIM_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) {
   READY();
   if (!e) return ret(cudaErrorInvalidResourceHandle);
+  if (e->ipc) ipc_event_destroy(e);
   delete e;
   return cudaSuccess;
 }
@@ -507,6 +517,7 @@ GPUSIM_BOTH(cudaError_t, cudaEventRecordWithFlags, (cudaEvent_t e, cudaStream_t 
   if (cudaError_t err = check_legacy(s)) return ret(err);
   charge(config().event_record_us);
   record_event(e, s);
+  if (e->ipc) ipc_event_record(e, s);
   return cudaSuccess;
 })
 #define GPUSIM_ARGS_cudaEventRecord e, h
@@ -520,14 +531,15 @@ GPUSIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t e) {
   READY();
   if (!e) return ret(cudaErrorInvalidResourceHandle);
   if (cudaError_t r = refuse_in_capture()) return ret(r);
-  return event_done(e) ? cudaSuccess : cudaErrorNotReady;
+  return (e->ipc ? ipc_event_done(e) : event_done(e)) ? cudaSuccess : cudaErrorNotReady;
 }
 GPUSIM_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   READY();
   count_call(Counted::kCudaEventSynchronize);
   if (!e) return ret(cudaErrorInvalidResourceHandle);
   if (cudaError_t r = refuse_in_capture()) return ret(r);
-  sync_event(e);
+  if (e->ipc) ipc_event_sync(e);
+  else sync_event(e);
   return cudaSuccess;
 }
 GPUSIM_EXPORT cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {

@@ -15,9 +15,7 @@
 //   - device facts: PCI bus id, graph memory attributes (none used);
 //   - memory pools' attributes and access (recorded as nothing: the pools of
 //     cudart_memory.cc have no thresholds);
-//   - IPC of events and opening memory handles: the simulated device is one
-//     process, so there is no other process to open them in
-//     (cudaErrorNotSupported).
+//   (IPC of memory and events: cudart_ipc.cc.)
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -244,22 +242,4 @@ GPUSIM_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   (void)keep;
   if (!pool) return ret(cudaErrorInvalidValue);
   return cudaSuccess;
-}
-
-// ---- IPC ----
-GPUSIM_EXPORT cudaError_t cudaIpcOpenMemHandle(void** p, cudaIpcMemHandle_t handle, unsigned flags) {
-  (void)p, (void)handle, (void)flags;
-  return ret(cudaErrorNotSupported);
-}
-GPUSIM_EXPORT cudaError_t cudaIpcCloseMemHandle(void* p) {
-  (void)p;
-  return ret(cudaErrorInvalidValue);
-}
-GPUSIM_EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t e) {
-  (void)handle, (void)e;
-  return ret(cudaErrorNotSupported);
-}
-GPUSIM_EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* e, cudaIpcEventHandle_t handle) {
-  (void)e, (void)handle;
-  return ret(cudaErrorNotSupported);
 }

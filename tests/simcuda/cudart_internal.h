@@ -45,6 +45,23 @@ cudaError_t refuse_in_capture();
 cudaError_t check_legacy(CUstream_st* s);
 
 constexpr size_t kAlign = 512;
+
+// Region::flags of device memory that cudaIpcOpenMemHandle mapped from
+// another process (cudart_ipc.cc): not this process's to cudaFree.
+constexpr unsigned kRegionIpcImported = 1u << 0;
+// cudaFree of the allocation at `base`: its IPC export, if any, ends (the
+// file stays alive in importers that mapped it). cudart_ipc.cc.
+void ipc_forget_export(uintptr_t base);
+// Interprocess events (cudaEventInterprocess), cudart_ipc.cc: an event whose
+// records and completions are also kept in a page shared with the processes
+// that opened its handle. `create` gives `e` its page (false: no memory);
+// the others act on an event with a page, imported or not.
+bool ipc_event_create(CUevent_st* e);
+void ipc_event_record(CUevent_st* e, CUstream_st* s);
+bool ipc_event_done(CUevent_st* e);
+void ipc_event_sync(CUevent_st* e);
+void ipc_event_wait(CUstream_st* s, CUevent_st* e);
+void ipc_event_destroy(CUevent_st* e);
 inline size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace rt

@@ -110,11 +110,15 @@ GPUSIM_EXPORT cudaError_t cudaFree(void* p) {
   if (cudaError_t e = refuse_in_capture()) return ret(e);
   Region r;
   if (!Memory::get().find_start(p, MemKind::kDevice, MemKind::kManaged, &r)) return ret(cudaErrorInvalidValue);
+  // Memory opened from another process's IPC handle is released only by
+  // cudaIpcCloseMemHandle (cudart_ipc.cc).
+  if (r.flags & kRegionIpcImported) return ret(cudaErrorInvalidValue);
   // cudaFree waits for the whole device: queued work may still use `p`.
   sync_device(r.device);
   count_free_sync();
   charge(config().free_us);
   Memory::get().remove(r.base, nullptr);
+  ipc_forget_export(r.base);
   release(r);
   return cudaSuccess;
 }
@@ -270,14 +274,4 @@ GPUSIM_EXPORT cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, con
   return cudaSuccess;
 }
 
-// IPC handles of cudaMalloc memory (the handle names the allocation; the
-// simulated device is one process, so it is never opened elsewhere).
-GPUSIM_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* p) {
-  READY();
-  Region r;
-  if (!handle || !Memory::get().find_start(p, MemKind::kDevice, MemKind::kDevice, &r))
-    return ret(cudaErrorInvalidValue);
-  std::memset(handle, 0, sizeof(*handle));
-  std::memcpy(handle->reserved, &r.base, sizeof(r.base));
-  return cudaSuccess;
-}
+// IPC handles of cudaMalloc memory: cudart_ipc.cc.

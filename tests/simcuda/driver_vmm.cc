@@ -523,6 +523,10 @@ GPUSIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGeneri
     for (auto& r : v.reservations)
       for (auto& m : r.second.maps)
         if (m.second.handle == h->id) live.push_back({m.first, m.second.size, m.second.offset, m.second.prot});
+    // No op of the simulated device may write the handle's memory while
+    // its bytes move (a write to the old pages after their copy would be
+    // lost): the workers run nothing meanwhile.
+    std::unique_lock<std::shared_timed_mutex> no_access(device_access_lock(), kDeviceAccessWait);
     if (!drv::backing_make_own(&h->backing, h->size, memfd_name(h->prop).c_str(), live))
       return CUDA_ERROR_OUT_OF_MEMORY;
   }

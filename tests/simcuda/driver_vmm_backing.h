@@ -21,10 +21,14 @@
 // mapping of the handle onto it (MAP_FIXED, with the protection
 // cuMemSetAccess last gave it), then punches the slice. Imports hold a dup
 // of the fd they were given. So only handles shared between processes hold a
-// descriptor, and export, rare (IPC), pays for the move. The imperfection: a
-// write into the handle's memory that races with its FIRST export (another
-// host thread, or simulated device work in flight) may be lost, since the
-// copy and the re-mapping are not one atomic step; later exports are dups.
+// descriptor, and export, rare (IPC), pays for the move. No op of the
+// simulated device runs during the move (device_access_lock in sim.h: the
+// stream workers hold it shared around each op; before it, a memset of
+// another thread's block on the same handle could land in the old pages
+// after their copy and be lost, which the differential harness caught). The
+// imperfection left: a host thread writing the handle's memory directly
+// (no real GPU lets one) during its FIRST export may still lose the write;
+// later exports are dups.
 //
 // Rejected: a private "home" mapping per handle over a closed memfd, further
 // mappings made by mremap(old_size = 0): it doubles the VMAs (30,000 handles

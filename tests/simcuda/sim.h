@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -402,6 +403,9 @@ struct CUevent_st {
   uint64_t seq = 0;
   // Filled by the marker op when the GPU reaches the record.
   std::shared_ptr<std::atomic<int64_t>> stamp_ns;
+  // An interprocess event's page shared with the other processes that
+  // opened it (cudart_ipc.cc), or null.
+  void* ipc = nullptr;
 };
 
 // A user object (cudaUserObjectCreate): its destructor runs when the last
@@ -481,6 +485,14 @@ void sync_stream(CUstream_st* s);
 void drain_stream(CUstream_st* s);
 bool stream_idle(CUstream_st* s);
 void sync_device(int device);
+// Held shared by every stream worker while it runs an op (the simulated
+// device's accesses to device memory), exclusively by whoever must move
+// device memory's bytes with no access in flight: the driver's first export
+// of a VMM handle (driver_vmm_backing.h). Such a mover waits at most 2 s
+// for it (kDeviceAccessWait), then moves anyway: an op may be waiting for
+// the mover's own thread (a stream waiting on a value the host writes).
+std::shared_timed_mutex& device_access_lock();
+inline constexpr std::chrono::seconds kDeviceAccessWait{2};
 // Counts a device synchronization made by cudaFree (gpusim_free_syncs).
 void count_free_sync();
 // The calls that give or take device memory, the runtime's host-side

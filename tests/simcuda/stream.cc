@@ -50,7 +50,10 @@ void worker_loop(CUstream_st* s) {
     // is given before the op's completion is published below.
     const bool observed = info.kind != OpKind::kOther && activity_observed();
     const int64_t start = observed ? now_ns() : 0;
-    if (run) run();
+    if (run) {
+      std::shared_lock<std::shared_timed_mutex> access(device_access_lock());
+      run();
+    }
     if (observed) {
       int64_t end = now_ns();
       if (info.modeled_ns > 0) end = std::min(end, start + static_cast<int64_t>(info.modeled_ns));
@@ -243,6 +246,11 @@ void drain_stream(CUstream_st* s) {
   Core& c = core();
   std::unique_lock<std::mutex> l(c.mu);
   c.cv.wait(l, [&] { return s->completed >= seq; });
+}
+
+std::shared_timed_mutex& device_access_lock() {
+  static std::shared_timed_mutex* m = new std::shared_timed_mutex();  // never destroyed: workers outlive main()
+  return *m;
 }
 
 void sync_device(int device) {

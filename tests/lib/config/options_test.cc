@@ -333,5 +333,15 @@ TEST(Options, SummaryDetailIsAutoShortOrFull) {
   EXPECT_EQ("GPUSLACK_CONF: summary_detail:brief is not one of auto, short, full; using \"auto\"", errors[0]);
 }
 
+TEST(Options, IpcFdsIsPidfdOrSocket) {
+  std::vector<std::string> errors;
+  EXPECT_EQ("pidfd", parse_options(nullptr, nullptr, &errors).ipc_fds);
+  EXPECT_EQ("socket", parse_options("ipc_fds:socket", nullptr, &errors).ipc_fds);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ("pidfd", parse_options("ipc_fds:ptrace", nullptr, &errors).ipc_fds);
+  ASSERT_EQ(1u, errors.size());
+  EXPECT_EQ("GPUSLACK_CONF: ipc_fds:ptrace is not one of pidfd, socket; using \"pidfd\"", errors[0]);
+}
+
 }  // namespace
 }  // namespace gpuslack

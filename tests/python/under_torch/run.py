@@ -17,6 +17,12 @@ fails on any lookup the simulated device logs as unanswered.
   run.py refork    train.py for 50 epochs, workers re-forked every epoch:
                    finishes (no hang) within its timeout
   run.py launcher  python -m gpuslack run -- python train.py, end to end
+  run.py share     torch.multiprocessing shares a CUDA tensor (and a view at
+                   an offset) with a spawned process, bytes checked both
+                   ways (share.py): under torch's allocator alone, and under
+                   LD_PRELOAD with allocator:vmm (the handle is gpuslack's);
+                   under gpuslack.torch.use() torch itself refuses
+                   (CUDAPluggableAllocator has no shareIpcHandle)
   run.py pyframes  call sites name train.py's lines (Note [Python frames]):
                    the pageable x.to('cuda', non_blocking=True) and
                    torch.cuda.empty_cache's cudaFree (both ops release the
@@ -300,6 +306,23 @@ for _ in range(3):
 '''
 
 
+def share():
+    def shared(**kw):
+        return result(run([os.path.join(HERE, "share.py")] + kw.pop("args", []), timeout=180, **kw), "share")
+    for label, r, whose in (
+            ("torch alone", shared(), "runtime"),
+            ("LD_PRELOAD, allocator:vmm", shared(preload=True, conf="allocator:vmm,text_summary:off,json_summary:false"),
+             "gpuslack")):
+        check(r.get("handle") == whose, "%s: the IPC handle is not the %s's: %s" % (label, whose, r))
+        check(r.get("consumer_saw") is True and r.get("view_offset") == 1000,
+              "%s: the consumer did not see the producer's bytes: %s" % (label, r))
+        check(r.get("producer_sees") is True and r.get("consumer_exit") == 0,
+              "%s: the producer did not see the consumer's bytes: %s" % (label, r))
+    r = shared(args=["use"])
+    check("CUDAPluggableAllocator does not yet support shareIPcHandle" in r.get("producer_error", ""),
+          "gpuslack.torch.use(): torch's pluggable allocator was expected to refuse to share: %s" % r)
+
+
 def pyframes():
     lines = {}
     for i, text in enumerate(PYFRAMES.splitlines(), 1):
@@ -334,7 +357,7 @@ def pyframes():
 
 
 if __name__ == "__main__":
-    commands = {"use": use, "preload": preload, "train": train, "refork": refork, "launcher": launcher,
+    commands = {"share": share, "use": use, "preload": preload, "train": train, "refork": refork, "launcher": launcher,
                 "pyframes": pyframes}
     if len(sys.argv) != 2 or sys.argv[1] not in commands:
         sys.exit("usage: run.py " + "|".join(commands))

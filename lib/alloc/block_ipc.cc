@@ -1,0 +1,376 @@
+// IPC of the VMM allocator's blocks: Note [A block travels as its chunks'
+// descriptors] in block_ipc.h.
+#include "alloc/block_ipc.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "alloc/block_ipc_socket.h"
+#include "alloc/device_allocator.h"
+#include "config/options.h"
+#include "cuda/driver_api.h"
+#include "cuda/driver_context.h"
+#include "cuda/runtime_api.h"
+#include "log/log.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+namespace gpuslack {
+namespace alloc {
+namespace {
+
+constexpr char kMagic[8] = {'g', 'p', 'u', 's', 'l', 'k', 'B', '1'};
+constexpr uint64_t kLayoutMagic = 0x74756f79616c6b67ull;  // "gklayout"
+
+// The 64 bytes of a cudaIpcMemHandle_t of a block.
+struct Wire {
+  char magic[8];
+  int32_t pid;
+  int32_t layout_fd;  // the exporter's memfd holding the Layout
+  uint64_t id;
+  uint64_t offset;  // of the block in its first chunk
+  uint64_t size;    // the bytes the block was allocated with
+  int32_t device;
+  uint32_t chunks;
+  char unused[16];
+};
+static_assert(sizeof(Wire) == sizeof(cudaIpcMemHandle_t), "a handle is 64 bytes");
+
+// The layout memfd: this header, then `count` LayoutChunks.
+struct LayoutHeader {
+  uint64_t magic;
+  uint64_t id;
+  uint64_t count;
+};
+struct LayoutChunk {
+  int64_t fd;  // the exporter's descriptor of the chunk
+  uint64_t bytes;
+};
+
+struct Export {
+  Wire wire;
+  int layout_fd = -1;
+  std::vector<int> fds;
+  std::vector<uint64_t> bytes;
+};
+
+struct Import {
+  CUdeviceptr va = 0;  // the reserved range
+  uint64_t span = 0;
+  std::vector<CUmemGenericAllocationHandle> handles;
+  std::vector<uint64_t> chunk_bytes;  // each handle's, in address order
+  uintptr_t block = 0;
+  uint64_t size = 0;
+  int refs = 0;
+};
+
+struct Exports {
+  std::mutex mu;
+  std::map<uintptr_t, Export> by_block;
+  std::map<uint64_t, uintptr_t> by_id;
+  uint64_t next_id = 1;
+};
+std::atomic<bool> g_any_export{false};
+std::atomic<bool> g_any_import{false};  // cuMemGetAddressRange's fast path
+
+Exports& exports() {
+  static Exports* e = new Exports();  // never destroyed: used until exit
+  return *e;
+}
+
+struct Imports {
+  std::mutex mu;
+  std::map<std::pair<int, uint64_t>, Import> by_key;  // (pid, id)
+  std::map<uintptr_t, std::pair<int, uint64_t>> by_block;
+};
+Imports& imports() {
+  static Imports* i = new Imports();
+  return *i;
+}
+
+void close_export(Export* e) {
+  for (int fd : e->fds) close(fd);
+  if (e->layout_fd >= 0) close(e->layout_fd);
+}
+
+// The socket server's lookup: copies of export `id`'s descriptors.
+bool lookup(uint64_t id, ipc_socket::Chunks* out) {
+  Exports& x = exports();
+  std::lock_guard<std::mutex> l(x.mu);
+  auto b = x.by_id.find(id);
+  if (b == x.by_id.end()) return false;
+  const Export& e = x.by_block.at(b->second);
+  for (int fd : e.fds) {
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+      for (int c : out->fds) close(c);
+      out->fds.clear();
+      return false;
+    }
+    out->fds.push_back(copy);
+  }
+  out->bytes = e.bytes;
+  return true;
+}
+
+// Writes the layout memfd of `e`.
+bool write_layout(Export* e) {
+  std::string name = "gpuslack-ipc-" + std::to_string(e->wire.id);
+  e->layout_fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (e->layout_fd < 0) return false;
+  std::vector<char> buf(sizeof(LayoutHeader) + e->fds.size() * sizeof(LayoutChunk));
+  LayoutHeader h{kLayoutMagic, e->wire.id, e->fds.size()};
+  std::memcpy(buf.data(), &h, sizeof(h));
+  for (size_t i = 0; i < e->fds.size(); ++i) {
+    LayoutChunk c{e->fds[i], e->bytes[i]};
+    std::memcpy(buf.data() + sizeof(h) + i * sizeof(c), &c, sizeof(c));
+  }
+  return pwrite(e->layout_fd, buf.data(), buf.size(), 0) == static_cast<ssize_t>(buf.size());
+}
+
+// The chunks of `w` by pidfd_getfd: descriptors of this process in
+// out->fds. False with errno when the kernel or ptrace rules refuse.
+bool take_with_pidfd(const Wire& w, ipc_socket::Chunks* out) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, w.pid, 0));
+  if (pidfd < 0) return false;
+  bool ok = false;
+  int layout = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, w.layout_fd, 0));
+  if (layout >= 0) {
+    LayoutHeader h{};
+    std::vector<LayoutChunk> chunks;
+    if (pread(layout, &h, sizeof(h), 0) == sizeof(h) && h.magic == kLayoutMagic && h.id == w.id &&
+        h.count == w.chunks) {
+      chunks.resize(h.count);
+      size_t n = h.count * sizeof(LayoutChunk);
+      ok = pread(layout, chunks.data(), n, sizeof(h)) == static_cast<ssize_t>(n);
+    } else {
+      errno = ENOENT;  // not this export's layout: it was freed
+    }
+    close(layout);
+    for (size_t i = 0; ok && i < chunks.size(); ++i) {
+      int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, static_cast<int>(chunks[i].fd), 0));
+      ok = fd >= 0;
+      if (ok) out->fds.push_back(fd), out->bytes.push_back(chunks[i].bytes);
+    }
+  }
+  int saved = errno;
+  close(pidfd);
+  if (!ok) {
+    for (int fd : out->fds) close(fd);
+    out->fds.clear(), out->bytes.clear();
+  }
+  errno = saved;
+  return ok;
+}
+
+}  // namespace
+
+bool ipc_is_block_handle(const cudaIpcMemHandle_t& h) { return std::memcmp(h.reserved, kMagic, sizeof(kMagic)) == 0; }
+
+cudaError_t ipc_get_handle(DeviceAllocator* a, void* p, cudaIpcMemHandle_t* out) {
+  if (!out) return cudaErrorInvalidValue;
+  Exports& x = exports();
+  {
+    std::lock_guard<std::mutex> l(x.mu);
+    auto it = x.by_block.find(reinterpret_cast<uintptr_t>(p));
+    if (it != x.by_block.end()) {
+      std::memcpy(out, &it->second.wire, sizeof(Wire));
+      return cudaSuccess;
+    }
+  }
+  uint64_t requested = 0;
+  std::vector<GranuleMap::Chunk> chunks;
+  if (!a->chunks_of_block(p, &requested, &chunks) || chunks.empty()) return cudaErrorInvalidValue;
+  const cuda::DriverApi* api = cuda::driver();
+  if (!api || cuda::bind_runtime_context(a->device()) != CUDA_SUCCESS) return cudaErrorInvalidValue;
+  Export e;
+  for (const GranuleMap::Chunk& c : chunks) {
+    int fd = -1;
+    CUresult r = api->mem_export_to_shareable_handle(&fd, c.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (r != CUDA_SUCCESS) {
+      close_export(&e);
+      static std::atomic<bool> logged{false};
+      if (!logged.exchange(true))
+        log::warn("cudaIpcGetMemHandle: the driver refused to export the VMM allocator's memory as a POSIX file "
+                  "descriptor (error {}); use GPUSLACK_CONF=allocator:native for programs that share device "
+                  "memory over IPC",
+                  static_cast<int>(r));
+      return cudaErrorNotSupported;
+    }
+    e.fds.push_back(fd);
+    e.bytes.push_back(c.bytes);
+  }
+  std::memcpy(e.wire.magic, kMagic, sizeof(kMagic));
+  e.wire.pid = static_cast<int32_t>(getpid());
+  e.wire.offset = reinterpret_cast<uintptr_t>(p) - chunks.front().offset;
+  e.wire.size = requested;
+  e.wire.device = a->device();
+  e.wire.chunks = static_cast<uint32_t>(chunks.size());
+  std::lock_guard<std::mutex> l(x.mu);
+  auto it = x.by_block.find(reinterpret_cast<uintptr_t>(p));
+  if (it != x.by_block.end()) {  // another thread exported it meanwhile
+    close_export(&e);
+    std::memcpy(out, &it->second.wire, sizeof(Wire));
+    return cudaSuccess;
+  }
+  e.wire.id = x.next_id++;
+  if (!write_layout(&e)) {
+    close_export(&e);
+    return cudaErrorMemoryAllocation;
+  }
+  e.wire.layout_fd = e.layout_fd;
+  ipc_socket::serve(lookup);  // for importers that pidfd_getfd refuses
+  std::memcpy(out, &e.wire, sizeof(Wire));
+  x.by_id[e.wire.id] = reinterpret_cast<uintptr_t>(p);
+  x.by_block[reinterpret_cast<uintptr_t>(p)] = std::move(e);
+  g_any_export.store(true, std::memory_order_release);
+  return cudaSuccess;
+}
+
+void ipc_block_freed(const void* p) {
+  if (!g_any_export.load(std::memory_order_acquire)) return;
+  Exports& x = exports();
+  std::lock_guard<std::mutex> l(x.mu);
+  auto it = x.by_block.find(reinterpret_cast<uintptr_t>(p));
+  if (it == x.by_block.end()) return;
+  close_export(&it->second);
+  x.by_id.erase(it->second.wire.id);
+  x.by_block.erase(it);
+}
+
+cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** p) {
+  if (!p || (flags & ~static_cast<unsigned>(cudaIpcMemLazyEnablePeerAccess))) return cudaErrorInvalidValue;
+  *p = nullptr;
+  Wire w;
+  std::memcpy(&w, &h, sizeof(w));
+  if (w.pid == static_cast<int32_t>(getpid())) return cudaErrorDeviceUninitialized;
+  if (w.chunks == 0 || w.size == 0) return cudaErrorInvalidValue;
+  auto key = std::make_pair(static_cast<int>(w.pid), w.id);
+  Imports& m = imports();
+  std::lock_guard<std::mutex> l(m.mu);
+  if (auto it = m.by_key.find(key); it != m.by_key.end()) {
+    ++it->second.refs;
+    *p = reinterpret_cast<void*>(it->second.block);
+    return cudaSuccess;
+  }
+  ipc_socket::Chunks got;
+  bool taken = false;
+  if (options().ipc_fds != "socket") {
+    taken = take_with_pidfd(w, &got);
+    if (!taken && errno != EPERM && errno != EACCES && errno != ENOSYS) return cudaErrorInvalidValue;
+  }
+  if (!taken && !ipc_socket::fetch(w.pid, w.id, &got)) return cudaErrorInvalidValue;
+  const cuda::DriverApi* api = cuda::driver();
+  int device = 0;
+  if (!api || cuda::get_device(&device) != cudaSuccess ||
+      cuda::bind_runtime_context(device) != CUDA_SUCCESS) {
+    for (int fd : got.fds) close(fd);
+    return cudaErrorInvalidValue;
+  }
+  Import im;
+  for (uint64_t b : got.bytes) im.span += b;
+  CUresult r = CUDA_SUCCESS;
+  for (size_t i = 0; i < got.fds.size() && r == CUDA_SUCCESS; ++i) {
+    CUmemGenericAllocationHandle handle = 0;
+    r = api->mem_import_from_shareable_handle(&handle, reinterpret_cast<void*>(static_cast<intptr_t>(got.fds[i])),
+                                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (r == CUDA_SUCCESS) im.handles.push_back(handle);
+  }
+  for (int fd : got.fds) close(fd);  // the imported handles hold the memory
+  if (r == CUDA_SUCCESS) r = api->mem_address_reserve(&im.va, im.span, 0, 0, 0);
+  size_t mapped = 0;
+  for (uint64_t off = 0; r == CUDA_SUCCESS && mapped < im.handles.size(); ++mapped) {
+    r = api->mem_map(im.va + off, got.bytes[mapped], 0, im.handles[mapped], 0);
+    if (r != CUDA_SUCCESS) break;
+    off += got.bytes[mapped];
+  }
+  if (r == CUDA_SUCCESS) {
+    std::vector<CUmemAccessDesc> access(1);
+    access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access[0].location.id = device;
+    access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (w.device != device) {
+      access.push_back(access[0]);
+      access[1].location.id = w.device;
+    }
+    r = api->mem_set_access(im.va, im.span, access.data(), access.size());
+    if (r != CUDA_SUCCESS && access.size() > 1)  // the exporter's device may not be visible here
+      r = api->mem_set_access(im.va, im.span, access.data(), 1);
+  }
+  if (r != CUDA_SUCCESS || w.offset + w.size > im.span) {
+    for (size_t i = 0, off = 0; i < mapped; off += got.bytes[i], ++i) api->mem_unmap(im.va + off, got.bytes[i]);
+    for (CUmemGenericAllocationHandle handle : im.handles) api->mem_release(handle);
+    if (im.va) api->mem_address_free(im.va, im.span);
+    return r == CUDA_SUCCESS ? cudaErrorInvalidValue : cudaErrorMapBufferObjectFailed;
+  }
+  im.block = static_cast<uintptr_t>(im.va) + w.offset;
+  im.size = w.size;
+  im.refs = 1;
+  im.chunk_bytes = got.bytes;
+  *p = reinterpret_cast<void*>(im.block);
+  m.by_block[im.block] = key;
+  m.by_key[key] = std::move(im);
+  g_any_import.store(true, std::memory_order_release);
+  return cudaSuccess;
+}
+
+bool ipc_close_handle(void* p, cudaError_t* result) {
+  Imports& m = imports();
+  Import im;
+  {
+    std::lock_guard<std::mutex> l(m.mu);
+    auto b = m.by_block.find(reinterpret_cast<uintptr_t>(p));
+    if (b == m.by_block.end()) return false;
+    auto it = m.by_key.find(b->second);
+    *result = cudaSuccess;
+    if (--it->second.refs > 0) return true;
+    im = std::move(it->second);
+    m.by_key.erase(it);
+    m.by_block.erase(b);
+  }
+  const cuda::DriverApi* api = cuda::driver();
+  cuda::bind_runtime_context();  // the driver's calls need a context on this thread
+  // Work queued on the device may still use the mapping: cuMemUnmap waits
+  // for it, as a real driver's does (cuda.h, \note_sync).
+  uint64_t off = 0;
+  for (size_t i = 0; i < im.handles.size(); ++i) {
+    api->mem_unmap(im.va + off, im.chunk_bytes[i]);
+    api->mem_release(im.handles[i]);
+    off += im.chunk_bytes[i];
+  }
+  api->mem_address_free(im.va, im.span);
+  return true;
+}
+
+bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size) {
+  if (!g_any_import.load(std::memory_order_acquire)) return false;
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  Imports& m = imports();
+  std::lock_guard<std::mutex> l(m.mu);
+  auto b = m.by_block.upper_bound(a);
+  if (b == m.by_block.begin()) return false;
+  --b;
+  const Import& im = m.by_key.at(b->second);
+  if (a - im.block >= im.size) return false;
+  *base = im.block;
+  *size = im.size;
+  return true;
+}
+
+}  // namespace alloc
+}  // namespace gpuslack

@@ -1,0 +1,183 @@
+#include "alloc/block_ipc_socket.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace gpuslack {
+namespace alloc {
+namespace ipc_socket {
+namespace {
+
+constexpr uint64_t kMagic = 0x31636970736c7067ull;  // "gplspic1"
+constexpr size_t kFdsPerMessage = 200;              // SCM_MAX_FD is 253
+constexpr int kTimeoutMs = 10000;
+
+struct Request {
+  uint64_t magic;
+  uint64_t id;
+};
+struct Reply {
+  uint64_t magic;
+  uint64_t count;  // chunks; 0: no such export
+};
+
+socklen_t address(pid_t pid, sockaddr_un* a) {
+  std::memset(a, 0, sizeof(*a));
+  a->sun_family = AF_UNIX;
+  int n = std::snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "gpuslack-ipc-%d", static_cast<int>(pid));
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+}
+
+bool wait_for(int fd, short events) {
+  pollfd p{fd, events, 0};
+  int r;
+  do r = poll(&p, 1, kTimeoutMs);
+  while (r < 0 && errno == EINTR);
+  return r == 1 && (p.revents & events);
+}
+
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    if (!wait_for(fd, POLLOUT)) return false;
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w, n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    if (!wait_for(fd, POLLIN)) return false;
+    ssize_t r = recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r, n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// One byte, with up to kFdsPerMessage descriptors attached.
+bool send_fds(int sock, const int* fds, size_t n) {
+  char byte = 'f';
+  iovec iov{&byte, 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * n));
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control.data();
+  m.msg_controllen = control.size();
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+  std::memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+  if (!wait_for(sock, POLLOUT)) return false;
+  return sendmsg(sock, &m, MSG_NOSIGNAL) == 1;
+}
+
+// Appends the descriptors of one message to `out`.
+bool recv_fds(int sock, std::vector<int>* out) {
+  char byte;
+  iovec iov{&byte, 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * kFdsPerMessage));
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = control.data();
+  m.msg_controllen = control.size();
+  if (!wait_for(sock, POLLIN) || recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1) return false;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const int* fds = reinterpret_cast<const int*>(CMSG_DATA(c));
+    out->insert(out->end(), fds, fds + n);
+  }
+  return (m.msg_flags & MSG_CTRUNC) == 0;
+}
+
+void answer(int conn, const std::function<bool(uint64_t, Chunks*)>& lookup) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) return;
+  Request req{};
+  if (!read_all(conn, &req, sizeof(req)) || req.magic != kMagic) return;
+  Chunks c;
+  Reply reply{kMagic, lookup(req.id, &c) ? c.fds.size() : 0};
+  bool ok = write_all(conn, &reply, sizeof(reply)) && reply.count > 0 &&
+            write_all(conn, c.bytes.data(), c.bytes.size() * sizeof(uint64_t));
+  for (size_t i = 0; ok && i < c.fds.size(); i += kFdsPerMessage)
+    ok = send_fds(conn, c.fds.data() + i, std::min(kFdsPerMessage, c.fds.size() - i));
+  for (int fd : c.fds) close(fd);
+}
+
+}  // namespace
+
+bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
+  static std::mutex mu;
+  static int listening = -2;  // -2: not tried yet
+  std::lock_guard<std::mutex> l(mu);
+  if (listening != -2) return listening >= 0;
+  listening = -1;
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  sockaddr_un a;
+  socklen_t n = address(getpid(), &a);
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), n) != 0 || listen(s, 16) != 0) {
+    close(s);
+    return false;
+  }
+  listening = s;
+  // The server lives as long as the process (a daemon thread, detached).
+  std::thread([s, lookup = std::move(lookup)] {
+    for (;;) {
+      int conn = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return;
+      }
+      answer(conn, lookup);
+      close(conn);
+    }
+  }).detach();
+  return true;
+}
+
+bool fetch(pid_t pid, uint64_t id, Chunks* out) {
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return false;
+  sockaddr_un a;
+  socklen_t n = address(pid, &a);
+  bool ok = false;
+  Reply reply{};
+  Request req{kMagic, id};
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), n) == 0 && write_all(s, &req, sizeof(req)) &&
+      read_all(s, &reply, sizeof(reply)) && reply.magic == kMagic && reply.count > 0 && reply.count < (1u << 24)) {
+    out->bytes.resize(reply.count);
+    ok = read_all(s, out->bytes.data(), reply.count * sizeof(uint64_t));
+    while (ok && out->fds.size() < reply.count) ok = recv_fds(s, &out->fds);
+    ok = ok && out->fds.size() == reply.count;
+  }
+  close(s);
+  if (!ok) {
+    for (int fd : out->fds) close(fd);
+    out->fds.clear();
+  }
+  return ok;
+}
+
+}  // namespace ipc_socket
+}  // namespace alloc
+}  // namespace gpuslack

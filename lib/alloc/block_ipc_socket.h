@@ -1,0 +1,39 @@
+// The Unix-socket path of block IPC (Note [A block travels as its chunks'
+// descriptors] in block_ipc.h): where pidfd_getfd is refused, the importer
+// asks the exporter for a block's descriptors over a socket in the abstract
+// namespace, "gpuslack-ipc-<pid>".
+//
+// Not to be included outside lib/alloc (block_ipc.cc is its one user).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace gpuslack {
+namespace alloc {
+namespace ipc_socket {
+
+// A block's descriptors and the size of each chunk. From `lookup`: copies
+// (dup) that the server closes once sent.
+struct Chunks {
+  std::vector<int> fds;
+  std::vector<uint64_t> bytes;
+};
+
+// Starts this process's server (once; later calls do nothing). `lookup`
+// runs on the server's thread: it fills the chunks of export `id` and says
+// whether there is one. False if the socket cannot be made (then only
+// pidfd_getfd serves importers).
+bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup);
+
+// Asks process `pid` for export `id`: its chunks' sizes in out->bytes and
+// descriptors of this process in out->fds (the caller closes them). False
+// when the exporter does not answer or has no such export.
+bool fetch(pid_t pid, uint64_t id, Chunks* out);
+
+}  // namespace ipc_socket
+}  // namespace alloc
+}  // namespace gpuslack

@@ -348,7 +348,9 @@ def test_the_documented_screen_is_what_the_doctor_says(tmp_path):
     said = [line for line in text.splitlines() if line.startswith("  ") and "; fix: " in line]
 
     def plain(lines, folder):
-        return [line.replace(folder, "BUILD") for line in lines]
+        # The build folder aside, and how many more calls the library ahead
+        # defines: that count grows with gpuslack's hook tables.
+        return [re.sub(r" and \d+ more:", " and N more:", line.replace(folder, "BUILD")) for line in lines]
 
     doc_build = re.search(r"(\S+)/simcuda/libcudart\.so\.13 comes before", screen).group(1)
     assert plain(said, os.path.realpath(build)) == plain(documented, doc_build)

@@ -23,11 +23,12 @@ like any other: nothing is excused.
 
 Standard library only; runs under /usr/bin/python3.
 """
-import argparse
 import os
 import re
 import sys
 import tempfile
+
+import house_check  # the command line and the self-test's loop
 
 MAX_README_LINES = 250
 # Backquoted names that start with one of these are paths of the tree.
@@ -122,10 +123,6 @@ def self_test():
     good_readme = "# x\n\nRun `scripts/run.sh`. [a](docs/a.md), [b](docs/b.md#part-two-b_c)\n"
     good_pages = {"a.md": "# A\n\nSee [b](b.md) and [self](#a).\n```\n[not a link](nowhere.md)\n```\n",
                   "b.md": "# B\n\n## Part two (`b_c`)\n"}
-    failures = []
-    clean = check(tree(good_readme, good_pages))
-    if clean:
-        failures.append("a clean tree was reported: %s" % clean)
     cases = {
         "more than 250": (good_readme + "line\n" * 250, good_pages),
         "no such file": (good_readme + "[c](docs/install.md)\n", good_pages),
@@ -133,31 +130,14 @@ def self_test():
         "does not link docs/c.md": (good_readme, dict(good_pages, **{"c.md": "# C\n"})),
         "no such path in the tree": (good_readme + "`scripts/gone.sh`\n", good_pages),
     }
-    for want, (readme, pages) in cases.items():
-        got = check(tree(readme, pages))
-        if not any(want in p for p in got):
-            failures.append("not reported: %s (got %s)" % (want, got))
-    for f in failures:
-        print("check_docs self-test: " + f)
-    if not failures:
-        print("check_docs self-test: each violation reported, the clean tree passed")
-    return 1 if failures else 0
+    return house_check.self_test_cases("check_docs", check, tree(good_readme, good_pages),
+                                       {want: tree(*case) for want, case in cases.items()})
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    p.add_argument("--self-test", action="store_true")
-    a = p.parse_args()
-    if a.self_test:
-        return self_test()
-    problems = check(os.path.abspath(a.root))
-    for line in problems:
-        print(line)
-    if not problems:
-        print("check_docs: README.md within %d lines; every link, heading and path named exists; "
-              "every docs/ page is on the README's map" % MAX_README_LINES)
-    return 1 if problems else 0
+    return house_check.main("check_docs", __doc__, check, self_test,
+                            "README.md within %d lines; every link, heading and path named exists; "
+                            "every docs/ page is on the README's map" % MAX_README_LINES)
 
 
 if __name__ == "__main__":

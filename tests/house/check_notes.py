@@ -24,12 +24,13 @@ synchronizing]`): lines are joined, their comment markers dropped, before
 citations are read. The files read are the tree's tracked files (git
 ls-files), or every file when the root is not a git checkout.
 """
-import argparse
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+import house_check  # the command line and the self-test's loop
 
 INDEX_FILE = "docs/design.md"
 THIS_FILE = "tests/house/check_notes.py"   # its own examples are not notes
@@ -177,20 +178,8 @@ def self_test():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    problems = check(os.path.abspath(args.root))
-    for p in problems:
-        print(p)
-    if problems:
-        print(f"check_notes: {len(problems)} problem(s)", file=sys.stderr)
-        return 1
-    print("check_notes: every cited note is defined once and indexed")
-    return 0
+    return house_check.main("check_notes", __doc__, check, self_test,
+                            "every cited note is defined once and indexed")
 
 
 if __name__ == "__main__":

@@ -23,11 +23,12 @@ it walks through the code. This script keeps that prose from drifting:
 
 Standard library only; runs under /usr/bin/python3.
 """
-import argparse
 import os
 import re
 import sys
 import tempfile
+
+import house_check  # the command line and the self-test's loop
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_includes  # noqa: E402  (the one reader of the table of rooms)
@@ -155,10 +156,6 @@ def self_test():
     good = (SECTION + "\n\n- **low**: the a (`a.h`) and the b\n  (`b.cc`).\n"
             "- **high**: the c (`c.h`, over `low/a.h`),\n  the d (`d.inc`).\n\n## Next\n\n"
             "See `low/a.h`, `hooks` and `c.h`.\n```\n`gone.h` in a fence is not prose\n```\n")
-    failures = []
-    clean = check(tree(good, files))
-    if clean:
-        failures.append("a clean tree was reported: %s" % clean)
     cases = {
         "its entry does not name lib/low/b.cc": (good.replace("\n  (`b.cc`)", "\n  (b)"), files),
         "its entry does not name lib/high/e.h": (good, dict(files, **{"lib/high/e.h": ""})),
@@ -169,31 +166,14 @@ def self_test():
         "`low/q.h`: no such file under lib/": (good + "\nAnd `low/q.h`.\n", files),
         "`gone.cc`: no file of the tree has that name": (good + "\nAnd `gone.cc`.\n", files),
     }
-    for want, (design, fs) in cases.items():
-        got = check(tree(design, fs))
-        if not any(want in p for p in got):
-            failures.append("not reported: %s (got %s)" % (want, got))
-    for f in failures:
-        print("check_room_files self-test: " + f)
-    if not failures:
-        print("check_room_files self-test: each problem reported, the clean tree passed")
-    return 1 if failures else 0
+    return house_check.self_test_cases("check_room_files", check, tree(good, files),
+                                       {want: tree(*case) for want, case in cases.items()})
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    p.add_argument("--self-test", action="store_true")
-    a = p.parse_args()
-    if a.self_test:
-        return self_test()
-    problems = check(os.path.abspath(a.root))
-    for line in problems:
-        print(line)
-    if not problems:
-        print("check_room_files: every room's entry in docs/design.md names its files, and every file "
-              "the page names exists")
-    return 1 if problems else 0
+    return house_check.main("check_room_files", __doc__, check, self_test,
+                            "every room's entry in docs/design.md names its files, and every file "
+                            "the page names exists")
 
 
 if __name__ == "__main__":

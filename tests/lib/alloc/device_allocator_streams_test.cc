@@ -24,13 +24,7 @@ namespace alloc {
 namespace {
 
 using test_support::kMiB;
-
-cudaStream_t non_blocking() {
-  cudaStream_t s = nullptr;
-  EXPECT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  sync::stream_created(s, 0, cudaStreamNonBlocking);
-  return s;
-}
+using test_support::non_blocking;
 
 TEST(DeviceAllocatorStreams, ReuseIsImmediateOnTheFreeingStreamOnly) {
   sync::reset_streams();

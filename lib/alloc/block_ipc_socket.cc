@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "base/quiet_thread.h"
+
 namespace gpuslack {
 namespace alloc {
 namespace ipc_socket {
@@ -141,7 +143,7 @@ bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
   }
   listening = s;
   // The server lives as long as the process (a daemon thread, detached).
-  std::thread([s, lookup = std::move(lookup)] {
+  start_quiet_thread([s, lookup = std::move(lookup)] {
     for (;;) {
       int conn = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
       if (conn < 0) {

@@ -14,6 +14,7 @@
 #include <ctime>
 
 #include "absl/strings/str_format.h"
+#include "base/quiet_thread.h"
 #include "log/log.h"
 #include "session/session.h"
 
@@ -21,7 +22,6 @@ namespace gpuslack {
 namespace session {
 namespace {
 
-constexpr int kSignals[] = {SIGTERM, SIGINT};
 constexpr double kHandlerWaitSeconds = 3.0;
 
 std::atomic<int> g_pipe_write{-1};     // the handler's end; -1: only chain
@@ -75,10 +75,7 @@ void on_signal(int sig, siginfo_t* info, void* context) {
 // installed without SA_SIGINFO, as that one was (Note [Signals]).
 void on_signal_plain(int sig) { on_signal(sig, nullptr, nullptr); }
 
-void signal_set(sigset_t* set) {
-  sigemptyset(set);
-  for (int sig : kSignals) sigaddset(set, sig);
-}
+void signal_set(sigset_t* set) { summary_signal_set(set); }
 
 const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal"; }
 
@@ -133,7 +130,7 @@ bool same_disposition(const struct sigaction& a, const struct sigaction& b) {
 }
 
 void install_handlers() {
-  for (int sig : kSignals) {
+  for (int sig : kSummarySignals) {
     if (g_installed[sig].load()) continue;
     struct sigaction current;
     if (sigaction(sig, nullptr, &current) != 0) {

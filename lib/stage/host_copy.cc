@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/quiet_thread.h"
+
 namespace gpuslack {
 namespace stage {
 namespace {
@@ -67,7 +69,7 @@ void host_copy(void* dst, const void* src, size_t n, int threads) {
   {
     std::lock_guard<std::mutex> lock(h.mu);
     while (h.started < static_cast<int>(parts) - 1 && h.started < kMaxCopyThreads - 1) {
-      std::thread(helper_loop).detach();
+      start_quiet_thread(helper_loop).detach();
       ++h.started;
     }
     for (size_t i = 1; i < parts; ++i) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "base/quiet_thread.h"
 #include "log/escape.h"
 #include "log/log.h"
 #include "timeline/record_decoder.h"
@@ -268,7 +269,7 @@ StartOutcome CuptiSession::start() {
   start_ticks_ = clock::ticks();
   host_.set_interval_threshold(config_.interval_threshold_ticks);
   subscribed_.store(true, std::memory_order_release);
-  worker_ = std::thread([this] { worker_main(); });
+  worker_ = start_quiet_thread([this] { worker_main(); });
   log::debug("gpu_timeline: measuring, {} CUPTI's subscribers", shares_cupti() ? "one of" : "the only one of");
   return out;
 }

@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "base/clock.h"
+#include "base/quiet_thread.h"
 #include "config/environment.h"
 #include "config/options.h"
 #include "cuda/cupti_api.h"
@@ -181,7 +182,7 @@ void start() {
   static const bool fork_handlers = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
   if (!fork_handlers) log::debug("gpu_timeline: pthread_atfork failed; a fork while the timeline starts may hang the child");
   try {
-    std::thread(start_now).detach();
+    start_quiet_thread(start_now).detach();
   } catch (...) {
     log::warn("gpu_timeline: cannot start a thread; the GPU timeline is off");
     std::lock_guard<std::mutex> lock(g_mu);

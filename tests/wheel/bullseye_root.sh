@@ -48,7 +48,7 @@ fi
 chroot "$tmp/root" /usr/bin/python3 -c 'import venv, ensurepip' \
   || { log "the root's python3 has no venv/ensurepip"; exit 1; }
 # Its own apt lists and caches are not needed again.
-rm -rf "$tmp/root/var/cache/apt/archives"/*.deb "$tmp/root/var/lib/apt/lists"/*_Packages
+(cd "$tmp/root" && rm -rf var/cache/apt/archives/*.deb var/lib/apt/lists/*_Packages)
 mv "$tmp/root" "$ROOT"
 touch "$ROOT/.done"
 echo "$ROOT"

@@ -84,7 +84,7 @@ void gpusim::launch_kernel(CUstream_st* s, uint64_t blocks, const void* func) {
   launch_kernel(s, shape, func);
 }
 void gpusim::launch_kernel(CUstream_st* s, const KernelShape& shape, const void* func) {
-  charge(config().launch_us);
+  charge_cpu(config().launch_us);
   const uint64_t blocks = shape.blocks();
   double us = (config().kernel_us + config().kernel_per_block_us * static_cast<double>(blocks)) *
               kernel_slowdown(s ? s->device : 0);
@@ -97,7 +97,7 @@ void gpusim::launch_kernel(CUstream_st* s, const KernelShape& shape, const void*
   enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
 }
 void gpusim::launch_flops(CUstream_st* s, double flops, const char* name) {
-  charge(config().launch_us);
+  charge_cpu(config().launch_us);
   double rate = config().gemm_tflops > 0 ? config().gemm_tflops : 50;
   double us = (config().kernel_us + flops / (rate * 1e6)) * kernel_slowdown(s ? s->device : 0);
   OpInfo info;
@@ -108,7 +108,7 @@ void gpusim::launch_flops(CUstream_st* s, double flops, const char* name) {
   enqueue(s, [us] { wait_until(after(Clock::now(), us)); }, info);
 }
 void gpusim::launch_timed(CUstream_st* s, const KernelShape& shape, double us, const char* name) {
-  charge(config().launch_us);
+  charge_cpu(config().launch_us);
   us *= kernel_slowdown(s ? s->device : 0);
   OpInfo info;
   info.kind = OpKind::kKernel;

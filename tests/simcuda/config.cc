@@ -242,16 +242,21 @@ void wait_until(Clock::time_point deadline) {
 
 void charge(double us) {
   if (us <= 0) return;
-  Clock::time_point deadline = after(Clock::now(), us);
   if (us < 20) {
     // Host work of a few microseconds keeps its CPU, as real host work
     // does: a sched_yield here can lose the CPU for a whole scheduler slice
     // (milliseconds) on a loaded machine.
-    while (Clock::now() < deadline) {
-    }
+    charge_cpu(us);
     return;
   }
-  wait_until(deadline);
+  wait_until(after(Clock::now(), us));
+}
+
+void charge_cpu(double us) {
+  if (us <= 0) return;
+  const Clock::time_point deadline = after(Clock::now(), us);
+  while (Clock::now() < deadline) {
+  }
 }
 
 }  // namespace gpusim

@@ -33,7 +33,10 @@
 // what it was charged; their calls are disjoint (allocation calls, pageable
 // host-to-device copies), so no host second is charged twice either. One
 // whose cost is GPU busy time (underfilled_kernels, the collective rules)
-// has gpu_idle_s -1: none of it is idle. So the findings' gpu_idle_s add up
+// has gpu_idle_s -1: none of it is idle; that time is charged once too
+// (underfilled_kernels compute kernels' SM time, never NCCL's; the
+// collective rules each row's time once, Note [The GPU's time] in
+// findings/collective_rules.cc). So the findings' gpu_idle_s add up
 // to at most the GPU's idle, and the headline says what share of it they
 // explain (report/idle_explained.h); the job report sums ranks the same
 // way (python_shim/gpuslack/job/aggregate.py).

@@ -145,7 +145,8 @@ void sync_copies(const report::Summary& s, IdleLedger* idle, std::vector<report:
   f.evidence.emplace_back("GPU idle in the waits and the host's gaps after them",
                           seconds_text(sync_idle + copy_idle) + " + " + seconds_text(host_idle));
   if (host_left > 0)
-    f.evidence.emplace_back("host's gaps longer than the GPU's work (host_bound's)", seconds_text(host_left));
+    f.evidence.emplace_back("host's gaps beyond the GPU's work (this fix leaves them: host_bound's)",
+                            seconds_text(host_left));
   if (d2h_count > 0)
     f.evidence.emplace_back("D2H copies", std::to_string(d2h_count) + ", " +
                                               bytes_text(static_cast<double>(d2h_bytes)) + ", " +

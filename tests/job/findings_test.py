@@ -265,7 +265,8 @@ class Output(Job):
         # each more than its idle; it counts its own idle at most.
         def rules(rank, wall):
             if rank == 0:
-                return [synth.finding("sync_copies", 1e4, gpu_idle_s=1e4), synth.finding("host_bound", 1e4, gpu_idle_s=1e4)]
+                return [synth.finding("sync_copies", 1e4, gpu_idle_s=1e4),
+                        synth.finding("host_bound", 1e4, gpu_idle_s=1e4)]
             return [synth.finding("host_bound", 0.01, gpu_idle_s=0.01), synth.finding("pageable_copies", 5.0)]
         rep = self.report(findings=rules)
         e = rep["findings_explain"]
@@ -278,8 +279,9 @@ class Output(Job):
         self.assertLessEqual(e["explained_share"], 1.0)
         lines = text.render(rep).splitlines()
         first = next(i for i, l in enumerate(lines) if l.startswith("gpuslack job: findings ("))
-        self.assertTrue(lines[first + 1].startswith("gpuslack job:   they explain %s of the GPU's %s idle on 8 ranks (" % (
-            fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]))), lines[first + 1])
+        want = "gpuslack job:   they explain %s of the GPU's %s idle on 8 ranks (" % (
+            fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]))
+        self.assertTrue(lines[first + 1].startswith(want), lines[first + 1])
 
     def test_ranks_without_a_gpu_timeline_are_left_out(self):
         without = dict(hand_rank(0, 1.0, 2.0), gpu=None, findings=[synth.finding("sync_copies", 1.0, gpu_idle_s=1.0)])

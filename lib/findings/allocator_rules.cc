@@ -21,6 +21,11 @@
 //   Evidence: reserved against allocated, retries, failures, the largest
 //   free range. (Native cudaMalloc failures are not told apart by the
 //   ledger, so the rule reads the VMM allocator's figures only.)
+//
+// Both cost the host's blocked time; each is charged the allocation idle
+// (Note [Each idle second charged once] in findings/idle_ledger.h: first,
+// and never both, since one needs the native allocator and the other
+// allocator:vmm).
 #include <algorithm>
 #include <cinttypes>
 
@@ -37,7 +42,7 @@ constexpr const char* kSyncingAllocCalls[] = {"cudaFree", "cudaMalloc", "cuMemFr
 // fragmentation: peak reserved this many times peak allocated is "far above".
 constexpr double kFarAbove = 2.0;
 
-void allocator_sync(const report::Summary& s, const Context& c, std::vector<report::Finding>* out) {
+void allocator_sync(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out) {
   if (!s.allocator.empty()) return;  // allocator:vmm served the device: its frees do not synchronize
   double total = 0, steady = 0;
   std::vector<std::pair<std::string, std::string>> evidence;
@@ -55,7 +60,7 @@ void allocator_sync(const report::Summary& s, const Context& c, std::vector<repo
   f.rule = "allocator_sync";
   f.title = "cudaFree/cudaMalloc wait for the whole GPU in steady state";
   set_cost(&f, total, s.wall_s);
-  f.gpu_idle_s = gpu_idle_for(s, timeline::Idle::kAllocation);
+  f.gpu_idle_s = idle->charge_all(timeline::Idle::kAllocation);
   f.evidence = std::move(evidence);
   f.evidence.emplace_back("in steady state (the run's middle 80%)", seconds_text(steady));
   f.where = sites_of(s, Category::kAllocation, {"cudaFree", "cudaMalloc", "cuMemFree_v2", "cuMemAlloc_v2"});
@@ -75,7 +80,7 @@ void allocator_sync(const report::Summary& s, const Context& c, std::vector<repo
   out->push_back(std::move(f));
 }
 
-void fragmentation(const report::Summary& s, std::vector<report::Finding>* out) {
+void fragmentation(const report::Summary& s, IdleLedger* idle, std::vector<report::Finding>* out) {
   double stall = 0;
   uint64_t retries = 0, failures = 0, peak_allocated = 0, peak_reserved = 0, largest_free = 0;
   for (const report::AllocatorRow& a : s.allocator) {
@@ -93,7 +98,7 @@ void fragmentation(const report::Summary& s, std::vector<report::Finding>* out) 
   f.rule = "fragmentation";
   f.title = "device memory runs short: allocations wait for frees under pressure";
   set_cost(&f, stall, s.wall_s);
-  f.gpu_idle_s = gpu_idle_for(s, timeline::Idle::kAllocation);
+  f.gpu_idle_s = idle->charge_all(timeline::Idle::kAllocation);
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.1fx", peak_allocated ? static_cast<double>(peak_reserved) / peak_allocated : 0);
   f.evidence.emplace_back("peak reserved / peak allocated",
@@ -111,9 +116,9 @@ void fragmentation(const report::Summary& s, std::vector<report::Finding>* out) 
 
 }  // namespace
 
-void allocator_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out) {
-  allocator_sync(s, c, out);
-  fragmentation(s, out);
+void allocator_rules(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out) {
+  allocator_sync(s, c, idle, out);
+  fragmentation(s, idle, out);
 }
 
 }  // namespace findings

@@ -33,6 +33,15 @@
 // Note [The GPU's time]: both rules cost GPU time, never host time: the
 // timed calls' GPU time scaled to every call, and, where the GPU timeline
 // measured, no more than the communication time it saw on this rank's GPUs.
+// Each second of a row's GPU time is charged once (as GPU idle is: Note
+// [Each idle second charged once] in findings/idle_ledger.h), in this
+// order: collective_bandwidth, when it fires, the time beyond the row's
+// expected bandwidth (its fix, the links, brings the row to it);
+// latency_bound_collectives, when it fires, its small rows (merging them
+// changes the calls, and so their best choice); collective_algorithm what
+// is left of a row past the better choice's time: of a row the bandwidth
+// rule charged, the time at the expected bandwidth less the better
+// choice's, never the same seconds twice.
 //
 // latency_bound_collectives: many small calls (under 1 MiB each) whose GPU
 //   time is mostly the per-call latency and at least half of all
@@ -45,6 +54,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "findings/fabric.h"
@@ -136,7 +147,20 @@ std::string bandwidth_fix(const std::string& algo, const std::string& proto, Spa
   return fix;
 }
 
-void collective_bandwidth(const report::Summary& s, const Context& ctx, std::vector<report::Finding>* out) {
+// Seconds of one row's GPU time a finding was charged (Note [The GPU's time]).
+using ChargedRows = std::vector<std::pair<const report::CollectiveRow*, double>>;
+
+double charged_to(const ChargedRows& rows, const report::CollectiveRow& r) {
+  double s = 0;
+  for (const auto& [row, seconds] : rows)
+    if (row == &r) s += seconds;
+  return s;
+}
+
+// Fills `charged` with the rows it costs, only when it fires.
+void collective_bandwidth(const report::Summary& s, const Context& ctx, ChargedRows* charged,
+                          std::vector<report::Finding>* out) {
+  ChargedRows rows;
   Fabric fabric;
   std::string error;
   if (!parse_fabric(ctx.fabric, &fabric, &error)) fabric = Fabric{};
@@ -165,7 +189,9 @@ void collective_bandwidth(const report::Summary& s, const Context& ctx, std::vec
     if (expected <= 0) continue;
     double ratio = r.busbw_gbps / expected;
     if (ratio >= kSlowFraction) continue;
-    cost += gpu_estimated(s, r) * scale * (1 - ratio);
+    const double beyond = gpu_estimated(s, r) * scale * (1 - ratio);
+    cost += beyond;
+    rows.emplace_back(&r, beyond);
     slow_calls += (r.count - std::min(r.count, r.captured)) / ranks_here(s, r.nranks);
     if (!worst || ratio < worst_ratio) {
       worst = &r;
@@ -199,9 +225,13 @@ void collective_bandwidth(const report::Summary& s, const Context& ctx, std::vec
   f.where = collective_sites(s);
   f.fix = bandwidth_fix(algo, proto, worst_span);
   out->push_back(std::move(f));
+  *charged = std::move(rows);
 }
 
-void latency_bound(const report::Summary& s, const Context& ctx, std::vector<report::Finding>* out) {
+// Fills `charged` with the small rows it judged, only when it fires.
+void latency_bound(const report::Summary& s, const Context& ctx, ChargedRows* charged,
+                   std::vector<report::Finding>* out) {
+  ChargedRows rows;
   double all_gpu = 0, small_gpu = 0, small_bytes = 0;
   uint64_t small_calls = 0;
   double latency = 0;
@@ -213,6 +243,7 @@ void latency_bound(const report::Summary& s, const Context& ctx, std::vector<rep
     uint64_t calls = (r.count - std::min(r.count, r.captured)) / ranks_here(s, r.nranks);
     small_gpu += g;
     small_calls += calls;
+    rows.emplace_back(&r, g);
     small_bytes += static_cast<double>(r.bytes) * static_cast<double>(calls) / static_cast<double>(r.count);
     if (r.bucket < smallest && r.gpu_p50_s > 0) {
       smallest = r.bucket;
@@ -244,6 +275,7 @@ void latency_bound(const report::Summary& s, const Context& ctx, std::vector<rep
               : "Send fewer, larger collectives: pack small tensors into one buffer per call (buckets of tens of MiB), "
                 "or group them with ncclGroupStart/ncclGroupEnd.";
   out->push_back(std::move(f));
+  *charged = std::move(rows);
 }
 
 
@@ -279,13 +311,17 @@ std::string fix_lines(const report::CollectiveRow& r, const std::string& algo, c
   return out;
 }
 
-void collective_algorithm(const report::Summary& s, const Context&, std::vector<report::Finding>* out) {
+// `slow` and `small`: the rows collective_bandwidth and latency_bound were
+// charged (Note [The GPU's time]).
+void collective_algorithm(const report::Summary& s, const Context&, const ChargedRows& slow, const ChargedRows& small,
+                          std::vector<report::Finding>* out) {
   const double scale = timeline_scale(s);
   std::vector<AlgorithmFix> fixes;
   for (const report::CollectiveRow& r : s.collectives.rows) {
     if (r.timed == 0 || r.nranks <= 1 || r.mostly_captured || r.count == 0) continue;
     if (r.chosen_time_s <= 0 || r.best_time_s <= 0) continue;           // NCCL's choice or the links unknown
     if (r.chosen_time_s < kBetterChoice * r.best_time_s) continue;      // not enough sooner
+    if (charged_to(small, r) > 0) continue;                             // latency_bound's
     std::string lines = fix_lines(r, chosen_algo(s, r), chosen_proto(s, r));
     if (lines.empty()) continue;
     const uint64_t calls = (r.count - std::min(r.count, r.captured)) / ranks_here(s, r.nranks);
@@ -294,7 +330,8 @@ void collective_algorithm(const report::Summary& s, const Context&, std::vector<
     double measured = gpu_estimated(s, r);
     if (r.gpu_typical_s > 0) measured = std::min(measured, r.gpu_typical_s * static_cast<double>(calls));
     measured *= scale;
-    const double saving = measured - r.best_time_s * static_cast<double>(calls);
+    // Less what collective_bandwidth was charged: the time beyond the expected bandwidth.
+    const double saving = measured - charged_to(slow, r) - r.best_time_s * static_cast<double>(calls);
     if (saving <= 0) continue;
     auto it = std::find_if(fixes.begin(), fixes.end(), [&](const AlgorithmFix& f) { return f.lines == lines; });
     if (it == fixes.end()) it = fixes.insert(fixes.end(), AlgorithmFix{lines});
@@ -356,9 +393,11 @@ void collective_algorithm(const report::Summary& s, const Context&, std::vector<
 
 void collective_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out) {
   if (!s.collectives.present) return;
-  collective_bandwidth(s, c, out);
-  collective_algorithm(s, c, out);
-  latency_bound(s, c, out);
+  // See Note [The GPU's time]: this order charges each second once.
+  ChargedRows slow, small;
+  collective_bandwidth(s, c, &slow, out);
+  latency_bound(s, c, &small, out);
+  collective_algorithm(s, c, slow, small, out);
 }
 
 }  // namespace findings

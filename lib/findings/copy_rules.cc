@@ -23,15 +23,20 @@
 //   does its own work and launches again, instead of running ahead of the
 //   GPU. So the rule needs the GPU timeline: cost = the GPU idle charged
 //   to synchronizations, to the D2H copies (where no H2D copy time mixes
-//   with them) and to the host (host-bound gaps, which the wait keeps from
-//   overlapping the GPU's work; host_bound counts those gaps too, with the
-//   other fix, feeding the GPU faster), and it must reach the thresholds
-//   and kMinIdleShare of wall time.
+//   with them) and, of each device's host-bound gaps, the part the wait
+//   keeps from overlapping the GPU's work: at most the GPU's busy time
+//   (Note [Each idle second charged once] in findings/idle_ledger.h; the
+//   rest is host_bound's, whose fix is feeding the GPU faster), and it
+//   must reach the thresholds and kMinIdleShare of wall time.
 //   Without the timeline there is no finding: a loop that reads back
 //   behind long kernels with nothing else to do loses nothing (issue 17
 //   found the demo's per-step cudaStreamSynchronize "costing" 33% of wall
 //   while the GPU idled 1 ms in them).
+//
+// sync_copies charges its GPU idle before pageable_copies, which is
+// charged the copy idle left (Note [Each idle second charged once]).
 #include <algorithm>
+#include <vector>
 
 #include "findings/figures.h"
 #include "findings/findings.h"
@@ -61,7 +66,7 @@ double copy_calls_steady(const report::Summary& s) {
   return steady;
 }
 
-void pageable_copies(const report::Summary& s, const Context& c, std::vector<report::Finding>* out) {
+void pageable_copies(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out) {
   uint64_t count = 0, bytes = 0;
   const double host_s = copy_seconds(s, CopyKind::kHostToDevice, HostMemory::kPageable, &count, &bytes);
   const double steady = std::min(host_s, copy_calls_steady(s));
@@ -70,7 +75,7 @@ void pageable_copies(const report::Summary& s, const Context& c, std::vector<rep
   f.rule = "pageable_copies";
   f.title = "host-to-device copies from pageable memory block the host";
   set_cost(&f, host_s, s.wall_s);
-  f.gpu_idle_s = gpu_idle_for(s, timeline::Idle::kCopies);
+  f.gpu_idle_s = idle->charge_all(timeline::Idle::kCopies);
   f.evidence.emplace_back("pageable H2D copies",
                           std::to_string(count) + ", " + bytes_text(static_cast<double>(bytes)) + ", " +
                               seconds_text(host_s) + " blocked");
@@ -96,7 +101,7 @@ void pageable_copies(const report::Summary& s, const Context& c, std::vector<rep
   out->push_back(std::move(f));
 }
 
-void sync_copies(const report::Summary& s, std::vector<report::Finding>* out) {
+void sync_copies(const report::Summary& s, IdleLedger* idle, std::vector<report::Finding>* out) {
   uint64_t d2h_count = 0, d2h_bytes = 0, h2d_count = 0, h2d_bytes = 0;
   const double d2h_s = copy_seconds(s, CopyKind::kDeviceToHost, HostMemory::kNone, &d2h_count, &d2h_bytes);
   const double h2d_s = copy_seconds(s, CopyKind::kHostToDevice, HostMemory::kNone, &h2d_count, &h2d_bytes);
@@ -114,20 +119,34 @@ void sync_copies(const report::Summary& s, std::vector<report::Finding>* out) {
   if (!worth_reporting(steady, s.wall_s)) return;
   // Note [What a wait for the GPU costs]: the GPU idle it causes, or nothing.
   const bool d2h_only = d2h_s > 0 && h2d_s < 0.1 * d2h_s;
-  const double sync_idle = gpu_idle_for(s, timeline::Idle::kSync);
-  if (sync_idle < 0) return;  // the timeline did not measure
-  const double copy_idle = d2h_only ? gpu_idle_for(s, timeline::Idle::kCopies) : 0;
-  const double host_idle = gpu_idle_for(s, timeline::Idle::kHostBound);
-  const double idle = sync_idle + copy_idle + host_idle;
-  if (!worth_reporting(idle, s.wall_s) || idle < kMinIdleShare * s.wall_s) return;
+  if (!idle->measured()) return;  // the timeline did not measure
+  // See Note [Each idle second charged once]: what dropping the waits removes.
+  const double sync_idle = idle->left(timeline::Idle::kSync);
+  const double copy_idle = d2h_only ? idle->left(timeline::Idle::kCopies) : 0;
+  std::vector<double> hidden(idle->devices(), 0);  // host-bound gaps the GPU's busy time would hide
+  double host_idle = 0, host_left = 0;
+  for (size_t i = 0; i < idle->devices(); ++i) {
+    const double gaps = idle->left(i, timeline::Idle::kHostBound);
+    hidden[i] = std::min(gaps, std::max(0.0, s.gpu_timeline.devices[i].busy_s));
+    host_idle += hidden[i];
+    host_left += gaps - hidden[i];
+  }
+  const double cost = sync_idle + copy_idle + host_idle;
+  if (!worth_reporting(cost, s.wall_s) || cost < kMinIdleShare * s.wall_s) return;
+  idle->charge_all(timeline::Idle::kSync);
+  if (d2h_only) idle->charge_all(timeline::Idle::kCopies);
+  for (size_t i = 0; i < hidden.size(); ++i) idle->charge(i, timeline::Idle::kHostBound, hidden[i]);
   report::Finding f;
   f.rule = "sync_copies";
   f.title = "the loop waits for the GPU: synchronous D2H copies and synchronizations";
-  set_cost(&f, idle, s.wall_s);
-  f.gpu_idle_s = idle;
+  set_cost(&f, cost, s.wall_s);
+  f.gpu_idle_s = cost;
   f.evidence.emplace_back("host waited", seconds_text(d2h_s + sync_s));
   f.evidence.emplace_back("GPU idle in the waits and the host's gaps after them",
                           seconds_text(sync_idle + copy_idle) + " + " + seconds_text(host_idle));
+  if (host_left > 0)
+    f.evidence.emplace_back("host's gaps beyond the GPU's work (this fix leaves them: host_bound's)",
+                            seconds_text(host_left));
   if (d2h_count > 0)
     f.evidence.emplace_back("D2H copies", std::to_string(d2h_count) + ", " +
                                               bytes_text(static_cast<double>(d2h_bytes)) + ", " +
@@ -148,9 +167,9 @@ void sync_copies(const report::Summary& s, std::vector<report::Finding>* out) {
 
 }  // namespace
 
-void copy_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out) {
-  pageable_copies(s, c, out);
-  sync_copies(s, out);
+void copy_rules(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out) {
+  sync_copies(s, idle, out);  // first: Note [Each idle second charged once]
+  pageable_copies(s, c, idle, out);
 }
 
 }  // namespace findings

@@ -1,6 +1,7 @@
 // What the rule families share (allocator, copy, timeline, collective): the
 // thresholds every finding must reach, and reading figures out of a
-// summary (a call's row, call sites, the GPU timeline's idle by cause).
+// summary (a call's row, call sites). The GPU idle a rule charges comes
+// from the IdleLedger (idle_ledger.h).
 //
 // Note [Finding thresholds]: a finding tells a person to change their
 // program, so it must cost enough to be worth it: at least kMinShare of
@@ -43,14 +44,6 @@ inline const report::CallRow* call_row(const report::Summary& s, const char* nam
   for (const report::CallRow& c : s.calls)
     if (c.name == name) return &c;
   return nullptr;
-}
-
-// GPU idle the timeline charged to `cause`, all devices; -1 when it did not measure.
-inline double gpu_idle_for(const report::Summary& s, timeline::Idle cause) {
-  if (s.gpu_timeline.status != timeline::Status::kMeasured || s.gpu_timeline.devices.empty()) return -1;
-  double idle = 0;
-  for (const report::GpuDeviceRow& d : s.gpu_timeline.devices) idle += d.idle_by[static_cast<int>(cause)];
-  return idle;
 }
 
 // "1.23 s", "45.6 ms", "789 us": a duration for evidence.

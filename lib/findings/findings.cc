@@ -8,9 +8,11 @@ namespace findings {
 
 std::vector<report::Finding> evaluate(const report::Summary& summary, const Context& context) {
   std::vector<report::Finding> out;
-  allocator_rules(summary, context, &out);
-  copy_rules(summary, context, &out);
-  timeline_rules(summary, context, &out);
+  // See Note [Each idle second charged once]: this order is the rule's.
+  IdleLedger idle(summary);
+  allocator_rules(summary, context, &idle, &out);
+  copy_rules(summary, context, &idle, &out);
+  timeline_rules(summary, context, &idle, &out);
   kernel_rules(summary, context, &out);
   collective_rules(summary, context, &out);
   // Most costly first; ties by rule name, so the order is stable.

@@ -5,7 +5,10 @@
 // summary and returns what fired, most costly first. It reads only the
 // summary and the knobs below, so a summary read back from JSON gives the
 // same findings as the process saw (Note [A false finding is a bug] in
-// report/finding.h says what each rule must meet).
+// report/finding.h says what each rule must meet). The findings partition
+// the GPU's idle time: the families that charge GPU idle take it from one
+// IdleLedger, in the order evaluate() runs them (Note [Each idle second
+// charged once] in findings/idle_ledger.h).
 //
 // Thread safety: a pure function of its arguments.
 #pragma once
@@ -13,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "findings/idle_ledger.h"
 #include "report/finding.h"
 #include "report/summary.h"
 
@@ -30,10 +34,12 @@ struct Context {
 
 std::vector<report::Finding> evaluate(const report::Summary& summary, const Context& context);
 
-// Each family appends what fired (unsorted); evaluate() ranks them.
-void allocator_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
-void copy_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
-void timeline_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
+// Each family appends what fired (unsorted); evaluate() ranks them. Those
+// whose findings are charged GPU idle take it from `idle` (Note [Each idle
+// second charged once]), so their order in evaluate() is the rule's.
+void allocator_rules(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out);
+void copy_rules(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out);
+void timeline_rules(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out);
 void kernel_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
 void collective_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out);
 

@@ -4,15 +4,18 @@
 //
 // host_bound: a device idled with no CUDA call in flight (data loading,
 //   decoding, Python) for at least kMinIdleShare of the window it measured.
-//   Cost: that idle time, of the device that idled most so.
+//   Cost: that idle time, of the device that idled most so, less what
+//   sync_copies was charged (the gaps its waits keep from overlapping the
+//   GPU's work: Note [Each idle second charged once] in
+//   findings/idle_ledger.h); what is left must meet the thresholds.
 // launch_bound: a device idled in gaps between launches no longer than
 //   launch_bound_gap_us (the GPU ran out of work while the host launched)
 //   for at least kMinIdleShare of its window. Cost: that idle time.
 // Where the program marks steps, the median step must idle kMinIdleShare too
 // (steady state, not start-up).
 //
-// Both are GPU idle time: gpu_idle_s is set, cost_share is of the
-// summary's wall time. Neither has call sites (no hooked call was in flight).
+// Both are GPU idle time, taken from the IdleLedger after the copy rules:
+// gpu_idle_s is set, cost_share is of the summary's wall time. Neither has call sites (no hooked call was in flight).
 #include <algorithm>
 #include <cstdint>
 
@@ -34,28 +37,41 @@ bool idles_in_steady_state(const report::GpuDeviceRow& d) {
   return 1 - d.steps.busy_share_p50 >= kMinIdleShare;
 }
 
-// The device that idled most for `cause`, or nullptr when none did enough.
-const report::GpuDeviceRow* worst_device(const report::Summary& s, timeline::Idle cause) {
-  const report::GpuDeviceRow* worst = nullptr;
-  const int i = static_cast<int>(cause);
-  for (const report::GpuDeviceRow& d : s.gpu_timeline.devices) {
-    if (d.wall_s <= 0 || d.idle_by[i] < kMinSeconds || d.idle_by[i] < kMinIdleShare * d.wall_s) continue;
+// The index of the device with most idle of `cause` left in `ledger`, or
+// -1 when none has enough.
+int worst_device(const report::Summary& s, const IdleLedger& ledger, timeline::Idle cause) {
+  int worst = -1;
+  double worst_idle = 0;
+  for (size_t i = 0; i < s.gpu_timeline.devices.size(); ++i) {
+    const report::GpuDeviceRow& d = s.gpu_timeline.devices[i];
+    const double idle = ledger.left(i, cause);
+    if (d.wall_s <= 0 || idle < kMinSeconds || idle < kMinIdleShare * d.wall_s) continue;
     if (!idles_in_steady_state(d)) continue;
-    if (!worst || d.idle_by[i] > worst->idle_by[i]) worst = &d;
+    if (worst < 0 || idle > worst_idle) {
+      worst = static_cast<int>(i);
+      worst_idle = idle;
+    }
   }
   return worst;
 }
 
-report::Finding idle_finding(const report::Summary& s, const report::GpuDeviceRow& d, timeline::Idle cause) {
+// The finding for the idle of `cause` left on the device at `index`, which
+// it charges.
+report::Finding idle_finding(const report::Summary& s, IdleLedger* ledger, size_t index, timeline::Idle cause) {
+  const report::GpuDeviceRow& d = s.gpu_timeline.devices[index];
   report::Finding f;
-  const double idle = d.idle_by[static_cast<int>(cause)];
+  const double all = d.idle_by[static_cast<int>(cause)];
+  const double idle = ledger->charge(index, cause, ledger->left(index, cause));
   f.cost_s = idle;
   f.gpu_idle_s = idle;
   const double wall = std::max(s.wall_s, d.wall_s);  // the longer: a share never overstated
   f.cost_share = std::min(1.0, idle / wall);
   f.evidence.emplace_back("device", absl::StrFormat("%d", d.device));
   f.evidence.emplace_back(absl::StrFormat("GPU idle, %s", timeline::idle_key(cause)),
-                          absl::StrFormat("%.3f s of %.3f s measured (%.0f%%)", idle, d.wall_s, 100 * idle / d.wall_s));
+                          absl::StrFormat("%.3f s of %.3f s measured (%.0f%%)", all, d.wall_s, 100 * all / d.wall_s));
+  if (all - idle > 0)
+    f.evidence.emplace_back("of it charged to the waits for the GPU (sync_copies)",
+                            absl::StrFormat("%.3f s", all - idle));
   f.evidence.emplace_back("GPU busy", absl::StrFormat("%.3f s (%.0f%%)", d.busy_s, 100 * d.busy_s / d.wall_s));
   if (d.steps.count > 0)
     f.evidence.emplace_back(d.steps.from_marks ? "median step, GPU busy" : "median interval, GPU busy",
@@ -63,10 +79,10 @@ report::Finding idle_finding(const report::Summary& s, const report::GpuDeviceRo
   return f;
 }
 
-void host_bound(const report::Summary& s, const Context& ctx, std::vector<report::Finding>* out) {
-  const report::GpuDeviceRow* d = worst_device(s, timeline::Idle::kHostBound);
-  if (!d) return;
-  report::Finding f = idle_finding(s, *d, timeline::Idle::kHostBound);
+void host_bound(const report::Summary& s, const Context& ctx, IdleLedger* idle, std::vector<report::Finding>* out) {
+  const int d = worst_device(s, *idle, timeline::Idle::kHostBound);
+  if (d < 0) return;
+  report::Finding f = idle_finding(s, idle, d, timeline::Idle::kHostBound);
   f.rule = "host_bound";
   f.title = "The GPU waits for the host: idle with no CUDA call in flight";
   f.fix = ctx.pytorch
@@ -78,10 +94,11 @@ void host_bound(const report::Summary& s, const Context& ctx, std::vector<report
   out->push_back(std::move(f));
 }
 
-void launch_bound(const report::Summary& s, const Context& ctx, std::vector<report::Finding>* out) {
-  const report::GpuDeviceRow* d = worst_device(s, timeline::Idle::kLaunchBound);
-  if (!d) return;
-  report::Finding f = idle_finding(s, *d, timeline::Idle::kLaunchBound);
+void launch_bound(const report::Summary& s, const Context& ctx, IdleLedger* idle, std::vector<report::Finding>* out) {
+  const int worst = worst_device(s, *idle, timeline::Idle::kLaunchBound);
+  if (worst < 0) return;
+  const report::GpuDeviceRow* d = &s.gpu_timeline.devices[worst];
+  report::Finding f = idle_finding(s, idle, worst, timeline::Idle::kLaunchBound);
   f.rule = "launch_bound";
   f.title = "The GPU runs out of work between kernel launches";
   if (d->kernels > 0) {
@@ -101,10 +118,10 @@ void launch_bound(const report::Summary& s, const Context& ctx, std::vector<repo
 
 }  // namespace
 
-void timeline_rules(const report::Summary& s, const Context& c, std::vector<report::Finding>* out) {
-  if (s.gpu_timeline.status != timeline::Status::kMeasured) return;
-  host_bound(s, c, out);
-  launch_bound(s, c, out);
+void timeline_rules(const report::Summary& s, const Context& c, IdleLedger* idle, std::vector<report::Finding>* out) {
+  if (s.gpu_timeline.status != timeline::Status::kMeasured || !idle->measured()) return;
+  host_bound(s, c, idle, out);
+  launch_bound(s, c, idle, out);
 }
 
 }  // namespace findings

@@ -13,6 +13,7 @@
 #include "report/algorithms_text.h"
 #include "report/findings_text.h"
 #include "report/health_series.h"
+#include "report/idle_explained.h"
 #include "report/topology.h"
 #include "report/utf8.h"
 #include "report/wrap.h"
@@ -614,6 +615,7 @@ std::string format_text(const Summary& summary, TextDetail detail) {
   std::string out;
   gpu_headline(summary, &out);
   headline(summary, &out);
+  if (!idle_explained_line(summary).empty()) line(&out, idle_explained_line(summary));
   for (const std::string& text : findings_lines(summary.findings)) line(&out, printable(text));
   // The findings follow the headline, in the short text too, then the
   // topology's line; the short text ends there.

@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import merge_test  # noqa: E402  (FIXTURES, validate; puts python_shim on the path)
 from stats_test import rank as hand_rank  # noqa: E402
-from gpuslack.job import html, job_rules, merge, stragglers, synth, text  # noqa: E402
+from gpuslack.job import aggregate, fmt, html, job_rules, merge, stragglers, synth, text  # noqa: E402
 
 SAME_ENV = {"NCCL_ALGO": "Ring", "NCCL_IB_HCA": "mlx5"}
 
@@ -257,6 +257,38 @@ class Output(Job):
         self.assertEqual(section.count('<div class="finding'), 4)
         for want in ("pageable copies on rank 5", "pin_memory=True", "train.py:47 (step)", "NCCL_ALGO", "Fix:"):
             self.assertIn(want, section)
+
+    def test_the_findings_explain_a_share_of_the_gpu_idle_summed_over_ranks(self):
+        # Note [Each idle second charged once] (lib/findings/idle_ledger.h):
+        # a rank's findings partition its GPU idle. Rank 0's file is from
+        # before that rule: sync_copies and host_bound charge the same gaps,
+        # each more than its idle; it counts its own idle at most.
+        def rules(rank, wall):
+            if rank == 0:
+                return [synth.finding("sync_copies", 1e4, gpu_idle_s=1e4),
+                        synth.finding("host_bound", 1e4, gpu_idle_s=1e4)]
+            return [synth.finding("host_bound", 0.01, gpu_idle_s=0.01), synth.finding("pageable_copies", 5.0)]
+        rep = self.report(findings=rules)
+        e = rep["findings_explain"]
+        idle = {r["rank"]: r["gpu_idle_s"] for r in rep["per_rank"]}
+        self.assertTrue(all(v > 0.01 for v in idle.values()), idle)
+        self.assertEqual(e["ranks"], 8)
+        self.assertAlmostEqual(e["gpu_idle_s"], sum(idle.values()))
+        self.assertAlmostEqual(e["explained_s"], idle[0] + 7 * 0.01)  # host time (pageable_copies) is no GPU idle
+        self.assertAlmostEqual(e["explained_share"], e["explained_s"] / e["gpu_idle_s"])
+        self.assertLessEqual(e["explained_share"], 1.0)
+        lines = text.render(rep).splitlines()
+        first = next(i for i, l in enumerate(lines) if l.startswith("gpuslack job: findings ("))
+        want = "gpuslack job:   they explain %s of the GPU's %s idle on 8 ranks (" % (
+            fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]))
+        self.assertTrue(lines[first + 1].startswith(want), lines[first + 1])
+
+    def test_ranks_without_a_gpu_timeline_are_left_out(self):
+        without = dict(hand_rank(0, 1.0, 2.0), gpu=None, findings=[synth.finding("sync_copies", 1.0, gpu_idle_s=1.0)])
+        self.assertIsNone(aggregate._findings_explain([without]))
+        before = dict(hand_rank(1, 1.0, 2.0), findings=None)  # idle 7 s; a summary from before findings
+        self.assertEqual(aggregate._findings_explain([without, before]),
+                         {"ranks": 1, "gpu_idle_s": 7.0, "explained_s": 0.0, "explained_share": 0.0})
 
     def test_the_schema_rejects_a_broken_finding(self):
         rep = json.loads(json.dumps(self.report(slow=[3], findings=two_rules)))

@@ -40,6 +40,26 @@ def _gpu(ranks):
     return out
 
 
+def _findings_explain(ranks):
+    """How much of the GPU's idle the findings explain, summed over ranks as
+    one rank's summary says it (lib/report/idle_explained.h): each rank's
+    findings partition its own GPU idle (Note [Each idle second charged
+    once] in lib/findings/idle_ledger.h), so its findings' gpu_idle_s add to
+    at most its idle; a summary from before that rule may charge a second
+    twice, so a rank counts at most its own idle. Over the ranks whose
+    timeline measured; None when none did."""
+    g = [r for r in ranks if r["gpu"]]
+    if not g:
+        return None
+    idle = explained = 0.0
+    for r in g:
+        mine = sum(f["gpu_idle_s"] for f in r["findings"] or [] if f["gpu_idle_s"] is not None)
+        idle += r["gpu"]["idle_s"]
+        explained += min(mine, r["gpu"]["idle_s"])
+    return {"ranks": len(g), "gpu_idle_s": idle, "explained_s": explained,
+            "explained_share": explained / idle if idle > 0 else 0.0}
+
+
 KERNEL_ROWS = 10
 
 
@@ -328,6 +348,7 @@ def build(ranks, skipped, notes, expected_busbw=0.0):
         "ranks": len(ranks), "nodes": len({r["host"] for r in ranks}),
         "world_size": max([r["world_size"] for r in ranks] or [-1]),
         "missing": missing, "missing_why": why, "findings": findings.build(ranks, strag),
+        "findings_explain": _findings_explain(ranks),
         "time_lost": _time_lost(ranks), "gpu": _gpu(ranks), "kernels": _kernels(ranks),
         "per_node": _nodes(ranks, strag),
         "stragglers": strag, "collectives": _collectives(ranks, expected_busbw),

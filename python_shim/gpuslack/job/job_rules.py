@@ -30,7 +30,11 @@ UNSET = "(unset)"
 
 
 def finding(rule, title, rank_list, cost_s, cost_share, worst_rank, evidence, fix, cost_measured=True):
-    """A job-level finding in the merged shape (findings.py)."""
+    """A job-level finding in the merged shape (findings.py). Its cost is no
+    rank's GPU idle (the others' wait in collectives, or not measured), so
+    gpu_idle_s_total is None and the idle the findings explain counts the
+    ranks' own findings only (aggregate._findings_explain; Note [Each idle
+    second charged once] in lib/findings/idle_ledger.h)."""
     return {"rule": rule, "scope": "job", "title": title, "ranks": len(rank_list), "rank_list": sorted(rank_list),
             "cost_measured": cost_measured, "cost_s_total": cost_s, "cost_share_mean": cost_share,
             "cost_share_max": cost_share, "gpu_idle_s_total": None, "worst_rank": worst_rank,

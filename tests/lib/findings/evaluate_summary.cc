@@ -2,7 +2,8 @@
 // reads a JSON summary back (report/summary_reader.h), runs
 // findings::evaluate over it and prints each finding, one "finding RULE
 // cost_s=S share=X gpu_idle_s=I" line, then its evidence as "  NAME: VALUE"
-// and its fix as "  fix: ...". --fabric and --expected-busbw set the
+// and its fix as "  fix: ...", after one line "gpu_idle_s=I explained_s=E"
+// (report/idle_explained.h; -1 each when the timeline did not measure). --fabric and --expected-busbw set the
 // collectives rows' expectations anew, as the process would have with those
 // knobs (report/collective_expectations.h). For the scenarios on the simulated device
 // (scenarios_test.py), before the session writes findings itself.
@@ -13,6 +14,7 @@
 
 #include "findings/findings.h"
 #include "report/collective_expectations.h"
+#include "report/idle_explained.h"
 #include "report/summary_reader.h"
 
 int main(int argc, char** argv) {
@@ -39,7 +41,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   report::apply_collective_expectations(&s, {c.expected_busbw_gbps, c.fabric});
-  for (const report::Finding& f : findings::evaluate(s, c)) {
+  s.findings = findings::evaluate(s, c);
+  const report::IdleExplained idle = report::idle_explained(s);
+  std::printf("gpu_idle_s=%.6f explained_s=%.6f\n", idle.measured ? idle.idle_s : -1.0,
+              idle.measured ? idle.explained_s : -1.0);
+  for (const report::Finding& f : s.findings) {
     std::printf("finding %s cost_s=%.6f share=%.6f gpu_idle_s=%.6f\n", f.rule.c_str(), f.cost_s, f.cost_share,
                 f.gpu_idle_s);
     std::printf("  title: %s\n", f.title.c_str());

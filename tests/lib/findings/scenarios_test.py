@@ -29,6 +29,13 @@ session does not write findings yet). The scenarios:
   latency_bound_collectives  1 MiB of gradients in 64 all-reduces of 16 KiB
                   with 1 ms of latency each (GPUSIM_COST_NCCL_LATENCY_US);
                   near miss: the same gradients in one all-reduce.
+  each idle second charged once  a loop that decodes 60 ms on the host
+                  and then waits for 20 ms of kernels every step
+                  (cudaStreamSynchronize; allocator:vmm, so that the frees
+                  do not wait instead): sync_copies and host_bound both
+                  fire, and their GPU idle adds up to at most the GPU's
+                  (Note [Each idle second charged once] in
+                  lib/findings/idle_ledger.h; before it, 5.29 s of 2.83 s).
 
 The scenarios rest on modeled times, so a host starved of CPU for
 milliseconds at a time (a machine loaded far past its cores) turns a
@@ -75,6 +82,9 @@ def run_findings(args, sim_env, evaluate_args=(), devices=1, conf=""):
             if e.returncode != 0:
                 raise AssertionError(f"evaluate_summary failed: {e.stderr}")
             found = {}
+            idle = re.search(r"(?m)^gpu_idle_s=(\S+) explained_s=(\S+)$", e.stdout)
+            if idle:
+                found["_idle"] = (float(idle.group(1)), float(idle.group(2)))
             for block in re.split(r"(?m)^(?=finding )", e.stdout):
                 m = re.match(r"finding (\S+) ", block)
                 if m:
@@ -157,6 +167,34 @@ class CollectiveRules(unittest.TestCase):
         found = run_findings(["--steps", "6", "--hidden", "64", "--grad-mib", "1"],
                              {"GPUSIM_COST_NCCL_LATENCY_US": "1000"}, devices=2)
         self.assertNotIn("latency_bound_collectives", found)
+
+
+
+def figures(block):
+    """{"cost_s", "share", "gpu_idle_s"} of one finding's block."""
+    m = re.match(r"finding \S+ cost_s=(\S+) share=(\S+) gpu_idle_s=(\S+)", block)
+    return {"cost_s": float(m.group(1)), "share": float(m.group(2)), "gpu_idle_s": float(m.group(3))}
+
+
+class EachIdleSecondOnce(unittest.TestCase):
+    def test_a_host_bound_loop_that_waits_every_step(self):
+        found = fires("sync_copies", ["--steps", "40", "--decode-ms", "60", "--kernel-us", "5000", "--layers", "2",
+                                      "--hidden", "64", "--grad-mib", "1"],
+                      {"GPUSIM_COST_KERNEL_US": "5000"}, conf=",allocator:vmm")
+        self.assertIn("sync_copies", found)
+        self.assertIn("host_bound", found)
+        idle, explained = found["_idle"]
+        sync, host = figures(found["sync_copies"]), figures(found["host_bound"])
+        charged = [figures(b)["gpu_idle_s"] for rule, b in found.items() if rule != "_idle"]
+        self.assertAlmostEqual(explained, sum(c for c in charged if c > 0), places=5)
+        self.assertLessEqual(explained, idle + 1e-6)
+        self.assertLessEqual(sync["share"] + host["share"], 1.0)
+        self.assertEqual(sync["cost_s"], sync["gpu_idle_s"])
+        self.assertEqual(host["cost_s"], host["gpu_idle_s"])
+        # The host decodes 60 ms a step, the GPU works 20: most of the gaps
+        # stay whatever the loop reads back, and are host_bound's.
+        self.assertGreater(host["gpu_idle_s"], sync["gpu_idle_s"])
+        self.assertIn("of it charged to the waits for the GPU (sync_copies)", found["host_bound"])
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ std::vector<report::Finding> run(const report::Summary& s, bool pytorch = false)
   std::vector<report::Finding> out;
   Context c;
   c.pytorch = pytorch;
-  timeline_rules(s, c, &out);
+  IdleLedger idle(s);
+  timeline_rules(s, c, &idle, &out);
   return out;
 }
 

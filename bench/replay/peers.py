@@ -268,6 +268,8 @@ TRACE_SUFFIXES = (".pickle", ".pickle.gz", ".csv")  # what trace_events.py reads
 def convert(traces, tmp):
     files = []
     for t in traces:
+        if not os.path.exists(t):
+            sys.exit("peers.py: no trace folder or file %s (--traces or $GPUSLACK_TRACES name others)" % t)
         if os.path.isdir(t):
             for d, _, names in os.walk(t):
                 files += [(os.path.join(d, n), t) for n in names if n.endswith(TRACE_SUFFIXES)]

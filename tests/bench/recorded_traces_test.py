@@ -143,6 +143,12 @@ class TraceSet(unittest.TestCase):
             if saved is not None:
                 os.environ["GPUSLACK_TRACES"] = saved
 
+    def test_a_missing_trace_folder_gets_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(SystemExit) as e:
+                peers.convert([os.path.join(tmp, "nowhere")], tmp)
+        self.assertRegex(str(e.exception), r"^peers.py: no trace folder or file .*nowhere")
+
     def test_peers_converts_the_gzipped_traces(self):
         with tempfile.TemporaryDirectory() as tmp:
             streams = peers.convert([TRACES], tmp)

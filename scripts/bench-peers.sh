@@ -22,7 +22,8 @@
 # BUILD_DIR (default build) must be a Release build: it builds the targets
 # this needs there, installs the pinned torch if needed (scripts/torch-env.sh,
 # cached outside the clone) and runs bench/replay/peers.py. Traces:
-# $GPUSLACK_TRACES, else ../shared/traces. Takes a few minutes.
+# $GPUSLACK_TRACES, else ../shared/traces and bench/traces (real models'
+# traces, recorded by scripts/record-traces.sh). Takes a few minutes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=build

@@ -56,6 +56,11 @@ def table(w, by, traces, extra=()):
         gs, ts = sum(g[x]["peak_reserved"] for x in mini), sum(t[x]["peak_reserved"] for x in mini)
         w("| minimalloc sum <= 0.8x torch expandable's | %s against %s: %.3fx | %s |"
           % (peers.gib(gs), peers.gib(ts), gs / ts, "yes" if gs <= 0.8 * ts else "no, by %.3fx" % (gs / ts / 0.8)))
+    recorded = [x for x in traces if os.path.exists(os.path.join(peers.RECORDED, x + ".pickle.gz"))]
+    if recorded:  # issue 28: the real models' traces (bench/traces), in sum beside every trace's row above
+        gs, ts = sum(g[x]["peak_reserved"] for x in recorded), sum(t[x]["peak_reserved"] for x in recorded)
+        w("| recorded models (bench/traces, %d traces) sum <= torch expandable's | %s against %s: %.3fx | %s |"
+          % (len(recorded), peers.gib(gs), peers.gib(ts), gs / ts, "yes" if gs <= ts else "no, by %.3fx" % (gs / ts)))
     for x in traces:
         if "opt-finetune" in x:
             ug = g[x]["peak_allocated"] / g[x]["peak_reserved"]

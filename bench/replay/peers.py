@@ -14,8 +14,9 @@ processes under PY, one per PYTORCH_CUDA_ALLOC_CONF (torch reads it once),
 with LD_LIBRARY_PATH=DIR/simcuda and GPUSIM_DEVICE_MEMORY=80G.
 
 What runs, on the streams bench/replay/trace_events.py makes of every trace
-under --traces (default $GPUSLACK_TRACES, else ../shared/traces; minimalloc sizes x1024, as
-bench/replay/run.sh does):
+under --traces (default $GPUSLACK_TRACES, else ../shared/traces and
+bench/traces, the real models' traces recorded by bench/replay/record_torch.py;
+minimalloc sizes x1024, as bench/replay/run.sh does):
 
 - gpuslack: bench/trace_replay --tsv, the defaults and --cache-limit-mb 2
   (C++, alloc::DeviceAllocator, the replay's held-GPU model; each call
@@ -261,12 +262,17 @@ def run(cmd, env=None, what=""):
     return r.stdout
 
 
+TRACE_SUFFIXES = (".pickle", ".pickle.gz", ".csv")  # what trace_events.py reads (gzip: bench/traces)
+
+
 def convert(traces, tmp):
     files = []
     for t in traces:
+        if not os.path.exists(t):
+            sys.exit("peers.py: no trace folder or file %s (--traces or $GPUSLACK_TRACES name others)" % t)
         if os.path.isdir(t):
             for d, _, names in os.walk(t):
-                files += [(os.path.join(d, n), t) for n in names if n.endswith((".pickle", ".csv"))]
+                files += [(os.path.join(d, n), t) for n in names if n.endswith(TRACE_SUFFIXES)]
         else:
             files.append((t, os.path.dirname(t)))
     files.sort()
@@ -282,7 +288,7 @@ def convert(traces, tmp):
             what="trace_events.py " + path)
         streams.append(out)
     if not streams:
-        sys.exit("peers.py: no *.pickle or *.csv in %s" % " ".join(traces))
+        sys.exit("peers.py: no *.pickle, *.pickle.gz or *.csv in %s" % " ".join(traces))
     return streams
 
 
@@ -508,8 +514,15 @@ def report(args):
     return code
 
 
+RECORDED = os.path.join(ROOT, "bench", "traces")  # real models' traces, bench/replay/record_torch.py
+
+
 def default_traces():
-    return os.environ.get("GPUSLACK_TRACES") or os.path.normpath(os.path.join(ROOT, "..", "shared", "traces"))
+    """The trace set: $GPUSLACK_TRACES alone, else ../shared/traces (the
+    minimalloc problems and opt-finetune) and bench/traces."""
+    if os.environ.get("GPUSLACK_TRACES"):
+        return [os.environ["GPUSLACK_TRACES"]]
+    return [os.path.normpath(os.path.join(ROOT, "..", "shared", "traces")), RECORDED]
 
 
 def main():
@@ -540,13 +553,13 @@ def main():
     args.build = os.path.abspath(args.build)
     if args.pressure:
         import pressure
-        args.traces = args.traces or [default_traces()]
+        args.traces = args.traces or default_traces()
         if not args.torch_python and not args.gpuslack_only:
             sys.exit("peers.py: --torch-python is needed (scripts/torch-env.sh prints it), or --gpuslack-only")
         return pressure.report(args)
     if not args.torch_python:
         sys.exit("peers.py: --torch-python is needed (scripts/torch-env.sh prints it)")
-    args.traces = args.traces or [default_traces()]
+    args.traces = args.traces or default_traces()
     return report(args)
 
 

@@ -6,7 +6,8 @@
 #   bench/replay/run.sh [BUILD_DIR]      (default: build; needs its trace_replay:
 #                                         cmake --build BUILD_DIR --target trace_replay)
 #
-# *.pickle are PyTorch memory snapshots; *.csv are RMM logs or minimalloc
+# *.pickle are PyTorch memory snapshots (*.pickle.gz gzipped, as bench/traces
+# keeps them: GPUSLACK_TRACES=bench/traces replays those); *.csv are RMM logs or minimalloc
 # problems, told apart by their header. minimalloc sizes are multiplied by
 # $MINIMALLOC_SCALE (default 1024; 1: as written): each problem fits in
 # 1 MiB, less than one 2 MiB granule, so unscaled they measure the granule
@@ -41,7 +42,7 @@ while IFS= read -r file; do
   out=$tmp/$n.events
   python3 "$convert" "${args[@]}" --name "$name" -o "$out" "$file"
   streams+=("$out")
-done < <(find "$traces" -type f \( -name '*.pickle' -o -name '*.csv' \) | LC_ALL=C sort)
+done < <(find "$traces" -type f \( -name '*.pickle' -o -name '*.pickle.gz' -o -name '*.csv' \) | LC_ALL=C sort)
 
-[ "$n" -gt 0 ] || { echo "run.sh: no *.pickle or *.csv under $traces" >&2; exit 1; }
+[ "$n" -gt 0 ] || { echo "run.sh: no *.pickle, *.pickle.gz or *.csv under $traces" >&2; exit 1; }
 GPUSIM_DEVICE_MEMORY=${GPUSIM_DEVICE_MEMORY:-80G} "$replay" ${GPUSLACK_REPLAY_ARGS:-} "${streams[@]}"

@@ -9,7 +9,8 @@ allocator (bench/README.md, "Trace replay"). Python 3.9+, standard library
 only. A file that cannot be read or does not hold what its format promises
 gets one line on stderr and exit status 1; nothing is written then.
 
-Inputs (--format auto tells them apart by their first bytes):
+Inputs (--format auto tells them apart by their first bytes; a gzip file,
+as bench/traces/ keeps its snapshots, is read through gzip first):
 
   pytorch     A PyTorch CUDA memory snapshot (torch.cuda.memory._snapshot(),
               pickled): a dict of `segments` (the state when the snapshot was
@@ -79,6 +80,7 @@ has none and says 0.
 
 import argparse
 import csv
+import gzip
 import io
 import os
 import pickle
@@ -358,7 +360,18 @@ def detect(data):
     raise TraceError("unknown format: not a pickle, an RMM log or a minimalloc CSV (use --format)")
 
 
+def gunzip(data):
+    """data, uncompressed when it is gzip (its magic bytes 1f 8b)."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, ValueError) as e:
+        raise TraceError("a broken gzip file (%s)" % e)
+
+
 def convert(data, fmt, name, scale=1, device=None):
+    data = gunzip(data)
     if fmt == "auto":
         fmt = detect(data)
     if fmt == "pytorch":

@@ -42,6 +42,14 @@ if(GPUSLACK_SANITIZE STREQUAL "" AND CMAKE_BUILD_TYPE STREQUAL "Release")
     set_tests_properties(torch.bench_pressure PROPERTIES LABELS "torch;bench" TIMEOUT 600
       PASS_REGULAR_EXPRESSION "\\| pressure_small [^|]*\\| 100 MiB \\| [0-9]+ MiB \\([0-9.]+x\\) \\| [0-9]+ MiB \\([0-9.]+x\\) \\| [0-9]+ MiB \\([0-9.]+x\\) \\|"
       FAIL_REGULAR_EXPRESSION "failed \\(exit|Traceback|hung|answered")
+    # The recorder of real models' traces (bench/replay/record_torch.py) on
+    # its tiny model, with real torch on the simulated device; the trace
+    # converted and replayed through gpuslack (tests/bench/record_torch_test.py).
+    add_test(NAME torch.record_traces
+      COMMAND ${CMAKE_COMMAND} -E env PYTHONDONTWRITEBYTECODE=1
+        TORCH_PYTHON=${_torch_python} BUILD_DIR=${CMAKE_BINARY_DIR}
+        /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tests/bench/record_torch_test.py)
+    set_tests_properties(torch.record_traces PROPERTIES LABELS "torch;bench" TIMEOUT 300)
   endif()
   # The GPU check's torch part (tests/gpu/torch_allocators.py: a small
   # transformer trained under torch's default and expandable allocators,

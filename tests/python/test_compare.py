@@ -48,6 +48,7 @@ def test_device_syncs_are_explicit_ones_and_frees_the_runtime_served():
     assert compare.device_syncs(doc) == 2 + 4 + 5 - 3
 
 
+@needs_library
 def test_missing_figures_print_a_dash():
     doc = summary()
     del doc["gpu_timeline"]
@@ -59,6 +60,7 @@ def test_missing_figures_print_a_dash():
     assert re.search(r"^median step +100\.0 ms +-$", text, re.M), text
 
 
+@needs_library
 def test_the_table_holds_each_summarys_figures_within_80_columns(tmp_path):
     before = summary(lost_s=1.5, wall_s=3.0, frees=10, idle_s=1.2, step_s=0.2)
     after = summary(lost_s=0.03, wall_s=1.5, frees=10, vmm_frees=10, idle_s=0.15, step_s=0.07)
@@ -78,6 +80,7 @@ def test_the_table_holds_each_summarys_figures_within_80_columns(tmp_path):
     assert "What gpuslack found (before: measured): this summary holds no findings" in text
 
 
+@needs_library
 def test_findings_print_from_the_json_wrapped():
     before = summary(findings=[ALLOC_FINDING])
     after = summary(findings=[])
@@ -86,7 +89,7 @@ def test_findings_print_from_the_json_wrapped():
     i = text.index("What gpuslack found (before):")
     found = text[i:]
     assert "  1. cudaFree synchronized the device in steady state, 30 times\n" in found
-    assert "     cost 1.20 s (40.0% of wall), GPU idle 900.0 ms\n" in found and "evidence: cudaFree calls that synchronized 30" in found
+    assert "     cost: 1.20 s (40.0% of wall), GPU idle 900.0 ms\n" in found and "evidence: cudaFree calls that synchronized 30" in found
     assert "where: main+0x99e (train_loop)" in found
     # The fix, whole, once its continuation lines are joined.
     fix = " ".join(l.strip() for l in found[found.index("fix: "):].splitlines()[:4])
@@ -94,7 +97,7 @@ def test_findings_print_from_the_json_wrapped():
     assert "Left with its fixes on (after): none" in text
     after = summary(findings=[dict(ALLOC_FINDING, title="a smaller leak", cost_s=0.01, cost_share=0.001)])
     left = compare.format_compare(before, after).split("Left with its fixes on (after):")[1]
-    assert "  1. a smaller leak\n     cost 10.0 ms (0.1% of wall), GPU idle 900.0 ms\n" in left and "fix:" not in left
+    assert "  1. a smaller leak\n     cost: 10.0 ms (0.1% of wall), GPU idle 900.0 ms\n" in left and "fix:" not in left
 
 
 @needs_library
@@ -155,7 +158,8 @@ def test_the_quickstarts_last_screen_on_the_simulated_device(tmp_path):
     assert out.rstrip().endswith(after_path) or after_path in out
 
 
+@needs_library
 def test_a_findings_gpu_idle_is_shown_only_where_the_timeline_measured_it():
-    line = lambda idle: compare.finding_lines(dict(ALLOC_FINDING, gpu_idle_s=idle), 1)[1]
-    assert line(None) == line(-1) == "     cost 1.20 s (40.0% of wall)"  # null in the JSON, or -1: not measured
-    assert line(0) == "     cost 1.20 s (40.0% of wall), GPU idle 0"
+    line = lambda idle: compare.findings_lines(summary(findings=[dict(ALLOC_FINDING, gpu_idle_s=idle)]), "t")[2]
+    assert line(None) == line(-1) == "     cost: 1.20 s (40.0% of wall)"  # null in the JSON, or -1: not measured
+    assert line(0) == "     cost: 1.20 s (40.0% of wall), GPU idle 0"

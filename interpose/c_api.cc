@@ -81,6 +81,20 @@ char* copy_string(const std::string& s) {
   return out;
 }
 
+// A renderer's answer: 0 with the text, or -1 with the error's line (and
+// "out of memory" when the copy fails); either pointer may be NULL.
+int answer(const std::string& text, const std::string& error, char** text_out, char** error_out) {
+  if (error.empty()) {
+    if (text_out && !(*text_out = copy_string(text))) {
+      if (error_out) *error_out = copy_string("out of memory");
+      return -1;
+    }
+    return 0;
+  }
+  if (error_out) *error_out = copy_string(error);
+  return -1;
+}
+
 }  // namespace
 
 extern "C" {
@@ -125,15 +139,7 @@ GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out,
   } catch (...) {
     error = "out of memory";
   }
-  if (error.empty()) {
-    if (text_out && !(*text_out = copy_string(text))) {
-      if (error_out) *error_out = copy_string("out of memory");
-      return -1;
-    }
-    return 0;
-  }
-  if (error_out) *error_out = copy_string(error);
-  return -1;
+  return answer(text, error, text_out, error_out);
 }
 
 GPUSLACK_API int gpuslack_format_figure(const char* unit, double value, char* buf, size_t size) {
@@ -175,15 +181,7 @@ GPUSLACK_API int gpuslack_render_findings(const char* findings_json, int width, 
   } catch (...) {
     error = "out of memory";
   }
-  if (error.empty()) {
-    if (text_out && !(*text_out = copy_string(text))) {
-      if (error_out) *error_out = copy_string("out of memory");
-      return -1;
-    }
-    return 0;
-  }
-  if (error_out) *error_out = copy_string(error);
-  return -1;
+  return answer(text, error, text_out, error_out);
 }
 
 GPUSLACK_API int gpuslack_write_summary(void) {

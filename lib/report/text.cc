@@ -393,7 +393,7 @@ void collective_table(const Summary& s, std::string* out) {
     table.add({"op", "type", "size", "ranks", "NCCL", "count", "captured", "bytes", "host", "GPU", "GPU p50",
                "GPU p99", "algbw GB/s", "busbw GB/s"});
     for (const CollectiveRow& r : c.rows) {
-      table.add({printable(r.op), printable(r.datatype), ">=" + bytes_cell(r.bucket > 0 ? 1ull << r.bucket : 0),
+      table.add({printable(r.op), printable(r.datatype), size_bucket_text(r.bucket),
                  r.nranks > 0 ? std::to_string(r.nranks) : "?",
                  r.algo.empty() ? "-" : printable(r.algo + "/" + r.proto), count_text(r.count), count_text(r.captured),
                  bytes_cell(r.bytes), seconds_text(r.host_s), r.timed > 0 ? seconds_text(r.gpu_s) : "-",
@@ -404,8 +404,8 @@ void collective_table(const Summary& s, std::string* out) {
     // Note [Captured collectives] (collectives.h).
     for (const CollectiveRow& r : c.rows) {
       if (r.captured == 0) continue;
-      line(out, "  " + printable(r.op) + " " + printable(r.datatype) + " >=" +
-                    bytes_cell(r.bucket > 0 ? 1ull << r.bucket : 0) + ": " + count_text(r.captured) + " of " +
+      line(out, "  " + printable(r.op) + " " + printable(r.datatype) + " " +
+                    size_bucket_text(r.bucket) + ": " + count_text(r.captured) + " of " +
                     count_text(r.count) + " calls captured in CUDA graphs, not timed" +
                     (r.mostly_captured ? "; no algbw/busbw" : ""));
     }
@@ -414,8 +414,8 @@ void collective_table(const Summary& s, std::string* out) {
     std::vector<std::string> sources;
     for (const CollectiveRow& r : c.rows) {
       if (r.expected_busbw_gbps <= 0 && r.best_time_s <= 0) continue;
-      std::string l = "  expected: " + printable(r.op) + " " + printable(r.datatype) + " >=" +
-                      bytes_cell(r.bucket > 0 ? 1ull << r.bucket : 0) + ": " + gbps_text(r.expected_busbw_gbps) +
+      std::string l = "  expected: " + printable(r.op) + " " + printable(r.datatype) + " " +
+                      size_bucket_text(r.bucket) + ": " + gbps_text(r.expected_busbw_gbps) +
                       " GB/s busbw";
       if (r.best_time_s > 0) {
         l += "; best " + printable(r.best_algo) + "/" + printable(r.best_proto) + " " + seconds_text(r.best_time_s) +

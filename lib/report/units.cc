@@ -56,12 +56,18 @@ std::string gbps_text(double gbps) {
   return printed("%.2f", gbps);
 }
 
+std::string size_bucket_text(double exponent) {
+  if (!std::isfinite(exponent) || exponent < 0 || exponent > 62) return "-";
+  return ">=" + bytes_text(std::ldexp(1.0, static_cast<int>(exponent)));
+}
+
 bool format_figure(const char* unit, double value, std::string* out) {
   if (unit == nullptr) return false;
   if (std::strcmp(unit, "seconds") == 0) *out = seconds_text(value);
   else if (std::strcmp(unit, "percent") == 0) *out = percent_text(value);
   else if (std::strcmp(unit, "bytes") == 0) *out = bytes_text(value);
   else if (std::strcmp(unit, "gbps") == 0) *out = gbps_text(value);
+  else if (std::strcmp(unit, "size_bucket") == 0) *out = size_bucket_text(value);
   else return false;
   return true;
 }

@@ -11,6 +11,8 @@
 //             (binary units, one decimal); below zero or not finite: "-"
 //   gbps      bandwidth in GB/s (1e9 bytes a second), the number alone:
 //             "12.34" (tables name the unit in their heading); 0 or less: "-"
+//   size_bucket  a power-of-two size class by its exponent: 26 -> ">=64.0 MiB"
+//             (bytes of 2^b); below zero or past 2^62: "-"
 //
 // Note [One formatter per unit]: a figure reads the same wherever it is
 // shown, in either language, because it is formatted by one function:
@@ -32,12 +34,13 @@ std::string seconds_text(double s);
 std::string percent_text(double share);
 std::string bytes_text(double bytes);
 std::string gbps_text(double gbps);
+std::string size_bucket_text(double exponent);
 
-// The unit by its name ("seconds", "percent", "bytes", "gbps": kUnitNames),
+// The unit by its name (kUnitNames),
 // for the C API; false for a name that is none of them.
 bool format_figure(const char* unit, double value, std::string* out);
 
-inline constexpr const char* kUnitNames[] = {"seconds", "percent", "bytes", "gbps"};
+inline constexpr const char* kUnitNames[] = {"seconds", "percent", "bytes", "gbps", "size_bucket"};
 
 }  // namespace report
 }  // namespace gpuslack

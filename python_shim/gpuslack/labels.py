@@ -7,7 +7,8 @@ lib/report/units.h; Note [One formatter per unit]; docs/design.md, "Where
 rendering lives"). tests/python/test_labels.py renders the same inputs
 through both languages and compares.
 
-- seconds(s), percent(share), nbytes(b), gbps(v): the figure as text;
+- seconds(s), percent(share), nbytes(b), gbps(v), size_bucket(b): the
+  figure as text;
   None gives "-" (a figure the summary does not hold).
 - category_name(key), idle_name(key), busy_name(key), lost_keys(): from
   gpuslack_labels_json, read once per process.
@@ -64,6 +65,11 @@ def nbytes(b):
 def gbps(v):
     """GB/s, the number alone: '12.34'; 0 or None: '-'."""
     return _figure("gbps", v)
+
+
+def size_bucket(b):
+    """A power-of-two size class by its exponent: 26 -> '>=64.0 MiB'."""
+    return _figure("size_bucket", b)
 
 
 def table():

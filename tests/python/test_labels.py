@@ -26,7 +26,8 @@ from gpuslack.job import aggregate, fmt, load, merge, text
 
 CASES = os.path.join(ROOT, "tests", "lib", "report", "units_cases.txt")
 FIXTURE = os.path.join(ROOT, "tests", "job", "fixtures", "demo-vmm-timeline.json")
-BY_UNIT = {"seconds": labels.seconds, "percent": labels.percent, "bytes": labels.nbytes, "gbps": labels.gbps}
+BY_UNIT = {"seconds": labels.seconds, "percent": labels.percent, "bytes": labels.nbytes, "gbps": labels.gbps,
+           "size_bucket": labels.size_bucket}
 
 # Figures of every size: a cost under a millisecond, one in ms, one in s.
 FINDINGS = [
@@ -58,7 +59,8 @@ def test_every_unit_reads_as_the_spec_both_languages_read():
     assert set(BY_UNIT) == set(labels.table()["units"])
     assert labels.seconds(None) == labels.percent(None) == labels.nbytes(None) == "-"
     # The job report's formatters are these, not copies.
-    assert (fmt.seconds, fmt.nbytes, fmt.share) == (labels.seconds, labels.nbytes, labels.percent)
+    assert (fmt.seconds, fmt.nbytes, fmt.share, fmt.gbps, fmt.size_bucket) == (
+        labels.seconds, labels.nbytes, labels.percent, labels.gbps, labels.size_bucket)
     assert (compare.seconds, compare.percent) == (labels.seconds, labels.percent)
 
 

@@ -3,17 +3,14 @@
 Seconds, bytes and shares are the library's formatters (gpuslack.labels:
 units.h through gpuslack_format_figure), so a figure reads the same here as
 in each rank's text summary (Note [One formatter per unit]). What is the
-job report's own: a size bucket's label and a list of ranks."""
+job report's own: a list of ranks."""
 from .. import labels
 
 seconds = labels.seconds
 nbytes = labels.nbytes
 share = labels.percent
 gbps = labels.gbps
-
-
-def size_bucket(b):
-    return ">=" + nbytes(1 << b)
+size_bucket = labels.size_bucket
 
 
 def ranks(lst, limit=8):

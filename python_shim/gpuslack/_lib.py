@@ -98,7 +98,7 @@ PROTOTYPES = {
     "gpuslack_write_summary": (ctypes.c_int, []),
     "gpuslack_render_summary": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
                                                ctypes.POINTER(ctypes.c_void_p)]),
-    "gpuslack_format_figure": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_double, ctypes.c_char_p, ctypes.c_size_t]),
+    "gpuslack_format_figure": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_double, ctypes.c_void_p, ctypes.c_size_t]),
     "gpuslack_labels_json": (ctypes.c_void_p, []),
     "gpuslack_render_findings": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                                 ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]),

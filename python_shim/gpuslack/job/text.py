@@ -260,7 +260,7 @@ def _collectives(c):
     if not c["groups"]:
         return []
     exp = c["expected_busbw_gbps"]
-    L = ["collectives across ranks%s:" % (" (expected busbw %.1f GB/s)" % exp if exp else "")]
+    L = ["collectives across ranks%s:" % (" (expected busbw %s GB/s)" % fmt.gbps(exp) if exp else "")]
     rows = [["comm", "op", "type", "size", "NCCL", "ranks", "calls", "bytes", "GPU", "busbw min", "p50", "max",
              "below exp."]]
     for g in c["groups"]:
@@ -279,8 +279,8 @@ def _collectives(c):
     for g in c["groups"]:
         if g["below_expected"]:
             more = g["below_expected_count"] - min(8, len(g["below_expected"]))
-            L.append("  %s %s below %.1f GB/s: ranks %s%s (slowest first)" % (
-                g["op"], fmt.size_bucket(g["size_bucket"]), exp,
+            L.append("  %s %s below %s GB/s: ranks %s%s (slowest first)" % (
+                g["op"], fmt.size_bucket(g["size_bucket"]), fmt.gbps(exp),
                 ", ".join(str(x["rank"]) for x in g["below_expected"][:8]), " and %d more" % more if more else ""))
     return L
 

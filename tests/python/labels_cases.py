@@ -95,18 +95,23 @@ def _words(lines):
     return " ".join(" ".join(lines).split())
 
 
-def _c_findings(c_lines):
-    """The text summary's findings block: one list of lines per finding."""
-    start = c_lines.index("findings, most costly first:")
+def _blocks(lines, indent, more):
+    """The numbered findings at the top of `lines`, one list of lines each:
+    a line "<indent>N. ..." opens one, a line indented by `more` continues it."""
     out = []
-    for l in c_lines[start + 1:]:
-        if re.match(r"\d+\. ", l):
+    for l in lines:
+        if re.match(r"%s\d+\. " % indent, l):
             out.append([l])
-        elif l.startswith("   ") and out:
+        elif l.startswith(more) and out:
             out[-1].append(l)
         else:
             break
     return out
+
+
+def _c_findings(c_lines):
+    """The text summary's findings block: one list of lines per finding."""
+    return _blocks(c_lines[c_lines.index("findings, most costly first:") + 1:], "", "   ")
 
 
 SECONDS = r"(\d\S* [mun]?s|0)"
@@ -147,14 +152,7 @@ def differences(c_text, job_text, compare_lines):
     # Findings: title, figures, and evidence, where and fix word for word.
     c_found = _c_findings(c_lines)
     j_start = next(i for i, l in enumerate(j_lines) if l.startswith("findings ("))
-    j_blocks = []
-    for l in j_lines[j_start + 1:]:
-        if re.match(r"  \d+\. ", l):
-            j_blocks.append([l])
-        elif l.startswith("     ") and j_blocks:
-            j_blocks[-1].append(l)
-        else:
-            break
+    j_blocks = _blocks(j_lines[j_start + 1:], "  ", "     ")
     if len(c_found) != len(j_blocks):
         diffs.append(("findings", len(c_found), len(j_blocks)))
     for c, j in zip(c_found, j_blocks):

@@ -81,7 +81,8 @@ GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out,
  * gpuslack_format_figure: `value` in `unit` as every gpuslack text writes
  * it: "seconds" ("850 ns", "12.3 us", "4.5 ms", "2.10 s", "0"), "percent"
  * (a share: 0.123 -> "12.3%"), "bytes" ("0 B", "1.5 KiB", ...), "gbps"
- * (GB/s, the number alone: "12.34"); "-" where the value has none. Writes
+ * (GB/s, the number alone: "12.34"), "size_bucket" (a power-of-two size
+ * class by its exponent: 26 -> ">=64.0 MiB"); "-" where the value has none. Writes
  * at most `size` bytes with the NUL into `buf` and returns the text's
  * length, or -1 for an unknown unit, a NULL buf or a size under 32. */
 GPUSLACK_API int gpuslack_format_figure(const char* unit, double value, char* buf, size_t size);

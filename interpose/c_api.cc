@@ -3,6 +3,7 @@
 // hidden by --exclude-libs.
 #include "gpuslack/gpuslack.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,8 @@
 #include "build_info.h"
 #include "session/session.h"
 #include "report/knobs_json.h"
+#include "report/labels.h"
+#include "report/units.h"
 #include "report/summary_reader.h"
 #include "report/text.h"
 
@@ -78,6 +81,20 @@ char* copy_string(const std::string& s) {
   return out;
 }
 
+// A renderer's answer: 0 with the text, or -1 with the error's line (and
+// "out of memory" when the copy fails); either pointer may be NULL.
+int answer(const std::string& text, const std::string& error, char** text_out, char** error_out) {
+  if (error.empty()) {
+    if (text_out && !(*text_out = copy_string(text))) {
+      if (error_out) *error_out = copy_string("out of memory");
+      return -1;
+    }
+    return 0;
+  }
+  if (error_out) *error_out = copy_string(error);
+  return -1;
+}
+
 }  // namespace
 
 extern "C" {
@@ -122,15 +139,49 @@ GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out,
   } catch (...) {
     error = "out of memory";
   }
-  if (error.empty()) {
-    if (text_out && !(*text_out = copy_string(text))) {
-      if (error_out) *error_out = copy_string("out of memory");
-      return -1;
-    }
-    return 0;
+  return answer(text, error, text_out, error_out);
+}
+
+GPUSLACK_API int gpuslack_format_figure(const char* unit, double value, char* buf, size_t size) {
+  if (!buf || size < 32) return -1;
+  try {
+    std::string text;
+    if (!gpuslack::report::format_figure(unit, value, &text)) return -1;
+    const size_t n = std::min(text.size(), size - 1);
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+    return static_cast<int>(n);
+  } catch (...) {
+    return -1;
   }
-  if (error_out) *error_out = copy_string(error);
-  return -1;
+}
+
+GPUSLACK_API char* gpuslack_labels_json(void) {
+  try {
+    return copy_string(gpuslack::report::labels_json());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+GPUSLACK_API int gpuslack_render_findings(const char* findings_json, int width, int indent, int parts,
+                                          char** text_out, char** error_out) {
+  if (text_out) *text_out = nullptr;
+  if (error_out) *error_out = nullptr;
+  std::string text, error;
+  try {
+    gpuslack::report::FindingsLayout layout;
+    layout.width = width > 0 ? static_cast<size_t>(width) : layout.width;
+    layout.indent = indent > 0 ? static_cast<size_t>(indent) : 0;
+    layout.heading = (parts & (GPUSLACK_FINDINGS_NO_HEADING | GPUSLACK_FINDINGS_BRIEF | GPUSLACK_FINDINGS_BODY)) == 0;
+    layout.brief = (parts & GPUSLACK_FINDINGS_BRIEF) != 0;
+    layout.body_only = (parts & GPUSLACK_FINDINGS_BODY) != 0;
+    if (!findings_json) error = "no findings given (findings_json is NULL)";
+    else gpuslack::report::render_findings_json(findings_json, layout, &text, &error);
+  } catch (...) {
+    error = "out of memory";
+  }
+  return answer(text, error, text_out, error_out);
 }
 
 GPUSLACK_API int gpuslack_write_summary(void) {

@@ -74,6 +74,40 @@ GPUSLACK_API int gpuslack_write_summary(void);
  * caller's, freed with gpuslack_free. Any thread. */
 GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out, char** error_out);
 
+/* The renderers outside the library (the Python package's compare and job
+ * report) call these, so that a name or figure reads the same everywhere
+ * (docs/design.md, "Where rendering lives"). Need no session; any thread.
+ *
+ * gpuslack_format_figure: `value` in `unit` as every gpuslack text writes
+ * it: "seconds" ("850 ns", "12.3 us", "4.5 ms", "2.10 s", "0"), "percent"
+ * (a share: 0.123 -> "12.3%"), "bytes" ("0 B", "1.5 KiB", ...), "gbps"
+ * (GB/s, the number alone: "12.34"), "size_bucket" (a power-of-two size
+ * class by its exponent: 26 -> ">=64.0 MiB"); "-" where the value has none. Writes
+ * at most `size` bytes with the NUL into `buf` and returns the text's
+ * length, or -1 for an unknown unit, a NULL buf or a size under 32. */
+GPUSLACK_API int gpuslack_format_figure(const char* unit, double value, char* buf, size_t size);
+
+/* Every name a reader sees, as one JSON object: the time categories (key,
+ * name, and whether they count as lost), the GPU's idle causes and busy
+ * kinds (key, name) and the units of gpuslack_format_figure. The caller
+ * frees it with gpuslack_free; NULL when memory ran out. */
+GPUSLACK_API char* gpuslack_labels_json(void);
+
+/* Renders findings as the text summary does: `findings_json` is an object
+ * {"findings": [...]} (the summary's member); lines of at most `width`
+ * columns where the words allow, each after `indent` spaces. `parts`: 0
+ * all, with the heading "findings, most costly first:"; its bits
+ * GPUSLACK_FINDINGS_NO_HEADING, GPUSLACK_FINDINGS_BRIEF (number, title and
+ * cost only) and GPUSLACK_FINDINGS_BODY (evidence, where and fix only).
+ * Returns 0 with the lines (each ending in '\n', "" for none) in *text_out,
+ * or -1 with one line in *error_out; both the caller's, freed with
+ * gpuslack_free. */
+#define GPUSLACK_FINDINGS_NO_HEADING 1
+#define GPUSLACK_FINDINGS_BRIEF 2
+#define GPUSLACK_FINDINGS_BODY 4
+GPUSLACK_API int gpuslack_render_findings(const char* findings_json, int width, int indent, int parts,
+                                          char** text_out, char** error_out);
+
 /* Marks a step boundary now: the end of one training or serving step and
  * the start of the next. With the GPU timeline, the summary then gives busy
  * and idle per step (p50, p99, the worst steps) instead of per summary

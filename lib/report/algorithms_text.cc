@@ -5,6 +5,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "report/units.h"
+
 namespace gpuslack {
 namespace report {
 namespace {
@@ -17,12 +19,6 @@ std::string format(const char* fmt, ...) {
   std::vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   return buf;
-}
-
-std::string size_text(int bucket) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bucket <= 0) return ">=0 B";
-  return format(">=%d %s", 1 << (bucket % 10), kUnits[bucket / 10 < 7 ? bucket / 10 : 6]);
 }
 
 // Printable: the algorithm and protocol names come from NCCL.
@@ -47,10 +43,11 @@ std::vector<std::string> algorithm_lines(const CollectivesSection& c) {
     }
     std::string shape = a.nranks > 0 ? format("%d ranks", a.nranks) : std::string("? ranks");
     if (a.nnodes > 0) shape += format(" on %d node%s", a.nnodes, a.nnodes == 1 ? "" : "s");
-    std::string gpu = a.gpu_s > 0 ? format(", GPU %.3g s, busbw %.1f GB/s", a.gpu_s, a.busbw_gbps) : std::string();
+    std::string gpu = a.gpu_s > 0 ? ", GPU " + seconds_text(a.gpu_s) : std::string();
+    if (a.gpu_s > 0 && a.busbw_gbps > 0) gpu += ", busbw " + gbps_text(a.busbw_gbps) + " GB/s";
     lines.push_back(format("NCCL chose %s/%s for %s %s (%s, comm %016" PRIx64 "): %" PRIu64 " calls, %.1f channels%s",
                            plain(a.algo).c_str(), plain(a.proto).c_str(), plain(a.op).c_str(),
-                           size_text(a.bucket).c_str(), shape.c_str(), a.comm_hash, a.calls, a.channels,
+                           size_bucket_text(a.bucket).c_str(), shape.c_str(), a.comm_hash, a.calls, a.channels,
                            gpu.c_str()));
   }
   return lines;

@@ -4,20 +4,18 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "report/units.h"
 #include "report/wrap.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
 
-// 80 columns less text.cc's "gpuslack: ".
-constexpr size_t kWidth = 70;
-
 // Appends `first` + `text` as lines of at most kWidth, broken by the
 // summary's own wrap pass (wrap.h): continuation lines take the first
 // line's leading spaces plus two.
-void wrap(const std::string& first, const std::string& text, std::vector<std::string>* out) {
-  const std::string wrapped = wrap_line("", first + text, kWidth);
+void wrap(const std::string& first, const std::string& text, size_t width, std::vector<std::string>* out) {
+  const std::string wrapped = wrap_line("", first + text, width);
   size_t from = 0;
   for (size_t nl = wrapped.find('\n'); nl != std::string::npos; nl = wrapped.find('\n', from)) {
     out->push_back(wrapped.substr(from, nl - from));
@@ -55,33 +53,28 @@ std::string short_frame(const std::string& frame) {
   return module.empty() ? name : name + " (" + module + ")";
 }
 
-std::string seconds_text(double s) {
-  char buf[32];
-  if (s >= 1) std::snprintf(buf, sizeof(buf), "%.2f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof(buf), "%.1f ms", s * 1e3);
-  else std::snprintf(buf, sizeof(buf), "%.0f us", s * 1e6);
-  return buf;
-}
-
 }  // namespace
 
-std::vector<std::string> findings_lines(const std::vector<Finding>& findings) {
+std::vector<std::string> findings_lines(const std::vector<Finding>& findings, const FindingsLayout& layout) {
   std::vector<std::string> out;
   if (findings.empty()) return out;
-  out.push_back("findings, most costly first:");
+  const std::string indent(layout.indent, ' ');
+  const size_t width = layout.width;
+  if (layout.heading) out.push_back(indent + "findings, most costly first:");
   int n = 0;
   for (const Finding& f : findings) {
     const std::string number = std::to_string(++n) + ". ";
-    const std::string pad(number.size(), ' ');
-    char share[32];
-    std::snprintf(share, sizeof(share), "%.1f%%", f.cost_share * 100);
-    std::string cost = seconds_text(f.cost_s) + " (" + share + " of wall)";
-    if (f.gpu_idle_s >= 0) cost += ", GPU idle " + seconds_text(f.gpu_idle_s);
-    wrap(number, f.title, &out);
-    wrap(pad + "cost: ", cost, &out);
+    const std::string pad = indent + (layout.body_only ? "" : std::string(number.size(), ' '));
+    if (!layout.body_only) {
+      std::string cost = seconds_text(f.cost_s) + " (" + percent_text(f.cost_share) + " of wall)";
+      if (f.gpu_idle_s >= 0) cost += ", GPU idle " + seconds_text(f.gpu_idle_s);
+      wrap(indent + number, f.title, width, &out);
+      wrap(pad + "cost: ", cost, width, &out);
+      if (layout.brief) continue;
+    }
     std::string evidence;
     for (const auto& [name, value] : f.evidence) evidence += (evidence.empty() ? "" : "; ") + name + " " + value;
-    if (!evidence.empty()) wrap(pad + "evidence: ", evidence, &out);
+    if (!evidence.empty()) wrap(pad + "evidence: ", evidence, width, &out);
     // Sites that read the same shortened (overloads at one offset): once.
     std::vector<std::string> shown;
     for (const std::vector<std::string>& site : f.where) {
@@ -89,9 +82,9 @@ std::vector<std::string> findings_lines(const std::vector<Finding>& findings) {
       for (size_t i = 0; i < site.size() && i < 2; ++i) where += (i ? " < " : "") + short_frame(site[i]);
       if (where.empty() || std::find(shown.begin(), shown.end(), where) != shown.end()) continue;
       shown.push_back(where);
-      wrap(pad + "where: ", where, &out);
+      wrap(pad + "where: ", where, width, &out);
     }
-    if (!f.fix.empty()) wrap(pad + "fix: ", f.fix, &out);
+    if (!f.fix.empty()) wrap(pad + "fix: ", f.fix, width, &out);
   }
   return out;
 }

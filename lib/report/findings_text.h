@@ -15,6 +15,9 @@
 // site, innermost first; sites that then read the same are shown once.
 // Nothing when there is no finding.
 //
+// One renderer: the job report and compare print a finding's lines through
+// this (gpuslack_render_findings), never their own copy.
+//
 // Thread safety: pure.
 #pragma once
 
@@ -26,8 +29,20 @@
 namespace gpuslack {
 namespace report {
 
+// What to render, for the renderers that show findings in their own frame
+// (python -m gpuslack compare, the job report: gpuslack_render_findings).
+// The defaults are the text summary's.
+struct FindingsLayout {
+  size_t width = 70;      // columns of a line, without the caller's prefix
+  size_t indent = 0;      // spaces before every line
+  bool heading = true;    // "findings, most costly first:" first
+  bool brief = false;     // number, title and cost only
+  bool body_only = false; // evidence, where and fix only (no number, title or cost)
+};
+
 // The lines, without text.cc's prefix; the caller makes them printable.
-std::vector<std::string> findings_lines(const std::vector<Finding>& findings);
+// Figures are units.h's (Note [One formatter per unit]).
+std::vector<std::string> findings_lines(const std::vector<Finding>& findings, const FindingsLayout& layout = {});
 
 }  // namespace report
 }  // namespace gpuslack

@@ -15,6 +15,7 @@
 #include "report/health_series.h"
 #include "report/idle_explained.h"
 #include "report/topology.h"
+#include "report/units.h"
 #include "report/utf8.h"
 #include "report/wrap.h"
 
@@ -57,40 +58,18 @@ std::string printable(const std::string& s) {
   return out;
 }
 
-std::string duration(double s);
-
 // Seconds for a headline, to three significant digits ("0.0502 s", "2.1 s",
 // "12.5 s"; a short run's 0.05 s must not read 0.1), whole above 1000 s,
-// and in the unit that reads best below 10 ms ("26.1 us", not "2.61e-05 s").
-std::string seconds_1(double s) {
-  if (s > 0 && s < 0.01) return duration(s);
+// and as every other duration (units.h) below 10 ms ("26.1 us", not
+// "2.61e-05 s"): the headline's precision, not another unit
+// (Note [One formatter per unit]).
+std::string headline_seconds(double s) {
+  if (s > 0 && s < 0.01) return seconds_text(s);
   return printf_string(s >= 1000 ? "%.0f s" : "%.3g s", s);
 }
 
-std::string percent(double share) { return printf_string("%.1f%%", share * 100); }
-
-// "0", "850 ns", "12.3 us", "4.5 ms", "2.10 s".
-std::string duration(double s) {
-  if (s <= 0) return "0";
-  if (s < 1e-6) return printf_string("%.0f ns", s * 1e9);
-  if (s < 1e-3) return printf_string("%.1f us", s * 1e6);
-  if (s < 1) return printf_string("%.1f ms", s * 1e3);
-  return printf_string("%.2f s", s);
-}
-
-// "-", "512 B", "1.5 KiB", ... "3.0 PiB".
-std::string bytes_text(uint64_t bytes) {
-  if (bytes == 0) return "-";
-  if (bytes < 1024) return printf_string("%" PRIu64 " B", bytes);
-  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(bytes) / 1024;
-  int unit = 0;
-  while (v >= 1024 && unit < 5) {
-    v /= 1024;
-    ++unit;
-  }
-  return printf_string("%.1f %s", v, kUnits[unit]);
-}
+// A byte count in a table or line here: "-" for none, else units.h's.
+std::string bytes_cell(uint64_t bytes) { return bytes == 0 ? "-" : bytes_text(static_cast<double>(bytes)); }
 
 std::string count_text(uint64_t n) { return printf_string("%" PRIu64, n); }
 
@@ -147,7 +126,7 @@ bool over_wall(double share) { return share > 1; }
 
 // "6.5 thread-s": blocked time summed over threads (Note [Thread-seconds]).
 std::string thread_seconds(double s) {
-  std::string t = seconds_1(s);
+  std::string t = headline_seconds(s);
   if (t.size() > 2 && t.compare(t.size() - 2, 2, " s") == 0) return t.substr(0, t.size() - 2) + " thread-s";
   return t + " of thread time";
 }
@@ -167,8 +146,8 @@ std::string grouped(uint64_t n) {
 std::string category_part(const Summary& s, Category c) {
   CategoryTime t = category_time(s, c);
   if (over_wall(t.share)) return std::string(category_name(c)) + " " + thread_seconds(t.seconds);
-  std::string part = std::string(category_name(c)) + " " + seconds_1(t.seconds);
-  if (t.share >= 0.0005) part += " (" + percent(t.share) + ")";
+  std::string part = std::string(category_name(c)) + " " + headline_seconds(t.seconds);
+  if (t.share >= 0.0005) part += " (" + percent_text(t.share) + ")";
   return part;
 }
 
@@ -179,16 +158,16 @@ void headline(const Summary& s, std::string* out) {
   if (!s.job.id.empty()) who += ", job " + printable(s.job.id);
   if (s.job.restart > 0) who += ", restart " + std::to_string(s.job.restart);
   const uint64_t all_threads = s.threads.size() + s.other_threads.threads;
-  std::string lost = percent(s.lost_share) + " of " + seconds_1(s.wall_s) + " lost";
+  std::string lost = percent_text(s.lost_share) + " of " + headline_seconds(s.wall_s) + " lost";
   if (over_wall(s.lost_share))  // Note [Thread-seconds]
     lost = "lost " + thread_seconds(s.lost_s) + " over " + grouped(all_threads) +
-           (all_threads == 1 ? " thread" : " threads") + "; worst thread " + percent(s.worst_thread.lost_share) +
-           " of " + seconds_1(s.wall_s);
+           (all_threads == 1 ? " thread" : " threads") + "; worst thread " + percent_text(s.worst_thread.lost_share) +
+           " of " + headline_seconds(s.wall_s);
   const double sync_s = category_seconds(s, Category::kSync);
   line(out, lost + " (" + who + "): " + category_part(s, Category::kAllocation) + ", " +
                 category_part(s, Category::kCopy) + ", " + category_part(s, Category::kCollective) + "; " +
                 category_name(Category::kSync) + " " +
-                (over_wall(category_time(s, Category::kSync).share) ? thread_seconds(sync_s) : seconds_1(sync_s)) +
+                (over_wall(category_time(s, Category::kSync).share) ? thread_seconds(sync_s) : headline_seconds(sync_s)) +
                 " (not counted as lost)");
   std::string context = "host " + printable(s.host);
   if (s.job.node_rank >= 0) context += ", node rank " + std::to_string(s.job.node_rank);
@@ -212,29 +191,6 @@ std::string short_frame(const std::string& frame) {
   return f;
 }
 
-const char* idle_cause_text(timeline::Idle i) {
-  switch (i) {
-    case timeline::Idle::kHostBound: return "host-bound";
-    case timeline::Idle::kLaunchBound: return "launch-bound";
-    case timeline::Idle::kAllocation: return "allocation";
-    case timeline::Idle::kCopies: return "copies";
-    case timeline::Idle::kCollectives: return "collectives";
-    case timeline::Idle::kSync: return "synchronization";
-    case timeline::Idle::kOther: return "other calls";
-  }
-  return "?";
-}
-
-const char* busy_text(timeline::Busy b) {
-  switch (b) {
-    case timeline::Busy::kCompute: return "compute";
-    case timeline::Busy::kCommunication: return "communication";
-    case timeline::Busy::kCopies: return "copies";
-    case timeline::Busy::kMemsets: return "memsets";
-  }
-  return "?";
-}
-
 // The causes (or kinds) of one device with a share of at least 0.05%, most
 // first; ties in enum order.
 template <int N>
@@ -251,13 +207,13 @@ std::vector<int> by_share(const double (&seconds)[N]) {
 // 69.0%: compute 55.0%, communication 11.0%, copies 3.0%"
 std::string gpu_device_headline(const GpuDeviceRow& d) {
   auto share = [&](double v) { return d.wall_s > 0 ? v / d.wall_s : 0; };
-  std::string text = "device " + std::to_string(d.device) + ": GPU idle " + percent(share(d.idle_s)) + " of " +
-                     seconds_1(d.wall_s);
+  std::string text = "device " + std::to_string(d.device) + ": GPU idle " + percent_text(share(d.idle_s)) + " of " +
+                     headline_seconds(d.wall_s);
   std::string parts;
   for (int i : by_share(d.idle_by)) {
     if (share(d.idle_by[i]) < 0.0005) continue;
     const auto cause = static_cast<timeline::Idle>(i);
-    std::string part = std::string(idle_cause_text(cause)) + " " + percent(share(d.idle_by[i]));
+    std::string part = std::string(timeline::idle_name(cause)) + " " + percent_text(share(d.idle_by[i]));
     if (cause == timeline::Idle::kHostBound) part += " (no CUDA call in flight)";
     for (const IdleSiteRow& site : d.idle_sites) {
       if (site.cause != timeline::idle_key(cause)) continue;
@@ -269,12 +225,12 @@ std::string gpu_device_headline(const GpuDeviceRow& d) {
     parts += (parts.empty() ? "" : ", ") + part;
   }
   if (!parts.empty()) text += ": " + parts;
-  text += "; busy " + percent(share(d.busy_s));
+  text += "; busy " + percent_text(share(d.busy_s));
   std::string kinds;
   for (int i : by_share(d.busy_by)) {
     if (share(d.busy_by[i]) < 0.0005) continue;
-    kinds += std::string(kinds.empty() ? "" : ", ") + busy_text(static_cast<timeline::Busy>(i)) + " " +
-             percent(share(d.busy_by[i]));
+    kinds += std::string(kinds.empty() ? "" : ", ") + timeline::busy_name(static_cast<timeline::Busy>(i)) + " " +
+             percent_text(share(d.busy_by[i]));
   }
   if (!kinds.empty()) text += ": " + kinds;
   return text;
@@ -307,18 +263,18 @@ void gpu_details(const Summary& s, std::string* out) {
     return;
   }
   if (!g.stopped_by.empty())
-    line(out, "GPU timeline: measured for the first " + duration(g.stopped_after_s) + " only: " +
+    line(out, "GPU timeline: measured for the first " + seconds_text(g.stopped_after_s) + " only: " +
                   printable(g.stopped_by) + " then took CUPTI");
   for (const GpuDeviceRow& d : g.devices) {
-    std::string title = "GPU timeline, device " + std::to_string(d.device) + ": busy " + duration(d.busy_s) +
-                        ", idle " + duration(d.idle_s) + " of " + duration(d.wall_s) + "; " +
+    std::string title = "GPU timeline, device " + std::to_string(d.device) + ": busy " + seconds_text(d.busy_s) +
+                        ", idle " + seconds_text(d.idle_s) + " of " + seconds_text(d.wall_s) + "; " +
                         count_text(d.kernels) + " kernels (" + count_text(d.launches) +
                         " launches through the launch API)";
     if (d.busy_s > 0)
-      title += ", " + percent(d.short_kernel_busy_s / d.busy_s) + " of busy time in kernels under 10 us";
+      title += ", " + percent_text(d.short_kernel_busy_s / d.busy_s) + " of busy time in kernels under 10 us";
     line(out, title);
     for (const IdleSiteRow& site : d.idle_sites) {
-      line(out, "  idle " + duration(site.idle_s) + " while blocked in " + printable(site.api) + " (" +
+      line(out, "  idle " + seconds_text(site.idle_s) + " while blocked in " + printable(site.api) + " (" +
                     printable(site.cause) + ")");
       for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
     }
@@ -333,26 +289,26 @@ void gpu_details(const Summary& s, std::string* out) {
       for (const timeline::KernelRow& k : d.top_kernels) {
         const timeline::KernelLaunches& l = k.launches;
         const bool shaped = l.shapes > 0, known = shaped && l.sm_count > 0 && l.wave_efficiency > 0;
-        table.add({printable(k.name), count_text(k.count), duration(k.total_s), duration(k.mean_s),
+        table.add({printable(k.name), count_text(k.count), seconds_text(k.total_s), seconds_text(k.mean_s),
                    shaped ? range(count_text(l.blocks_min), count_text(l.blocks_max)) : "-",
                    known ? range(std::to_string(l.blocks_per_sm_min), std::to_string(l.blocks_per_sm_max)) : "-",
                    known ? range(waves(l.waves_min), waves(l.waves_max)) : "-",
-                   known ? percent(l.wave_efficiency) : "-"});
+                   known ? percent_text(l.wave_efficiency) : "-"});
       }
       table.render("  ", out);
     }
     const timeline::Steps& st = d.steps;
     if (st.count > 0) {
       line(out, std::string("  ") + (st.from_marks ? "steps" : "intervals") + ": " + count_text(st.count) +
-                    ", busy p50 " + percent(st.busy_share_p50) + ", p99 " + percent(st.busy_share_p99) +
-                    ", wall p50 " + duration(st.wall_p50_s) + ", p99 " + duration(st.wall_p99_s));
+                    ", busy p50 " + percent_text(st.busy_share_p50) + ", p99 " + percent_text(st.busy_share_p99) +
+                    ", wall p50 " + seconds_text(st.wall_p50_s) + ", p99 " + seconds_text(st.wall_p99_s));
       for (const timeline::StepRow& w : st.worst)
-        line(out, std::string("    ") + (st.from_marks ? "step " : "interval ") + count_text(w.index) + ": idle " + duration(w.idle_s) + " of " + duration(w.wall_s));
+        line(out, std::string("    ") + (st.from_marks ? "step " : "interval ") + count_text(w.index) + ": idle " + seconds_text(w.idle_s) + " of " + seconds_text(w.wall_s));
     }
   }
   if (g.dropped_by_pool + g.dropped_by_cupti + g.host_intervals_dropped > 0)
     line(out, "  dropped: " + count_text(g.dropped_by_pool) + " activity buffers refused (pool " +
-                  bytes_text(g.buffer_bytes_limit) + "), " + count_text(g.dropped_by_cupti) + " records by CUPTI, " +
+                  bytes_cell(g.buffer_bytes_limit) + "), " + count_text(g.dropped_by_cupti) + " records by CUPTI, " +
                   count_text(g.host_intervals_dropped) + " host intervals");
   if (g.buffers_beyond_cap > 0)
     line(out, "  " + count_text(g.buffers_beyond_cap) + " activity buffers lent past the pool's ceiling: this CUPTI "
@@ -369,9 +325,9 @@ void call_tables(const Summary& s, std::string* out) {
       if (row.category != category) continue;
       any = true;
       double share = s.wall_s > 0 ? row.total_s / s.wall_s : 0;
-      table.add({printable(row.name), count_text(row.count), duration(row.total_s),
-                 over_wall(share) ? "-" : percent(share),  // Note [Thread-seconds]
-                 duration(row.p50_s), duration(row.p99_s), duration(row.max_s), bytes_text(row.bytes)});
+      table.add({printable(row.name), count_text(row.count), seconds_text(row.total_s),
+                 over_wall(share) ? "-" : percent_text(share),  // Note [Thread-seconds]
+                 seconds_text(row.p50_s), seconds_text(row.p99_s), seconds_text(row.max_s), bytes_cell(row.bytes)});
     }
     if (!any) continue;
     std::string title = category_part(s, category);
@@ -400,8 +356,8 @@ void copy_table(const Summary& s, std::string* out) {
     const char* kind = copy_kind_name(row.copy);
     const char* host = host_memory_name(row.host);
     table.add({kind[0] != '\0' ? kind : "-", host[0] != '\0' ? host : "-", row.async_api ? "async" : "sync",
-               count_text(row.count), bytes_text(row.bytes), duration(row.total_s),
-               row.host_time_gbps > 0 ? printf_string("%.2f", copy_gbps(row)) : "-"});
+               count_text(row.count), bytes_cell(row.bytes), seconds_text(row.total_s),
+               row.host_time_gbps > 0 ? gbps_text(copy_gbps(row)) : "-"});
   }
   line(out, "copies by kind (a rate only for synchronous host copies):");
   table.render("  ", out);
@@ -414,23 +370,22 @@ std::string nccl_version_text(int code) {
   return printf_string("%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
 }
 
-std::string gbps_text(double v) { return v > 0 ? printf_string("%.2f", v) : "-"; }
 
 // Note: the GPU columns come from one call in `timing_every` (docs/collectives.md).
 void collective_table(const Summary& s, std::string* out) {
   const CollectivesSection& c = s.collectives;
   if (!c.present) return;
   const std::string host = over_wall(c.host_share) ? thread_seconds(c.host_s)  // Note [Thread-seconds]
-                                                  : seconds_1(c.host_s) + " (" + percent(c.host_share) + " of wall)";
+                                                  : headline_seconds(c.host_s) + " (" + percent_text(c.host_share) + " of wall)";
   // Note [Estimated GPU time] (collectives.h): an estimate, from so many
   // timed calls; over several devices a share of their wall time together
   // (never past 100%: the estimate is capped there).
   const int devices = std::max(1, c.gpu_estimate_devices);
-  const std::string gpu_share = devices > 1 ? percent(c.gpu_share / devices) + " of " + std::to_string(devices) +
+  const std::string gpu_share = devices > 1 ? percent_text(c.gpu_share / devices) + " of " + std::to_string(devices) +
                                                   " devices x wall"
-                                            : percent(c.gpu_share) + " of wall";
+                                            : percent_text(c.gpu_share) + " of wall";
   line(out, "collectives: NCCL " + nccl_version_text(c.nccl_version) + ", host " + host + ", GPU ~" +
-                seconds_1(c.gpu_s_estimated) + " (" + gpu_share + (c.gpu_estimate_capped ? ", capped" : "") +
+                headline_seconds(c.gpu_s_estimated) + " (" + gpu_share + (c.gpu_estimate_capped ? ", capped" : "") +
                 "), estimated from " + count_text(c.gpu_estimate_timed) + " timed calls (1 in " +
                 std::to_string(c.timing_every) + ")");
   for (const std::string& w : c.warnings) line(out, "  warning: " + printable(w));
@@ -439,19 +394,19 @@ void collective_table(const Summary& s, std::string* out) {
     table.add({"op", "type", "size", "ranks", "NCCL", "count", "captured", "bytes", "host", "GPU", "GPU p50",
                "GPU p99", "algbw GB/s", "busbw GB/s"});
     for (const CollectiveRow& r : c.rows) {
-      table.add({printable(r.op), printable(r.datatype), ">=" + bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0),
+      table.add({printable(r.op), printable(r.datatype), size_bucket_text(r.bucket),
                  r.nranks > 0 ? std::to_string(r.nranks) : "?",
                  r.algo.empty() ? "-" : printable(r.algo + "/" + r.proto), count_text(r.count), count_text(r.captured),
-                 bytes_text(r.bytes), duration(r.host_s), r.timed > 0 ? duration(r.gpu_s) : "-",
-                 r.timed > 0 ? duration(r.gpu_p50_s) : "-", r.timed > 0 ? duration(r.gpu_p99_s) : "-",
+                 bytes_cell(r.bytes), seconds_text(r.host_s), r.timed > 0 ? seconds_text(r.gpu_s) : "-",
+                 r.timed > 0 ? seconds_text(r.gpu_p50_s) : "-", r.timed > 0 ? seconds_text(r.gpu_p99_s) : "-",
                  r.mostly_captured ? "-" : gbps_text(r.algbw_gbps), r.mostly_captured ? "-" : gbps_text(r.busbw_gbps)});
     }
     table.render("  ", out);
     // Note [Captured collectives] (collectives.h).
     for (const CollectiveRow& r : c.rows) {
       if (r.captured == 0) continue;
-      line(out, "  " + printable(r.op) + " " + printable(r.datatype) + " >=" +
-                    bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0) + ": " + count_text(r.captured) + " of " +
+      line(out, "  " + printable(r.op) + " " + printable(r.datatype) + " " +
+                    size_bucket_text(r.bucket) + ": " + count_text(r.captured) + " of " +
                     count_text(r.count) + " calls captured in CUDA graphs, not timed" +
                     (r.mostly_captured ? "; no algbw/busbw" : ""));
     }
@@ -460,13 +415,13 @@ void collective_table(const Summary& s, std::string* out) {
     std::vector<std::string> sources;
     for (const CollectiveRow& r : c.rows) {
       if (r.expected_busbw_gbps <= 0 && r.best_time_s <= 0) continue;
-      std::string l = "  expected: " + printable(r.op) + " " + printable(r.datatype) + " >=" +
-                      bytes_text(r.bucket > 0 ? 1ull << r.bucket : 0) + ": " + gbps_text(r.expected_busbw_gbps) +
+      std::string l = "  expected: " + printable(r.op) + " " + printable(r.datatype) + " " +
+                      size_bucket_text(r.bucket) + ": " + gbps_text(r.expected_busbw_gbps) +
                       " GB/s busbw";
       if (r.best_time_s > 0) {
-        l += "; best " + printable(r.best_algo) + "/" + printable(r.best_proto) + " " + duration(r.best_time_s) +
+        l += "; best " + printable(r.best_algo) + "/" + printable(r.best_proto) + " " + seconds_text(r.best_time_s) +
              " a call";
-        if (r.chosen_time_s > 0) l += " against " + duration(r.chosen_time_s) + " by NCCL's choice";
+        if (r.chosen_time_s > 0) l += " against " + seconds_text(r.chosen_time_s) + " by NCCL's choice";
       }
       line(out, l);
       if (std::find(sources.begin(), sources.end(), r.expected_from) == sources.end())
@@ -497,12 +452,12 @@ void allocator_lines(const Summary& s, std::string* out) {
     line(out, "vmm allocator, device " + std::to_string(o.device) + ": off (" + o.why +
                   "); cudaMalloc and cudaFree went to the runtime");
   for (const AllocatorRow& a : s.allocator) {
-    line(out, "vmm allocator, device " + std::to_string(a.device) + ": peak " + bytes_text(a.stats.peak_allocated) +
-                  " allocated / " + bytes_text(a.stats.peak_reserved) + " reserved (utilization " +
-                  percent(a.utilization) + "), " + count_text(a.stats.allocations) + " allocations, " +
+    line(out, "vmm allocator, device " + std::to_string(a.device) + ": peak " + bytes_cell(a.stats.peak_allocated) +
+                  " allocated / " + bytes_cell(a.stats.peak_reserved) + " reserved (utilization " +
+                  percent_text(a.utilization) + "), " + count_text(a.stats.allocations) + " allocations, " +
                   count_text(a.stats.frees) + " frees without a device sync, granules mapped " +
                   count_text(a.stats.granules_mapped) + " / released " + count_text(a.stats.granules_unmapped) +
-                  ", out-of-memory retries " + count_text(a.stats.oom_retries) + " (waited " + seconds_1(a.stats.stall_s) + ")");
+                  ", out-of-memory retries " + count_text(a.stats.oom_retries) + " (waited " + headline_seconds(a.stats.stall_s) + ")");
     if (a.stats.unmap_calls + a.stats.set_access_calls > 0)
       line(out, "  calls that may synchronize the device: " + count_text(a.stats.unmap_calls) + " cuMemUnmap, " +
                     count_text(a.stats.set_access_calls) + " cuMemSetAccess");
@@ -517,7 +472,7 @@ std::string copies_text(uint64_t n) { return count_text(n) + (n == 1 ? " copy" :
 
 // "H2D 10 copies (417.6 KiB): 9 staged, 1 passed through"
 std::string staging_direction(const char* name, const stage::StagingStats::Direction& d) {
-  return std::string(name) + " " + copies_text(d.seen) + " (" + bytes_text(d.seen_bytes) + "): " +
+  return std::string(name) + " " + copies_text(d.seen) + " (" + bytes_cell(d.seen_bytes) + "): " +
          count_text(d.staged) + " staged, " + count_text(d.passed) + " passed through";
 }
 
@@ -532,11 +487,11 @@ void staging_lines(const Summary& s, std::string* out) {
   double blocked = static_cast<double>(g.h2d.blocked_ns + g.d2h.blocked_ns) * 1e-9;
   // No "natively ~" beside it: Note [No native estimate] (stage/staged_copy.h).
   if (g.h2d.staged + g.d2h.staged > 0)
-    line(out, "  staged copies blocked " + duration(blocked) + " (H2D " + duration(g.h2d.blocked_ns * 1e-9) +
-                  ", D2H " + duration(g.d2h.blocked_ns * 1e-9) + ")");
+    line(out, "  staged copies blocked " + seconds_text(blocked) + " (H2D " + seconds_text(g.h2d.blocked_ns * 1e-9) +
+                  ", D2H " + seconds_text(g.d2h.blocked_ns * 1e-9) + ")");
   line(out, "  copy stalls: " + count_text(g.host_work_waits) + " waits for the application's D2H copies and host "
-                "functions (" + duration(g.host_work_wait_ns * 1e-9) + "), " + count_text(g.budget_waits) +
-                " waits for staging memory (" + duration(g.budget_wait_ns * 1e-9) + ")");
+                "functions (" + seconds_text(g.host_work_wait_ns * 1e-9) + "), " + count_text(g.budget_waits) +
+                " waits for staging memory (" + seconds_text(g.budget_wait_ns * 1e-9) + ")");
   std::string why;
   auto reason = [&](uint64_t n, const char* text) {
     if (n > 0) why += (why.empty() ? "" : ", ") + std::string(text) + " " + count_text(n);
@@ -553,12 +508,12 @@ void staging_lines(const Summary& s, std::string* out) {
   reason(g.partial, "staged in part");
   if (!why.empty()) line(out, "  passed through: " + why);
   if (g.pinned_bytes > 0)
-    line(out, "  staging memory: " + bytes_text(g.pinned_bytes) + " pinned, peak in use " +
-                  bytes_text(g.peak_in_use_bytes) + ", budget " + bytes_text(g.budget_bytes));
+    line(out, "  staging memory: " + bytes_cell(g.pinned_bytes) + " pinned, peak in use " +
+                  bytes_cell(g.peak_in_use_bytes) + ", budget " + bytes_cell(g.budget_bytes));
   if (st.sites.empty()) return;
   line(out, "pin these buffers (pageable copies by call site, sampled by bytes):");
   for (const PageableSiteRow& site : st.sites) {
-    line(out, "  " + bytes_text(site.bytes) + " in ~" + copies_text(site.copies) + " (" + printable(site.api) + ")");
+    line(out, "  " + bytes_cell(site.bytes) + " in ~" + copies_text(site.copies) + " (" + printable(site.api) + ")");
     for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
     if (site.frames.empty()) line(out, "      (no frames outside gpuslack)");
   }
@@ -568,12 +523,12 @@ void staging_lines(const Summary& s, std::string* out) {
 void pinned_line(const Summary& s, std::string* out) {
   if (!s.pinned.present) return;
   const pin::PinnedStats& p = s.pinned.stats;
-  std::string text = "pinned heap: " + bytes_text(p.pinned) + " pinned (peak " + bytes_text(p.peak_pinned) + ", cap " +
-                     bytes_text(p.cap) + "), peak " + bytes_text(p.peak_live) + " in live blocks, " +
+  std::string text = "pinned heap: " + bytes_cell(p.pinned) + " pinned (peak " + bytes_cell(p.peak_pinned) + ", cap " +
+                     bytes_cell(p.cap) + "), peak " + bytes_cell(p.peak_live) + " in live blocks, " +
                      count_text(p.allocations) + " allocations, " + count_text(p.frees) +
                      " frees without a device sync, cap hits " + count_text(p.cap_hits) + ", left to the runtime " +
                      count_text(p.fallbacks + p.passthrough);
-  if (p.stall_s > 0) text += " (waited " + seconds_1(p.stall_s) + " at the cap)";
+  if (p.stall_s > 0) text += " (waited " + headline_seconds(p.stall_s) + " at the cap)";
   line(out, text);
 }
 
@@ -583,11 +538,11 @@ void worst_thread(const Summary& s, std::string* out) {
   std::string text = "worst thread: tid " + std::to_string(t.tid);
   if (!t.name.empty()) text += " \"" + printable(t.name) + "\"";
   if (t.exited) text += " (exited)";
-  text += " lost " + seconds_1(t.lost_s) + " (" + percent(t.lost_share) + " of wall)";
+  text += " lost " + headline_seconds(t.lost_s) + " (" + percent_text(t.lost_share) + " of wall)";
   std::string parts;
   for (const CategoryTime& c : t.categories) {
     if (!counts_as_lost(c.category) || c.seconds <= 0) continue;
-    parts += std::string(parts.empty() ? "" : ", ") + category_name(c.category) + " " + seconds_1(c.seconds);
+    parts += std::string(parts.empty() ? "" : ", ") + category_name(c.category) + " " + headline_seconds(c.seconds);
   }
   if (!parts.empty()) text += ": " + parts;
   line(out, text);
@@ -601,7 +556,7 @@ void call_sites(const Summary& s, std::string* out) {
       if (site.category != category) continue;
       if (!titled) line(out, std::string("top call sites, ") + category_name(category) + ":");
       titled = true;
-      line(out, "  " + duration(site.blocked_s) + " in " + count_text(site.count) +
+      line(out, "  " + seconds_text(site.blocked_s) + " in " + count_text(site.count) +
                     (site.count == 1 ? " call to " : " calls to ") + printable(site.api));
       for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
       if (site.frames.empty()) line(out, "      (no frames outside gpuslack)");

@@ -1,4 +1,6 @@
-// The machine names of timeline.h's enums, as the JSON summary writes them.
+// The names of timeline.h's enums: the machine names the JSON summary writes
+// (*_key) and the ones a person reads (*_name), each defined here once for
+// C++ and, through gpuslack_labels_json, Python (Note [One formatter per unit]).
 #include "timeline/timeline.h"
 
 namespace gpuslack {
@@ -36,6 +38,21 @@ const char* idle_key(Idle i) {
     case Idle::kOther: return "other";
   }
   return "other";
+}
+
+const char* busy_name(Busy b) { return busy_key(b); }
+
+const char* idle_name(Idle i) {
+  switch (i) {
+    case Idle::kHostBound: return "host-bound";
+    case Idle::kLaunchBound: return "launch-bound";
+    case Idle::kAllocation: return "allocation";
+    case Idle::kCopies: return "copies";
+    case Idle::kCollectives: return "collectives";
+    case Idle::kSync: return "synchronization";
+    case Idle::kOther: return "other calls";
+  }
+  return "other calls";
 }
 
 }  // namespace timeline

@@ -64,6 +64,8 @@ const char* status_key(Status s);  // "off", "not_started", "measured", "held_by
 enum class Busy : uint8_t { kCompute, kCommunication, kCopies, kMemsets };
 inline constexpr int kBusyCount = 4;
 const char* busy_key(Busy b);  // "compute", "communication", "copies", "memsets"
+// As a person reads it (the text summary, the job report): "compute", ...
+const char* busy_name(Busy b);
 
 // Why an idle GPU waited (Note [Why the GPU idled]).
 enum class Idle : uint8_t {
@@ -77,6 +79,8 @@ enum class Idle : uint8_t {
 };
 inline constexpr int kIdleCount = 7;
 const char* idle_key(Idle i);  // "host_bound", "launch_bound", "allocation", ...
+// As a person reads it: "host-bound", "launch-bound", ..., "synchronization", "other calls".
+const char* idle_name(Idle i);
 
 // Idle time charged to one hooked call at one call site (frames empty when
 // none was captured).

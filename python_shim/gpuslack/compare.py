@@ -30,14 +30,17 @@ the demo prints (bench/demo/train_loop.cc).
 
 Findings: the "findings" array of each summary (lib/report/finding.h), the
 before run's in full (what leaks, cost, evidence, where, fix), then what is
-left in the after run; a summary written before findings existed says so.
+left in the after run (title and cost); a summary written before findings
+existed says so. They are rendered by the text summary's own renderer
+(lib/report/findings_text.h, through gpuslack.labels), and every figure by
+the library's formatters, so they read as `report` prints them.
 """
 import json
 import os
 import re
 import textwrap
 
-from . import report
+from . import labels, report
 
 WIDTH = 80
 
@@ -100,21 +103,8 @@ def read_native_log(path):
     return (float(m.group(1)) / 1e3 if m else None), (int(s.group(1)) if s else None)
 
 
-def seconds(s):
-    """'0', '850 us', '12.3 ms', '2.10 s', as the text summary writes them."""
-    if s is None:
-        return "-"
-    if s <= 0:
-        return "0"
-    if s < 1e-3:
-        return "%.1f us" % (s * 1e6)
-    if s < 1:
-        return "%.1f ms" % (s * 1e3)
-    return "%.2f s" % s
-
-
-def percent(share):
-    return "-" if share is None else "%.1f%%" % (share * 100)
+seconds = labels.seconds    # the library's formatters (Note [One formatter per unit])
+percent = labels.percent
 
 
 def rows(before, after, native=None):
@@ -146,37 +136,14 @@ def _wrap(text, indent, more):
                          break_on_hyphens=False) or [indent.rstrip()]
 
 
-def finding_lines(f, number, full=True):
-    """One finding (lib/report/finding.h's fields), wrapped to 80 columns."""
-    cost = "%s (%s of wall)" % (seconds(f.get("cost_s")), percent(f.get("cost_share")))
-    if f.get("gpu_idle_s") is not None and f["gpu_idle_s"] >= 0:  # null or -1: not measured
-        cost += ", GPU idle %s" % seconds(f["gpu_idle_s"])
-    out = _wrap("%d. %s" % (number, f.get("title", f.get("rule", "?"))), "  ", "     ")
-    out += _wrap("cost " + cost, "     ", "       ")
-    if not full:
-        return out
-    evidence = "; ".join("%s %s" % (e.get("name", ""), e.get("value", "")) for e in f.get("evidence") or [])
-    if evidence:
-        out += _wrap("evidence: " + evidence, "     ", "       ")
-    sites = [site for site in f.get("where") or [] if site]
-    if sites:
-        more = " (and %d more call sites)" % (len(sites) - 1) if len(sites) > 1 else ""
-        out += _wrap("where: " + sites[0][0] + more, "     ", "       ")
-    if f.get("fix"):
-        out += _wrap("fix: " + f["fix"], "     ", "       ")
-    return out
-
-
 def findings_lines(doc, title, full=True):
     if "findings" not in doc:
         return _wrap(title + ": this summary holds no findings (written by a gpuslack without them)", "", "  ")
     found = doc["findings"] or []
     if not found:
         return [title + ": none"]
-    out = [title + ":"]
-    for i, f in enumerate(found, 1):
-        out += finding_lines(f, i, full)
-    return out
+    # The text summary's own renderer (lib/report/findings_text.h), indented.
+    return [title + ":"] + labels.render_findings(found, WIDTH, 2, labels.NO_HEADING | (0 if full else labels.BRIEF))
 
 
 def format_compare(before, after, native=None, labels=("before", "after"), paths=None):

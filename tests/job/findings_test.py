@@ -245,7 +245,7 @@ class Output(Job):
         self.assertIn("[nccl_env_mismatch]", numbered[-1])
         block = "\n".join(lines[first:table])
         for want in ("on 2 of 8 ranks (2, 5); cost 7.00 s summed", "on rank 5, where it cost most:",
-                     "- pageable bytes: 5 GiB", "fix: pin_memory=True", "at train.py:47 (step)",
+                     "evidence: pageable bytes 5 GiB", "fix: pin_memory=True", "where: train.py:47 (step)",
                      "Rank 3 on node000 holds the other ranks back", "cost not measured"):
             self.assertIn(want, block)
         for l in lines[first:table]:

@@ -10,7 +10,10 @@ built there.
 Tests that touch the library's process-wide state (its options, its
 allocator, its ledger) run their body in a fresh Python process:
 `run_case("name")` runs abi_cases.name() under the simulated device and
-fails with the child's output if it fails.
+fails with the child's output if it fails. Tests that render through the
+library (compare, the job report, gpuslack.labels) do too, by
+`run_in_child(module, name)`: the library is never mapped into pytest's own
+process (test_lib.py checks that it is not).
 """
 import os
 import subprocess
@@ -78,4 +81,16 @@ def run_case(name, timeout=120, **kw):
     if r.returncode != 0:
         pytest.fail("%s exited %d\n--- stdout\n%s\n--- stderr\n%s" % (name, r.returncode, r.stdout, r.stderr),
                     pytrace=False)
+    return r
+
+
+def run_in_child(module, name, timeout=120):
+    """Runs <module>.<name>() (a module of tests/python) in a fresh Python
+    with the built library named (GPUSLACK_LIBRARY); fails with the child's
+    output if it fails."""
+    r = subprocess.run([sys.executable, "-c", "import %s; %s.%s()" % (module, module, name)], env=sim_env(conf=None),
+                       cwd=HERE, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        pytest.fail("%s.%s exited %d\n--- stdout\n%s\n--- stderr\n%s" % (module, name, r.returncode, r.stdout,
+                                                                         r.stderr), pytrace=False)
     return r

@@ -9,8 +9,11 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
-from conftest import LIBRARY, ROOT, SHIM, TRAIN_LOOP, needs_demo, needs_library
+import pytest
+
+from conftest import LIBRARY, ROOT, SHIM, TRAIN_LOOP, needs_demo, needs_library, run_in_child
 from gpuslack import compare
 
 
@@ -48,7 +51,7 @@ def test_device_syncs_are_explicit_ones_and_frees_the_runtime_served():
     assert compare.device_syncs(doc) == 2 + 4 + 5 - 3
 
 
-def test_missing_figures_print_a_dash():
+def missing_figures_print_a_dash():
     doc = summary()
     del doc["gpu_timeline"]
     assert compare.gpu_idle_share(doc) is None and compare.median_step_s(doc) is None
@@ -59,13 +62,14 @@ def test_missing_figures_print_a_dash():
     assert re.search(r"^median step +100\.0 ms +-$", text, re.M), text
 
 
-def test_the_table_holds_each_summarys_figures_within_80_columns(tmp_path):
+def the_table_holds_each_summarys_figures_within_80_columns():
     before = summary(lost_s=1.5, wall_s=3.0, frees=10, idle_s=1.2, step_s=0.2)
     after = summary(lost_s=0.03, wall_s=1.5, frees=10, vmm_frees=10, idle_s=0.15, step_s=0.07)
-    log = tmp_path / "native.log"
-    log.write_text("train_loop: device synchronizations by cudaFree in all: 10\n"
-                   "train_loop: median step 199.00 ms over 10 steps (min 1.00, max 300.00)\n")
-    text = compare.format_compare(before, after, compare.read_native_log(str(log)), ("before: measured", "after: fixes on"))
+    log = os.path.join(tempfile.mkdtemp(prefix="gpuslack-compare-"), "native.log")
+    with open(log, "w") as f:
+        f.write("train_loop: device synchronizations by cudaFree in all: 10\n"
+                "train_loop: median step 199.00 ms over 10 steps (min 1.00, max 300.00)\n")
+    text = compare.format_compare(before, after, compare.read_native_log(log), ("before: measured", "after: fixes on"))
     lines = text.splitlines()
     assert all(len(l) <= 80 for l in lines), text
     assert re.search(r"no gpuslack +before: measured +after: fixes on$", lines[0]), text
@@ -78,7 +82,7 @@ def test_the_table_holds_each_summarys_figures_within_80_columns(tmp_path):
     assert "What gpuslack found (before: measured): this summary holds no findings" in text
 
 
-def test_findings_print_from_the_json_wrapped():
+def findings_print_from_the_json_wrapped():
     before = summary(findings=[ALLOC_FINDING])
     after = summary(findings=[])
     text = compare.format_compare(before, after)
@@ -86,7 +90,7 @@ def test_findings_print_from_the_json_wrapped():
     i = text.index("What gpuslack found (before):")
     found = text[i:]
     assert "  1. cudaFree synchronized the device in steady state, 30 times\n" in found
-    assert "     cost 1.20 s (40.0% of wall), GPU idle 900.0 ms\n" in found and "evidence: cudaFree calls that synchronized 30" in found
+    assert "     cost: 1.20 s (40.0% of wall), GPU idle 900.0 ms\n" in found and "evidence: cudaFree calls that synchronized 30" in found
     assert "where: main+0x99e (train_loop)" in found
     # The fix, whole, once its continuation lines are joined.
     fix = " ".join(l.strip() for l in found[found.index("fix: "):].splitlines()[:4])
@@ -94,7 +98,7 @@ def test_findings_print_from_the_json_wrapped():
     assert "Left with its fixes on (after): none" in text
     after = summary(findings=[dict(ALLOC_FINDING, title="a smaller leak", cost_s=0.01, cost_share=0.001)])
     left = compare.format_compare(before, after).split("Left with its fixes on (after):")[1]
-    assert "  1. a smaller leak\n     cost 10.0 ms (0.1% of wall), GPU idle 900.0 ms\n" in left and "fix:" not in left
+    assert "  1. a smaller leak\n     cost: 10.0 ms (0.1% of wall), GPU idle 900.0 ms\n" in left and "fix:" not in left
 
 
 @needs_library
@@ -111,6 +115,16 @@ def test_cli_refuses_what_is_not_a_summary(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gpuslack", "compare", str(good), str(good)], env=env,
                        capture_output=True, text=True)
     assert r.returncode == 0 and "device synchronizations" in r.stdout, r.stderr
+
+
+def seconds_in_child(values):
+    """The library's text of each duration (gpuslack.labels.seconds), asked
+    of a fresh Python: the library is never mapped into pytest's process."""
+    code = "import sys; from gpuslack import labels; print('\\n'.join(labels.seconds(float(v)) for v in sys.argv[1:]))"
+    r = subprocess.run([sys.executable, "-c", code] + [repr(v) for v in values], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=SHIM, GPUSLACK_LIBRARY=LIBRARY))
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
 
 
 @needs_library
@@ -138,13 +152,14 @@ def test_the_quickstarts_last_screen_on_the_simulated_device(tmp_path):
     row = lambda label: re.search(r"^%s +(.*)$" % re.escape(label), out, re.M)[1].split("  ")
     cells = lambda label: [c.strip() for c in row(label) if c.strip()]
     assert cells("device synchronizations") == [str(driver_count("native.log")), str(compare.device_syncs(before)), "0"]
+    lost = seconds_in_child([d["lost_s"] for d in (before, after)])
     assert cells("time lost (share of wall)")[1:] == [
-        "%s (%.1f%%)" % (compare.seconds(d["lost_s"]), d["lost_share"] * 100) for d in (before, after)]
+        "%s (%.1f%%)" % (s, d["lost_share"] * 100) for s, d in zip(lost, (before, after))]
     for d in (before, after):  # the timeline measured, and the demo marked its steps
         dev = d["gpu_timeline"]["devices"][0]
         assert d["gpu_timeline"]["status"] == "measured" and dev["steps"]["from_marks"] and dev["steps"]["count"] == 5
-    assert cells("median step")[1:] == [compare.seconds(d["gpu_timeline"]["devices"][0]["steps"]["wall_p50_s"])
-                                        for d in (before, after)]
+    assert cells("median step")[1:] == seconds_in_child([d["gpu_timeline"]["devices"][0]["steps"]["wall_p50_s"]
+                                                         for d in (before, after)])
     assert cells("GPU idle (share of wall)")[1:] == [
         "%.1f%%" % (d["gpu_timeline"]["devices"][0]["idle_s"] / d["gpu_timeline"]["devices"][0]["wall_s"] * 100)
         for d in (before, after)]
@@ -155,7 +170,18 @@ def test_the_quickstarts_last_screen_on_the_simulated_device(tmp_path):
     assert out.rstrip().endswith(after_path) or after_path in out
 
 
-def test_a_findings_gpu_idle_is_shown_only_where_the_timeline_measured_it():
-    line = lambda idle: compare.finding_lines(dict(ALLOC_FINDING, gpu_idle_s=idle), 1)[1]
-    assert line(None) == line(-1) == "     cost 1.20 s (40.0% of wall)"  # null in the JSON, or -1: not measured
-    assert line(0) == "     cost 1.20 s (40.0% of wall), GPU idle 0"
+def a_findings_gpu_idle_is_shown_only_where_the_timeline_measured_it():
+    line = lambda idle: compare.findings_lines(summary(findings=[dict(ALLOC_FINDING, gpu_idle_s=idle)]), "t")[2]
+    assert line(None) == line(-1) == "     cost: 1.20 s (40.0% of wall)"  # null in the JSON, or -1: not measured
+    assert line(0) == "     cost: 1.20 s (40.0% of wall), GPU idle 0"
+
+
+# The screen renders its figures and findings through the library
+# (gpuslack.labels), which is never mapped into pytest's own process: these
+# cases run in a fresh Python each.
+@needs_library
+@pytest.mark.parametrize("case", ["missing_figures_print_a_dash", "the_table_holds_each_summarys_figures_within_80_columns",
+                                  "findings_print_from_the_json_wrapped",
+                                  "a_findings_gpu_idle_is_shown_only_where_the_timeline_measured_it"])
+def test_rendered_through_the_library(case):
+    run_in_child("test_compare", case)

@@ -1,36 +1,16 @@
-"""Number formatting shared by the job report's text and HTML (fmt.py)."""
+"""Number formatting for the job report's text and HTML (fmt.py).
 
+Seconds, bytes and shares are the library's formatters (gpuslack.labels:
+units.h through gpuslack_format_figure), so a figure reads the same here as
+in each rank's text summary (Note [One formatter per unit]). What is the
+job report's own: a list of ranks."""
+from .. import labels
 
-def seconds(s):
-    if s is None:
-        return "-"
-    a = abs(s)
-    if a == 0:
-        return "0"
-    if a < 1e-3:
-        return "%.0f us" % (s * 1e6)
-    if a < 1:
-        return "%.1f ms" % (s * 1e3)
-    if a < 600:
-        return "%.2f s" % s
-    return "%.0f s" % s
-
-
-def nbytes(b):
-    if b is None:
-        return "-"
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(b) >= k:
-            return "%.1f %s" % (b / k, unit)
-    return "%d B" % b
-
-
-def share(x):
-    return "%.1f%%" % (100 * x)
-
-
-def size_bucket(b):
-    return ">=" + nbytes(1 << b)
+seconds = labels.seconds
+nbytes = labels.nbytes
+share = labels.percent
+gbps = labels.gbps
+size_bucket = labels.size_bucket
 
 
 def ranks(lst, limit=8):

@@ -2,16 +2,46 @@
 terminal or a CI log. Every line starts with "gpuslack job: " (grep-able, as
 the per-rank summary's "gpuslack: "). Order: the headline (ranks, time
 lost), the findings (findings.py: what leaks, what it cost, the fix; each
-wrapped at 78 columns after the prefix), then the tables."""
+wrapped at 78 columns after the prefix; a finding's evidence, call sites
+and fix rendered by the text summary's own renderer, lib/report/
+findings_text.h, through gpuslack.labels), then the tables. Names and
+figures are the library's (gpuslack.labels, job/fmt.py)."""
 import textwrap
 
+from .. import labels
 from . import fmt, load
 
-CAT_NAMES = [("lost_s", "lost (alloc + copies + collectives)"), ("allocation", "allocation"),
-             ("copy", "copies"), ("collective", "collectives"), ("sync", "waiting for the GPU (not lost)")]
-IDLE_NAMES = [("host_bound", "host-bound"), ("launch_bound", "launch-bound"), ("allocation", "allocation"),
-              ("copies", "copies"), ("collectives", "collectives"), ("sync", "synchronization"), ("other", "other")]
 NODE_ROWS = 16
+
+
+def category_rows():
+    """(key, label) of the host-time table: time lost, then each category
+    but "other", named as the library names them (labels.py), the ones not
+    lost marked so."""
+    lost = labels.lost_keys()
+    rows = [("lost_s", "lost (%s)" % " + ".join(labels.category_name(k) for k in lost))]
+    return rows + [(k, labels.category_name(k) + ("" if k in lost else " (not lost)"))
+                   for k in load.CATEGORIES if k != "other"]
+
+
+def idle_rows():
+    """(key, label) of the GPU idle causes, named as the library names them."""
+    return [(k, labels.idle_name(k)) for k in load.IDLE_CAUSES]
+
+
+class _Rows:
+    """Rows asked of the library when first iterated, not at import (a
+    process that never renders needs no library)."""
+
+    def __init__(self, build):
+        self._build = build
+
+    def __iter__(self):
+        return iter(self._build())
+
+
+CAT_NAMES = _Rows(category_rows)    # html.py's tables iterate these too
+IDLE_NAMES = _Rows(idle_rows)
 
 
 def _worst(d):
@@ -45,12 +75,12 @@ def render(rep):
     L.append("time lost per rank: p50 %s of p50 wall %s; %s summed over ranks" % (
         fmt.share(tl["lost_share"]["p50"]), fmt.seconds(wall["p50"]), fmt.seconds(tl["lost_s"]["sum"])))
     L += _findings(rep)
-    L += _dist_table([(name, tl[k]) for k, name in CAT_NAMES], "host blocked in CUDA calls")
+    L += _dist_table([(name, tl[k]) for k, name in category_rows()], "host blocked in CUDA calls")
     g = rep["gpu"]
     if g:
         L.append("GPU idle per rank (GPU timeline, %d ranks): p50 %s of its wall, %s summed" % (
             g["ranks"], fmt.share(g["idle_share"]["p50"]), fmt.seconds(g["idle_s"]["sum"])))
-        L += _dist_table([("idle", g["idle_s"])] + [(n, g["idle"][k]) for k, n in IDLE_NAMES if g["idle"][k]["sum"] > 0],
+        L += _dist_table([("idle", g["idle_s"])] + [(n, g["idle"][k]) for k, n in idle_rows() if g["idle"][k]["sum"] > 0],
                          "GPU idle")
     L += _kernels(rep.get("kernels") or [])
     L += _stragglers(rep["stragglers"])
@@ -109,12 +139,8 @@ def _findings(rep):
         L += _wrap(_cost(f, n), 5)
         if f["scope"] == "ranks" and f["ranks"] > 1 and (f["evidence"] or f["where"]):
             L += _wrap("on rank %d, where it cost most:" % f["worst_rank"], 5)
-        for e in f["evidence"][:6]:
-            L += _wrap("- %s: %s" % (e["name"], e["value"]), 5, 2)
-        for frame in (f["where"] or [[]])[0][:3]:    # the costliest call site, innermost frames
-            L += _wrap("at " + frame, 5)
-        if f["fix"]:
-            L += _wrap("fix: " + f["fix"], 5)
+        # Evidence, call sites and fix: the text summary's renderer (labels.py).
+        L += labels.render_findings([f], WIDTH, 5, labels.BODY)
     if len(fs) > FINDINGS_SHOWN:
         L.append("  and %d more findings (job-report.json lists all)" % (len(fs) - FINDINGS_SHOWN))
     return L
@@ -180,6 +206,8 @@ def _nodes(nodes):
 
 
 def _gbps(v):
+    # A link's capacity, four significant digits as the per-rank text's
+    # topology line writes it (lib/report/topology.cc).
     return "%.4g GB/s" % v if v > 0 else "unknown"
 
 
@@ -236,7 +264,7 @@ def _collectives(c):
     if not c["groups"]:
         return []
     exp = c["expected_busbw_gbps"]
-    L = ["collectives across ranks%s:" % (" (expected busbw %.1f GB/s)" % exp if exp else "")]
+    L = ["collectives across ranks%s:" % (" (expected busbw %s GB/s)" % fmt.gbps(exp) if exp else "")]
     rows = [["comm", "op", "type", "size", "NCCL", "ranks", "calls", "bytes", "GPU", "busbw min", "p50", "max",
              "below exp."]]
     for g in c["groups"]:
@@ -244,7 +272,7 @@ def _collectives(c):
         rows.append(["%d ranks" % g["nranks"], g["op"], g["datatype"], fmt.size_bucket(g["size_bucket"]),
                      nccl_choice(g),
                      str(g["ranks"]), str(g["count"]), fmt.nbytes(g["bytes"]), fmt.seconds(g["gpu_s"]),
-                     "%.2f" % b["min"], "%.2f" % b["p50"], "%.2f" % b["max"],
+                     fmt.gbps(b["min"]), fmt.gbps(b["p50"]), fmt.gbps(b["max"]),
                      str(g["below_expected_count"]) if exp else "-"])
     L += _table(rows)
     statuses = c.get("profiler") or []
@@ -255,8 +283,8 @@ def _collectives(c):
     for g in c["groups"]:
         if g["below_expected"]:
             more = g["below_expected_count"] - min(8, len(g["below_expected"]))
-            L.append("  %s %s below %.1f GB/s: ranks %s%s (slowest first)" % (
-                g["op"], fmt.size_bucket(g["size_bucket"]), exp,
+            L.append("  %s %s below %s GB/s: ranks %s%s (slowest first)" % (
+                g["op"], fmt.size_bucket(g["size_bucket"]), fmt.gbps(exp),
                 ", ".join(str(x["rank"]) for x in g["below_expected"][:8]), " and %d more" % more if more else ""))
     return L
 

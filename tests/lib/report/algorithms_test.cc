@@ -142,7 +142,7 @@ TEST(Algorithms, JsonRoundTripsAndTextSaysIt) {
   EXPECT_EQ("Ring", back.collectives.rows.at(0).algo);
   const std::string text = unwrapped(format_text(s));
   EXPECT_NE(std::string::npos, text.find("NCCL profiler plugin: on (v5); 40 collectives recorded, 2 dropped")) << text;
-  EXPECT_NE(std::string::npos, text.find("NCCL chose Ring/Simple for all-reduce >=64 MiB (8 ranks on 2 nodes")) << text;
+  EXPECT_NE(std::string::npos, text.find("NCCL chose Ring/Simple for all-reduce >=64.0 MiB (8 ranks on 2 nodes")) << text;
   EXPECT_NE(std::string::npos, text.find("Ring/Simple")) << text;
 }
 

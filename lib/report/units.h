@@ -1,0 +1,49 @@
+// The one formatter per unit (Note [One formatter per unit]): how every
+// figure a person reads is written, in the text summary (text.cc), its
+// findings (findings_text.cc) and, through the C API
+// (gpuslack_format_figure), the Python renderers (python_shim/gpuslack/
+// labels.py: compare and the job report). The exact figures are in the JSON.
+//
+//   seconds   "0", "850 ns", "12.3 us", "4.5 ms", "2.10 s"; below zero a
+//             "-" before the magnitude's text; not finite: "-"
+//   percent   a share: 0.123 -> "12.3%"; not finite: "-"
+//   bytes     "0 B", "512 B", "1.5 KiB", "300.0 MiB", ... "3.0 EiB"
+//             (binary units, one decimal); below zero or not finite: "-"
+//   gbps      bandwidth in GB/s (1e9 bytes a second), the number alone:
+//             "12.34" (tables name the unit in their heading); 0 or less: "-"
+//   size_bucket  a power-of-two size class by its exponent: 26 -> ">=64.0 MiB"
+//             (bytes of 2^b); below zero or past 2^62: "-"
+//
+// Note [One formatter per unit]: a figure reads the same wherever it is
+// shown, in either language, because it is formatted by one function:
+// these. Python never formats a unit itself; it calls them through the
+// library (tests/python/test_labels.py renders the same figures through
+// both and fails on any difference). The headline's seconds keep three
+// significant digits (text.cc's headline_seconds, built on seconds_text
+// below 10 ms): its precision is the headline's, not another unit. Not yet
+// folded: the findings' evidence text (lib/findings/figures.h's
+// seconds_text, bytes_text, percent_text; collective_rules.cc's bytes_text)
+// writes "789 us" and "300 MiB" where these write "789.0 us", "300.0 MiB".
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+
+namespace gpuslack {
+namespace report {
+
+std::string seconds_text(double s);
+std::string percent_text(double share);
+std::string bytes_text(double bytes);
+std::string gbps_text(double gbps);
+std::string size_bucket_text(double exponent);
+
+// The unit by its name (kUnitNames),
+// for the C API; false for a name that is none of them.
+bool format_figure(const char* unit, double value, std::string* out);
+
+inline constexpr const char* kUnitNames[] = {"seconds", "percent", "bytes", "gbps", "size_bucket"};
+
+}  // namespace report
+}  // namespace gpuslack

@@ -109,13 +109,6 @@ double timeline_scale(const report::Summary& s) {
   return estimated > comm && estimated > 0 ? comm / estimated : 1;
 }
 
-std::string bytes_text(double bytes) {
-  if (bytes >= double(1 << 30)) return absl::StrFormat("%.0f GiB", bytes / double(1 << 30));
-  if (bytes >= double(1 << 20)) return absl::StrFormat("%.0f MiB", bytes / double(1 << 20));
-  if (bytes >= 1024) return absl::StrFormat("%.0f KiB", bytes / 1024);
-  return absl::StrFormat("%.0f B", bytes);
-}
-
 std::string row_text(const report::CollectiveRow& r) {
   return absl::StrFormat("%s %s, %s-%s per call, %d ranks", r.op, r.datatype, bytes_text(std::ldexp(1.0, r.bucket)),
                          bytes_text(std::ldexp(1.0, r.bucket + 1)), r.nranks);

@@ -14,13 +14,13 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "report/finding.h"
 #include "report/summary.h"
+#include "report/units.h"
 
 namespace gpuslack {
 namespace findings {
@@ -46,31 +46,11 @@ inline const report::CallRow* call_row(const report::Summary& s, const char* nam
   return nullptr;
 }
 
-// "1.23 s", "45.6 ms", "789 us": a duration for evidence.
-inline std::string seconds_text(double s) {
-  char buf[32];
-  if (s >= 1) std::snprintf(buf, sizeof(buf), "%.2f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof(buf), "%.1f ms", s * 1e3);
-  else std::snprintf(buf, sizeof(buf), "%.0f us", s * 1e6);
-  return buf;
-}
-
-// "12.3%"
-inline std::string percent_text(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", share * 100);
-  return buf;
-}
-
-// "1.5 GiB", "300 MiB", "12 KiB", "100 B"
-inline std::string bytes_text(double bytes) {
-  char buf[32];
-  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  else if (bytes >= 1024.0 * 1024) std::snprintf(buf, sizeof(buf), "%.0f MiB", bytes / (1024.0 * 1024));
-  else if (bytes >= 1024.0) std::snprintf(buf, sizeof(buf), "%.0f KiB", bytes / 1024.0);
-  else std::snprintf(buf, sizeof(buf), "%.0f B", bytes);
-  return buf;
-}
+// Evidence figures are written by the one formatter of their unit
+// (Note [One formatter per unit] in report/units.h).
+using report::bytes_text;
+using report::percent_text;
+using report::seconds_text;
 
 // A finding's cost fields: cost_s and its share of wall time (at most 1).
 inline void set_cost(report::Finding* f, double cost_s, double wall_s) {

@@ -20,10 +20,8 @@
 // library (tests/python/test_labels.py renders the same figures through
 // both and fails on any difference). The headline's seconds keep three
 // significant digits (text.cc's headline_seconds, built on seconds_text
-// below 10 ms): its precision is the headline's, not another unit. Not yet
-// folded: the findings' evidence text (lib/findings/figures.h's
-// seconds_text, bytes_text, percent_text; collective_rules.cc's bytes_text)
-// writes "789 us" and "300 MiB" where these write "789.0 us", "300.0 MiB".
+// below 10 ms): its precision is the headline's, not another unit. The
+// findings' evidence (lib/findings/figures.h) uses these too.
 //
 // Thread safety: pure functions.
 #pragma once

@@ -118,7 +118,7 @@ TEST(Fragmentation, FiresOnRetriesThatStalled) {
   EXPECT_DOUBLE_EQ(0.5, f[0].cost_s);
   const std::string e = testing::evidence_of(f[0]);
   EXPECT_NE(std::string::npos, e.find("out-of-memory retries=12")) << e;
-  EXPECT_NE(std::string::npos, e.find("largest free range=64 MiB")) << e;
+  EXPECT_NE(std::string::npos, e.find("largest free range=64.0 MiB")) << e;
   EXPECT_NE(std::string::npos, e.find("4.0 GiB / 3.0 GiB (1.3x)")) << e;
   ASSERT_EQ(1u, f[0].where.size());
 }

@@ -80,7 +80,7 @@ TEST(CollectiveBandwidth, FiresBelowHalfTheFabricsFigure) {
   EXPECT_EQ("LL128", evidence(f, "NCCL_PROTO"));
   EXPECT_EQ("within one node", evidence(f, "communicator"));
   EXPECT_NE(std::string::npos, evidence(f, "expected").find("370 GB/s (fabric nvlink4")) << evidence(f, "expected");
-  EXPECT_NE(std::string::npos, evidence(f, "slowest").find("256 MiB-512 MiB per call, 8 ranks"));
+  EXPECT_NE(std::string::npos, evidence(f, "slowest").find("256.0 MiB-512.0 MiB per call, 8 ranks"));
   EXPECT_NE(std::string::npos, f.fix.find("NCCL_PROTO=LL128 is set")) << f.fix;
   EXPECT_NE(std::string::npos, f.fix.find("NCCL_MIN_NCHANNELS")) << f.fix;
   EXPECT_NE(std::string::npos, f.fix.find("NVLink")) << f.fix;
@@ -187,7 +187,7 @@ TEST(LatencyBound, FiresOnManySmallCalls) {
   EXPECT_EQ("latency_bound_collectives", f.rule);
   EXPECT_NEAR(30e-6 * (2000 - 2), f.cost_s, 1e-9);  // 31.25 MiB merge into two 25 MiB buckets
   EXPECT_NE(std::string::npos, f.fix.find("bucket_cap_mb")) << f.fix;
-  EXPECT_EQ("2000, 31 MiB in all", evidence(f, "calls under 1 MiB, per rank"));
+  EXPECT_EQ("2000, 31.2 MiB in all", evidence(f, "calls under 1 MiB, per rank"));
   EXPECT_EQ("2", evidence(f, "calls in 25 MiB buckets"));
 }
 
@@ -227,7 +227,7 @@ TEST(LatencyBound, CallsOfSeveralRanksHereCountPerRank) {
   auto out = run(s, "auto");
   ASSERT_EQ(1u, out.size());
   EXPECT_NEAR(30e-6 * (2000 - 2), out[0].cost_s, 1e-9);
-  EXPECT_EQ("2000, 31 MiB in all", evidence(out[0], "calls under 1 MiB, per rank"));
+  EXPECT_EQ("2000, 31.2 MiB in all", evidence(out[0], "calls under 1 MiB, per rank"));
   // The same calls, counted once per process, would cost 60 ms; per rank,
   // half of 2000 calls (30 ms) is below the threshold.
   s.collectives.rows[0] = all_reduce(14, 2, 2000, 30e-6, 0.5);

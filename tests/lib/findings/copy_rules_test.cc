@@ -38,7 +38,7 @@ TEST(PageableCopies, FiresOnPageableCopiesInTheLoop) {
   EXPECT_EQ("load_batch(Batch&)+0x44 (/app/train)", f[0].where[0][0]);
   EXPECT_NE(std::string::npos, f[0].fix.find("cudaMallocHost"));
   EXPECT_EQ(std::string::npos, f[0].fix.find("stage_copies"));  // it was on
-  EXPECT_NE(std::string::npos, testing::evidence_of(f[0]).find("pageable H2D copies=200, 200 MiB"));
+  EXPECT_NE(std::string::npos, testing::evidence_of(f[0]).find("pageable H2D copies=200, 200.0 MiB"));
 }
 
 TEST(PageableCopies, UnderPyTorchSaysPinMemoryAndNonBlocking) {

@@ -24,7 +24,8 @@
 // cuda/pointer_kind.h); a route that returns an error of its own records it
 // as the runtime's last error, as the runtime's refusal would have
 // (cuda/fail.h). Rare paths (first resolution, the session's start, slow
-// calls) may lock, allocate and log.
+// calls, a pageable copy whose call site is sampled: Note [Pageable call
+// sites] in ledger/ledger.cc) may lock, allocate and log.
 //
 // Note [Counted once]: a runtime call that reaches the driver is counted
 // once, as the runtime call, because the runtime never reaches the driver

@@ -118,6 +118,50 @@ TEST(Ledger, CallSitesAreKeyedByFramesAndKeepTheirLongestCall) {
   }
 }
 
+// See Note [Pageable call sites]: the "pin these buffers" samples come from
+// the call's one record, so they count the copies the copy table's
+// pageable host<->device cells count: not pinned ones, not host-to-host
+// ones, not a call that failed (recorded with no CallInfo), whichever call
+// made them.
+TEST(Ledger, PageableCallSitesCountWhatTheCopyTableCounts) {
+  register_call(&kCopy);
+  reset();
+  std::thread([] {
+    auto copy = [](CopyKind kind, HostMemory host, uint64_t bytes) {
+      CallInfo i;
+      i.bytes = bytes;
+      i.copy = kind;
+      i.host = host;
+      return i;
+    };
+    for (int i = 0; i < 3; ++i) record(kCopy, 10, copy(CopyKind::kHostToDevice, HostMemory::kPageable, 1000));
+    for (int i = 0; i < 2; ++i) record(kCopy, 10, copy(CopyKind::kDeviceToHost, HostMemory::kPageable, 300));
+    record(kCopy, 10, copy(CopyKind::kHostToDevice, HostMemory::kPinned, 5000));
+    record(kCopy, 10, copy(CopyKind::kHostToHost, HostMemory::kPageable, 7000));
+    record(kCopy, 10, CallInfo{});  // a failed pageable copy: nothing moved
+  }).join();
+  uint64_t table_copies = 0, table_bytes = 0, site_copies = 0, site_bytes = 0, samples = 0;
+  for (const ThreadFigures& t : snapshot()) {
+    for (const CopyFigures& c : t.copies)
+      if (c.host == HostMemory::kPageable &&
+          (c.copy == CopyKind::kHostToDevice || c.copy == CopyKind::kDeviceToHost)) {
+        table_copies += c.count;
+        table_bytes += c.bytes;
+      }
+    for (const PageableSiteFigures& p : t.pageable_sites) {
+      EXPECT_EQ(&kCopy, p.call);
+      site_copies += p.copies;
+      site_bytes += p.bytes;
+      samples += p.samples;
+    }
+  }
+  EXPECT_EQ(5u, table_copies);
+  EXPECT_EQ(3600u, table_bytes);
+  EXPECT_EQ(table_copies, site_copies);
+  EXPECT_EQ(table_bytes, site_bytes);
+  EXPECT_EQ(5u, samples);  // a thread's first 64 pageable copies: each one
+}
+
 TEST(Ledger, ResetForgetsEverything) {
   register_call(&kAlloc);
   record(kAlloc, 10, CallInfo{});

@@ -137,7 +137,8 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info) {
     add(cc.count, 1);
     add(cc.bytes, info.bytes);
     add(cc.ticks, ticks);
-    if (__builtin_expect(pageable_copy(info), 0)) sample_pageable_copy(*s, call, info.bytes);
+    if (__builtin_expect(call.samples_pageable_sites && pageable_copy(info), 0))
+      sample_pageable_copy(*s, call, info.bytes);
   }
 }
 
@@ -235,10 +236,12 @@ bool call_site_frames(uint64_t key, std::vector<void*>* frames) {
 namespace {
 
 // Note [Pageable call sites]: the summary's "pin these buffers" list, taken
-// from the one record of each call (record): the copy table's pageable
-// host<->device cells and these samples count the same copies, whichever
-// hooked call made them (staged or not, runtime or driver), and a call
-// that failed moved nothing and is in neither. A backtrace costs
+// from the one record of each call (record): for the calls the staged
+// copies serve (ApiCall::samples_pageable_sites: the runtime's cudaMemcpy
+// family, whose pageable copies the summary's "pageable copies" line
+// counts), the copy table's pageable host<->device cells and these samples
+// count the same copies, staged or not, and a call that failed moved
+// nothing and is in neither. A backtrace costs
 // microseconds, so pageable copies are sampled: a thread records the call
 // site of each of its first kExactSamples pageable copies, and after that
 // of the copy that brings its pageable bytes since the last sample to

@@ -44,10 +44,11 @@ inline constexpr int kMaxFrames = 8;
 void register_call(const ApiCall* call);
 
 // Records one finished call on the calling thread's shard: the one write
-// per call. A pageable host<->device copy (`info`) also has its call site
-// sampled (Note [Pageable call sites] in ledger.cc: the slow path's lock
-// and a backtrace, for a thread's first 64 such copies and then about one
-// per MiB of them).
+// per call. A pageable host<->device copy (`info`) of a call that samples
+// them (ApiCall::samples_pageable_sites) also has its call site sampled
+// (Note [Pageable call sites] in ledger.cc: the slow path's lock and a
+// backtrace, for a thread's first 64 such copies and then about one per
+// MiB of them).
 void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 
 // Records that a call blocked `ticks` at the call site `frames` (what

@@ -87,9 +87,9 @@ class Summary(OutDirTest):
     def test_pageable_call_sites_count_what_the_copy_table_counts(self):
         # The ledger is written once per call, by the hook (Note [Pageable
         # call sites], lib/ledger/ledger.cc): the "pin these buffers" sites
-        # stand for exactly the copies the copy table's pageable H2D and D2H
-        # rows count, staged or not; a copy the runtime refuses moved
-        # nothing and is in neither. (When the stager sampled them, a
+        # stand for exactly the cudaMemcpy copies the copy table's pageable
+        # H2D and D2H rows count, staged or not; a copy the runtime refuses
+        # moved nothing and is in neither. (When the stager sampled them, a
         # refused copy under stage_copies:false was a site's third copy.)
         for name, conf in (("staged", ""), ("unstaged", "stage_copies:false")):
             with self.subTest(conf=conf):

@@ -24,7 +24,8 @@
 // cuda/pointer_kind.h); a route that returns an error of its own records it
 // as the runtime's last error, as the runtime's refusal would have
 // (cuda/fail.h). Rare paths (first resolution, the session's start, slow
-// calls) may lock, allocate and log.
+// calls, a pageable copy whose call site is sampled: Note [Pageable call
+// sites] in ledger/ledger.cc) may lock, allocate and log.
 //
 // Note [Counted once]: a runtime call that reaches the driver is counted
 // once, as the runtime call, because the runtime never reaches the driver
@@ -94,10 +95,29 @@ constexpr bool async_name(const char* name) {
 }
 static_assert(async_name("cudaMemcpyAsync_ptsz") && !async_name("cudaMemcpy"), "async_name");
 
+// Whether a symbol is one of the copies the staged copies serve
+// (routes_copies.inc: cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D,
+// cudaMemcpy2DAsync and their per-thread forms), whose pageable copies'
+// call sites the ledger samples (ApiCall::samples_pageable_sites).
+constexpr bool same_name(const char* a, const char* b) {
+  for (; *a != '\0' && *a == *b; ++a, ++b) {
+  }
+  return *a == *b;
+}
+constexpr bool staged_copy_name(const char* name) {
+  for (const char* staged : {"cudaMemcpy", "cudaMemcpy_ptds", "cudaMemcpyAsync", "cudaMemcpyAsync_ptsz", "cudaMemcpy2D",
+                             "cudaMemcpy2D_ptds", "cudaMemcpy2DAsync", "cudaMemcpy2DAsync_ptsz"})
+    if (same_name(name, staged)) return true;
+  return false;
+}
+static_assert(staged_copy_name("cudaMemcpy2DAsync_ptsz") && !staged_copy_name("cudaMemcpyPeer") &&
+                  !staged_copy_name("cuMemcpyHtoD_v2"),
+              "staged_copy_name");
+
 // The calls' ids, in table order.
 #define GPUSLACK_CALL_ID(lib, sym, ...) kId_##sym,
 #define GPUSLACK_DEFINE_CALL(lib, sym, ret, params, args, cat, ...) \
-  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat, async_name(#sym)}; \
+  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat, async_name(#sym), staged_copy_name(#sym)}; \
   Slot slot_##sym{#sym, cuda::Library::lib, {nullptr}};
 #define GPUSLACK_CALL_PTR(lib, sym, ...) &kCall_##sym,
 

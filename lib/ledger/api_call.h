@@ -37,6 +37,11 @@ struct ApiCall {
   // the copy table gives no host-time rate for it (Note [Copy rates] in
   // report/summary.h).
   bool async_api = false;
+  // Whether its pageable copies' call sites are sampled ("pin these
+  // buffers": Note [Pageable call sites] in ledger/ledger.cc): the calls
+  // the staged copies serve, whose pageable copies the summary's "pageable
+  // copies" line counts.
+  bool samples_pageable_sites = false;
 };
 
 // Direction of a copy (or a memset), as the copy table of the summary

@@ -112,6 +112,16 @@ void register_call(const ApiCall* call) {
   if (call && call->id < kMaxCalls) g_calls[call->id].store(call, std::memory_order_release);
 }
 
+namespace {
+void sample_pageable_copy(Shard& s, const ApiCall& call, uint64_t bytes);
+// Whether `info` is a pageable copy between host and device, as the copy
+// table files it.
+inline bool pageable_copy(const CallInfo& info) {
+  return info.host == HostMemory::kPageable &&
+         (info.copy == CopyKind::kHostToDevice || info.copy == CopyKind::kDeviceToHost);
+}
+}  // namespace
+
 void record(const ApiCall& call, uint64_t ticks, const CallInfo& info) {
   Shard* s = my_shard();
   if (__builtin_expect(s == nullptr || call.id >= kMaxCalls, 0)) return;
@@ -127,6 +137,8 @@ void record(const ApiCall& call, uint64_t ticks, const CallInfo& info) {
     add(cc.count, 1);
     add(cc.bytes, info.bytes);
     add(cc.ticks, ticks);
+    if (__builtin_expect(call.samples_pageable_sites && pageable_copy(info), 0))
+      sample_pageable_copy(*s, call, info.bytes);
   }
 }
 
@@ -221,16 +233,49 @@ bool call_site_frames(uint64_t key, std::vector<void*>* frames) {
   return true;
 }
 
-void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames) {
-  Shard* s = my_shard();
-  if (s == nullptr || call.id >= kMaxCalls || n_frames <= 0) return;
-  SiteKey key = site_key(call, frames, n_frames);
-  std::lock_guard<std::mutex> lock(s->sites_mu);
-  PageableFigures& f = s->pageable_sites[key];
-  ++f.samples;
-  f.copies += copies;
-  f.bytes += bytes;
+namespace {
+
+// Note [Pageable call sites]: the summary's "pin these buffers" list, taken
+// from the one record of each call (record): for the calls the staged
+// copies serve (ApiCall::samples_pageable_sites: the runtime's cudaMemcpy
+// family, whose pageable copies the summary's "pageable copies" line
+// counts), the copy table's pageable host<->device cells and these samples
+// count the same copies, staged or not, and a call that failed moved
+// nothing and is in neither. A backtrace costs
+// microseconds, so pageable copies are sampled: a thread records the call
+// site of each of its first kExactSamples pageable copies, and after that
+// of the copy that brings its pageable bytes since the last sample to
+// kSampleBytes; a sample stands for every pageable copy and byte since the
+// previous one. Sites that move the most bytes are the most likely to be
+// sampled, and their totals converge on the truth. A sample takes the
+// shard's own lock (as record_call_site does).
+constexpr uint64_t kSampleBytes = 1u << 20;
+constexpr uint64_t kExactSamples = 64;
+thread_local uint64_t t_bytes_since_sample = 0;
+thread_local uint64_t t_copies_since_sample = 0;
+thread_local uint64_t t_samples = 0;
+
+__attribute__((noinline)) void sample_pageable_copy(Shard& s, const ApiCall& call, uint64_t bytes) {
+  t_bytes_since_sample += bytes;
+  ++t_copies_since_sample;
+  if (t_samples >= kExactSamples && t_bytes_since_sample < kSampleBytes) return;
+  ++t_samples;
+  constexpr int kCapture = kMaxPythonFrames + kMaxFrames + 6;
+  void* frames[kCapture];
+  int n = capture_call_site(frames, kCapture);
+  if (n > 0) {
+    SiteKey key = site_key(call, frames, n);
+    std::lock_guard<std::mutex> lock(s.sites_mu);
+    PageableFigures& f = s.pageable_sites[key];
+    ++f.samples;
+    f.copies += t_copies_since_sample;
+    f.bytes += t_bytes_since_sample;
+  }
+  t_bytes_since_sample = 0;
+  t_copies_since_sample = 0;
 }
+
+}  // namespace
 
 namespace {
 

@@ -16,7 +16,8 @@
 //
 // Hot path (record): no lock, no allocation (after the thread's first call).
 // Slow path (record_call_site): only for calls that blocked past the
-// call-site threshold; takes the shard's own lock. A thread's first call
+// call-site threshold; takes the shard's own lock; and record's sampled
+// pageable copies (Note [Pageable call sites] in ledger.cc), the same. A thread's first call
 // and its exit take the free list's lock; its exit, and reports, the lock of
 // the exited threads' figures.
 //
@@ -42,7 +43,12 @@ inline constexpr int kMaxFrames = 8;
 // per hooked symbol, before its first record.
 void register_call(const ApiCall* call);
 
-// Records one finished call on the calling thread's shard.
+// Records one finished call on the calling thread's shard: the one write
+// per call. A pageable host<->device copy (`info`) of a call that samples
+// them (ApiCall::samples_pageable_sites) also has its call site sampled
+// (Note [Pageable call sites] in ledger.cc: the slow path's lock and a
+// backtrace, for a thread's first 64 such copies and then about one per
+// MiB of them).
 void record(const ApiCall& call, uint64_t ticks, const CallInfo& info);
 
 // Records that a call blocked `ticks` at the call site `frames` (what
@@ -63,11 +69,6 @@ uint64_t record_call_site(const ApiCall& call, uint64_t ticks, void* const* fram
 // The most call sites record_call_site keeps keys of (the map of keys to
 // frames is the process's, bounded).
 inline constexpr size_t kMaxSiteKeys = 4096;
-
-// Records a sample of pageable copies (Note [Pageable call sites] in
-// stage/staged_copy.cc): `bytes` and `copies` made by the calling thread since
-// its previous sample, attributed to the call site `frames` of `call`.
-void record_pageable_site(const ApiCall& call, uint64_t bytes, uint64_t copies, void* const* frames, int n_frames);
 
 // Forgets every figure (tests: no thread may record meanwhile).
 void reset();

@@ -232,7 +232,7 @@ struct AllocatorStatus {
 };
 
 // One call site of pageable copies ("pin these buffers"), from the ledger's
-// byte-sampled sites (Note [Pageable call sites] in stage/staged_copy.cc):
+// byte-sampled sites (Note [Pageable call sites] in ledger/ledger.cc):
 // copies and bytes are what its samples stand for, an estimate.
 struct PageableSiteRow {
   std::string api;

@@ -29,7 +29,6 @@
 #include "log/log.h"
 #include "nvtx/ranges.h"
 #include "pin/process_heap.h"
-#include "stage/owned_ranges.h"
 #include "stage/staged_copy.h"
 #include "report/json.h"
 #include "report/output.h"
@@ -131,16 +130,6 @@ void on_fork_child() {
 }  // namespace
 
 namespace {
-// What lib/stage asks of lib/alloc (stage/owned_ranges.h), answered here:
-// features do not include each other.
-stage::OwnedRange owned_by_vmm_allocator(const void* p, size_t bytes) {
-  switch (alloc::vmm_range(p, bytes)) {
-    case alloc::VmmRange::kInside: return stage::OwnedRange::kInside;
-    case alloc::VmmRange::kOutside: return stage::OwnedRange::kOutside;
-    case alloc::VmmRange::kNotVmm: break;
-  }
-  return stage::OwnedRange::kNotOwned;
-}
 
 // Note [Last samples before the runtime's teardown]: the exit summary runs
 // in at_exit, registered when the session started, before the CUDA runtime
@@ -189,7 +178,6 @@ void start(const ApiCall* const* calls, int n_calls) {
   } reset;
   std::lock_guard<std::mutex> lock(g_start_mu);
   if (active()) return;
-  stage::set_owned_range_check(owned_by_vmm_allocator);  // before any hooked copy can stage
   const Options& o = options();  // first use: parses GPUSLACK_CONF, logs problems
   clock::calibrate_start();
   g_start_seconds = clock::monotonic_seconds();

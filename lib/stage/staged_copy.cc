@@ -12,14 +12,10 @@
 
 #include "sync/stream_registry.h"
 #include "config/options.h"
-#include "cuda/fail.h"
 #include "cuda/pointer_kind.h"
 #include "cuda/runtime_api.h"
-#include "ledger/ledger.h"
-#include "ledger/python_frames.h"
 #include "stage/host_copy.h"
 #include "stage/host_work.h"
-#include "stage/owned_ranges.h"
 
 namespace gpuslack {
 namespace stage {
@@ -70,32 +66,6 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
-}
-
-// Note [Pageable call sites]: the summary's "pin these buffers" list. A
-// backtrace costs microseconds, so pageable copies are sampled: a thread
-// records the call site of each of its first kExactSamples pageable
-// copies, and after that of the copy that brings its pageable bytes since
-// the last sample to kSampleBytes; a sample stands for every pageable copy
-// and byte since the previous one. Sites that move the most bytes are the
-// most likely to be sampled, and their totals converge on the truth.
-constexpr uint64_t kSampleBytes = 1u << 20;
-constexpr uint64_t kExactSamples = 64;
-thread_local uint64_t t_bytes_since_sample = 0;
-thread_local uint64_t t_copies_since_sample = 0;
-thread_local uint64_t t_samples = 0;
-
-__attribute__((noinline)) void sample_site(const CopyCall& c, uint64_t bytes) {
-  t_bytes_since_sample += bytes;
-  ++t_copies_since_sample;
-  if ((t_samples >= kExactSamples && t_bytes_since_sample < kSampleBytes) || c.api == nullptr) return;
-  ++t_samples;
-  constexpr int kCapture = ledger::kMaxPythonFrames + ledger::kMaxFrames + 6;
-  void* frames[kCapture];
-  int n = ledger::capture_call_site(frames, kCapture);
-  ledger::record_pageable_site(*c.api, t_bytes_since_sample, t_copies_since_sample, frames, n);
-  t_bytes_since_sample = 0;
-  t_copies_since_sample = 0;
 }
 
 uint64_t elapsed_ns(uint64_t since) { return now_ns() - since; }
@@ -211,16 +181,11 @@ cudaError_t Stager::pass(const CopyCall& c, NativeCopy native, void* real, Direc
 
 // See Note [The whole range first]: true when `c` must not be staged because
 // its device range runs past its allocation; *r is then what the
-// application gets.
+// application gets. A span the route found inside a block of gpuslack's
+// allocator is not asked again.
 bool Stager::refused(const CopyCall& c, bool h2d, cudaError_t* r, NativeCopy native, void* real) {
-  const void* device = h2d ? c.dst : c.src;
-  const size_t span = h2d ? c.dst_span() : c.src_span();
-  switch (owned_range(device, span)) {
-    case OwnedRange::kInside: return false;
-    case OwnedRange::kOutside: *r = cuda::fail(cudaErrorInvalidValue); return true;
-    case OwnedRange::kNotOwned: break;
-  }
-  if (cuda::within_allocation(device, span)) return false;
+  if (h2d ? c.dst_in_block : c.src_in_block) return false;
+  if (cuda::within_allocation(h2d ? c.dst : c.src, h2d ? c.dst_span() : c.src_span())) return false;
   *r = native(c, real);
   return true;
 }
@@ -246,7 +211,6 @@ cudaError_t Stager::copy(const CopyCall& c, NativeCopy native, void* real) {
   DirectionCounters& d = h2d ? h2d_ : d2h_;
   d.seen.add(1);
   d.seen_bytes.add(bytes);
-  sample_site(c, bytes);
   if (!config_.enabled) return pass(c, native, real, d, passed_off_);
   // Checked first: with an error pending gpuslack makes no runtime call.
   if (cuda::peek_at_last_error() != cudaSuccess) return pass(c, native, real, d, passed_error_pending_);

@@ -27,15 +27,18 @@
 // stats()) and falls back to the runtime's own call rather than fail.
 //
 // Errors: a copy the runtime refuses is refused the same way, with nothing
-// written. Before staging anything, a copy checks its whole device range
-// (Note [The whole range first]); one that runs past its allocation goes
-// to the runtime's own call, which refuses it (or, for a block of
-// gpuslack's VMM allocator, which the runtime cannot check, is refused with
-// cudaErrorInvalidValue, recorded as the last error: cuda/fail.h), and is
-// not counted in stats(). A chunk's DMA the runtime still refuses returns
-// its error, left as the last error. gpuslack's own bookkeeping calls
-// leave no error behind, and a thread with an error already pending is
-// left untouched.
+// written. Before staging anything, a copy's whole device range is known to
+// be good (Note [The whole range first]); one that runs past its
+// allocation goes to the runtime's own call, which refuses it, and is not
+// counted in stats(). (A range that leaves a block of gpuslack's VMM
+// allocator, which the runtime cannot check, never reaches the stager: the
+// route refuses it, interpose/routes_copies.inc.) A chunk's DMA the runtime
+// still refuses returns its error, left as the last error. gpuslack's own
+// bookkeeping calls leave no error behind, and a thread with an error
+// already pending is left untouched. The stager writes nothing to the
+// ledger: the hook records the call, once (Note [Pageable call sites] in
+// ledger/ledger.cc samples the pageable copies' call sites from that one
+// record).
 //
 // Note [Small pageable copies]: the CUDA Programming Guide ("Asynchronous
 // Concurrent Execution", "Concurrent Execution between Host and Device")
@@ -67,12 +70,15 @@
 // chunk each, and each would pass on its own until one ran past the end:
 // the chunks before it written (past the allocation's end, into its
 // neighbour, for a copy starting inside it), the rest not. So the device
-// side's span, (height - 1) * pitch + width, is checked first: against the
-// VMM block (stage/owned_ranges.h), else against the driver's allocation
-// (cuda::within_allocation, cached per thread). A range the driver cannot
-// vouch for (unknown to it, or spanning two mappings of an application's
-// own VMM memory) also goes to the runtime's own call: it is never staged
-// on a guess.
+// side's span, (height - 1) * pitch + width, is checked first, once, by
+// one of two owners: the route has already asked gpuslack's VMM allocator
+// about both spans (Note [Ranges in VMM blocks]) and says in the CopyCall
+// which lie inside one of its live blocks (dst_in_block, src_in_block:
+// the stager asks no one again); any other device range is asked of the
+// driver (cuda::within_allocation, cached per thread). A range the driver
+// cannot vouch for (unknown to it, or spanning two mappings of an
+// application's own VMM memory) goes to the runtime's own call: it is
+// never staged on a guess.
 //
 // Thread safety: any thread, any number of streams.
 #pragma once
@@ -84,7 +90,6 @@
 #include <cstdint>
 
 #include "absl/functional/function_ref.h"
-#include "ledger/api_call.h"
 #include "stage/copy_chooser.h"
 #include "stage/staging_pool.h"
 #include "stage/staging_stats.h"
@@ -106,7 +111,10 @@ struct CopyCall {
   bool per_thread_default = false;  // a _ptsz/_ptds entry point: 0 is the per-thread stream
   bool sync_api = false;            // cudaMemcpy/cudaMemcpy2D: returns as they do
   bool pitched = false;             // cudaMemcpy2D(Async): the pitches are checked, even for one row
-  const ApiCall* api = nullptr;     // the hooked call, for the pageable call sites
+  // The route's one range check (Note [The whole range first]): the span
+  // lies inside a live block of gpuslack's VMM allocator. False: not in
+  // that allocator's memory (the driver is asked), or not checked.
+  bool dst_in_block = false, src_in_block = false;
 
   // The distance between rows' starts (a single row: its width).
   size_t src_pitch() const { return height > 1 ? spitch : width; }

@@ -84,6 +84,30 @@ class Summary(OutDirTest):
         self.assertIn("gpuslack: pin these buffers", r.stderr)
         self.assertIn("gpuslack: pageable copies: H2D 1 copy (1.0 MiB): 1 staged", r.stderr)
 
+    def test_pageable_call_sites_count_what_the_copy_table_counts(self):
+        # The ledger is written once per call, by the hook (Note [Pageable
+        # call sites], lib/ledger/ledger.cc): the "pin these buffers" sites
+        # stand for exactly the cudaMemcpy copies the copy table's pageable
+        # H2D and D2H rows count, staged or not; a copy the runtime refuses
+        # moved nothing and is in neither. (When the stager sampled them, a
+        # refused copy under stage_copies:false was a site's third copy.)
+        for name, conf in (("staged", ""), ("unstaged", "stage_copies:false")):
+            with self.subTest(conf=conf):
+                out = os.path.join(self.out, name)
+                os.makedirs(out)
+                r = run([ENV["STALL_APP"], "pageable-ledger"], out, conf=conf)
+                self.assertEqual(0, r.returncode, r.stderr)
+                doc = summary(out)
+                table = [c for c in doc["copies"]
+                         if c["host"] == "pageable" and c["kind"] in ("H2D", "D2H")]
+                self.assertEqual(2, sum(c["count"] for c in table), doc["copies"])
+                self.assertEqual(2 << 20, sum(c["bytes"] for c in table), doc["copies"])
+                sites = doc["staging"]["sites"]
+                self.assertEqual(2, sum(s["copies"] for s in sites), sites)
+                self.assertEqual(2 << 20, sum(s["bytes"] for s in sites), sites)
+                self.assertEqual({"cudaMemcpy"}, {s["api"] for s in sites}, sites)
+                self.assertEqual(3, call(doc, "cudaMemcpy")["count"])
+
     def test_exact_copy_semantics_keeps_the_drain(self):
         r = self.stall("pageable", conf="exact_copy_semantics:true")
         self.assertEqual(0, r.returncode, r.stderr)

@@ -6,6 +6,9 @@
 //   free      a cudaFree while a 50 ms kernel runs on another stream
 //   pageable  a pageable cudaMemcpyAsync behind a 50 ms kernel on its stream
 //   sync      a cudaStreamSynchronize on a 50 ms kernel ("waiting for the GPU")
+//   pageable-ledger  pageable copies of 1 MiB: a cudaMemcpy to the device and
+//             one back, then a cudaMemcpy of 2 MiB into the 1 MiB allocation,
+//             which must be refused (exits 1 if it is not)
 //   threads   8 threads making hooked calls at once
 //   parallel  8 threads, each a cudaFree behind a 50 ms kernel of its own:
 //             ~8 times the wall time blocked, summed over threads
@@ -75,6 +78,21 @@ const unsigned kKernelUs = [] {
   unsigned long v = ms ? std::strtoul(ms, &end, 10) : 0;
   return v > 0 && v <= 60000 && end && *end == '\0' ? static_cast<unsigned>(v) * 1000u : 50000u;
 }();
+
+void pageable_ledger() {
+  constexpr size_t kMiB = 1 << 20;
+  void* dev = nullptr;
+  CHECK(cudaMalloc(&dev, kMiB));
+  std::vector<char> host(2 * kMiB, 1);
+  CHECK(cudaMemcpy(dev, host.data(), kMiB, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(host.data(), dev, kMiB, cudaMemcpyDeviceToHost));
+  if (cudaMemcpy(dev, host.data(), 2 * kMiB, cudaMemcpyHostToDevice) == cudaSuccess) {
+    std::fprintf(stderr, "stall_app: a copy past the end of its allocation succeeded\n");
+    std::exit(1);
+  }
+  cudaGetLastError();
+  CHECK(cudaFree(dev));
+}
 
 void free_behind_kernel() {
   cudaStream_t s;
@@ -311,6 +329,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "free")) free_behind_kernel();
   else if (!std::strcmp(mode, "pageable")) pageable_behind_kernel();
   else if (!std::strcmp(mode, "sync")) sync_on_kernel();
+  else if (!std::strcmp(mode, "pageable-ledger")) pageable_ledger();
   else if (!std::strcmp(mode, "threads")) threads();
   else if (!std::strcmp(mode, "parallel")) parallel_frees();
   else if (!std::strcmp(mode, "fork")) {

@@ -18,6 +18,7 @@ namespace {
 // Ids far from the ones other tests in this binary might use.
 const ApiCall kAlloc{100, "testAlloc", Category::kAllocation};
 const ApiCall kCopy{101, "testCopy", Category::kCopy};
+const ApiCall kStagedCopy{102, "testStagedCopy", Category::kCopy, false, /*samples_pageable_sites=*/true};
 
 struct Totals {
   uint64_t count = 0, ticks = 0, bytes = 0, max = 0, copies = 0, copy_bytes = 0, sites = 0;
@@ -116,6 +117,52 @@ TEST(Ledger, CallSitesAreKeyedByFramesAndKeepTheirLongestCall) {
       EXPECT_EQ(5u, s.ticks);
     }
   }
+}
+
+// See Note [Pageable call sites]: the "pin these buffers" samples come from
+// the call's one record, so they count the copies the copy table's
+// pageable host<->device cells count for the calls that sample them: not
+// pinned ones, not host-to-host ones, not a call that failed (recorded
+// with no CallInfo), and none of a call that does not sample them.
+TEST(Ledger, PageableCallSitesCountWhatTheCopyTableCounts) {
+  register_call(&kCopy);
+  register_call(&kStagedCopy);
+  reset();
+  std::thread([] {
+    auto copy = [](CopyKind kind, HostMemory host, uint64_t bytes) {
+      CallInfo i;
+      i.bytes = bytes;
+      i.copy = kind;
+      i.host = host;
+      return i;
+    };
+    for (int i = 0; i < 3; ++i) record(kStagedCopy, 10, copy(CopyKind::kHostToDevice, HostMemory::kPageable, 1000));
+    for (int i = 0; i < 2; ++i) record(kStagedCopy, 10, copy(CopyKind::kDeviceToHost, HostMemory::kPageable, 300));
+    record(kStagedCopy, 10, copy(CopyKind::kHostToDevice, HostMemory::kPinned, 5000));
+    record(kStagedCopy, 10, copy(CopyKind::kHostToHost, HostMemory::kPageable, 7000));
+    record(kStagedCopy, 10, CallInfo{});  // a failed pageable copy: nothing moved
+    record(kCopy, 10, copy(CopyKind::kHostToDevice, HostMemory::kPageable, 4000));  // not sampled
+  }).join();
+  uint64_t table_copies = 0, table_bytes = 0, site_copies = 0, site_bytes = 0, samples = 0;
+  for (const ThreadFigures& t : snapshot()) {
+    for (const CopyFigures& c : t.copies)
+      if (c.host == HostMemory::kPageable &&
+          (c.copy == CopyKind::kHostToDevice || c.copy == CopyKind::kDeviceToHost)) {
+        table_copies += c.count;
+        table_bytes += c.bytes;
+      }
+    for (const PageableSiteFigures& p : t.pageable_sites) {
+      EXPECT_EQ(&kStagedCopy, p.call);
+      site_copies += p.copies;
+      site_bytes += p.bytes;
+      samples += p.samples;
+    }
+  }
+  EXPECT_EQ(6u, table_copies);  // kCopy's too
+  EXPECT_EQ(7600u, table_bytes);
+  EXPECT_EQ(5u, site_copies);
+  EXPECT_EQ(3600u, site_bytes);
+  EXPECT_EQ(5u, samples);  // a thread's first 64 pageable copies: each one
 }
 
 TEST(Ledger, ResetForgetsEverything) {

@@ -45,8 +45,10 @@ std::atomic<uint64_t> g_total[kMaxDevices];  // device memory, set when its allo
 // parent's blocks are no allocator's: the hooks hand them to the runtime,
 // whose own answer the caller gets; a new allocation makes a new allocator
 // if the driver serves the child (a real CUDA context is not usable after
-// a fork: then the runtime's answer again). Test:
-// tests/interpose/fork_test.py (forks while a thread runs the cached pair).
+// a fork: then the runtime's answer again). The pinned heap does the same
+// (pin/process_heap.cc), for good: the child's pinned calls go to the
+// runtime. Test: tests/interpose/fork_test.py (forks while one thread runs
+// the cached pair and another the pinned heap's).
 void forget_after_fork_child() {
   g_slots_used.store(0, std::memory_order_relaxed);
   for (auto& slot : g_allocators) slot.store(nullptr, std::memory_order_relaxed);

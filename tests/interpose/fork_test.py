@@ -33,7 +33,8 @@ FORKS = 40 if ENV.get("GPUSLACK_TEST_SANITIZED") else 200
 # or an error; never a hang. The child's own allocations are served (the
 # simulated runtime, unlike a real one, works in a forked child).
 CHILD_LINE = re.compile(
-    r"^child (\d+) get_info (\d+) free_parent (\d+) free_front_held (\d+) malloc (\d+) free (\d+) async (\d+)$",
+    r"^child (\d+) get_info (\d+) free_parent (\d+) free_front_held (\d+) malloc (\d+) free (\d+) async (\d+) "
+    r"free_parent_pinned (\d+) pinned (\d+)$",
     re.M)
 
 
@@ -48,8 +49,9 @@ class Fork(OutDirTest):
         children = CHILD_LINE.findall(r.stdout)
         self.assertEqual(FORKS, len(children), r.stdout[-3000:])
         for c in children:
-            # The child's own allocations, on the device and on stream 0.
+            # The child's own allocations, on the device, on stream 0 and pinned.
             self.assertEqual(("0", "0", "0"), c[4:7], c)
+            self.assertEqual("0", c[8], c)
         # Each child wrote its own summary, and the parent its own: no
         # child wrote the parent's, nor failed to write its own.
         files = glob.glob(os.path.join(self.out, "gpuslack-*.json"))

@@ -50,7 +50,7 @@ namespace {
 constexpr size_t kPair = 4096;
 
 // What a child does with CUDA and the host heap; its exit code.
-int child(int i, void* parent_block, void* front_held) {
+int child(int i, void* parent_block, void* front_held, void* parent_pinned) {
   void* host = std::malloc(1 << 20);
   if (!host) return 3;
   std::memset(host, 1, 1 << 20);
@@ -65,9 +65,14 @@ int child(int i, void* parent_block, void* front_held) {
   void* q = nullptr;
   cudaError_t a = cudaMallocAsync(&q, kPair, nullptr);
   if (a == cudaSuccess) a = cudaFreeAsync(q, nullptr);
-  std::printf("child %d get_info %d free_parent %d free_front_held %d malloc %d free %d async %d\n", i,
-              static_cast<int>(info), static_cast<int>(free_parent), static_cast<int>(free_held),
-              static_cast<int>(m), static_cast<int>(f), static_cast<int>(a));
+  cudaError_t free_pinned = cudaFreeHost(parent_pinned);
+  void* h = nullptr;
+  cudaError_t pinned = cudaMallocHost(&h, kPair);
+  if (pinned == cudaSuccess) pinned = cudaFreeHost(h);
+  std::printf("child %d get_info %d free_parent %d free_front_held %d malloc %d free %d async %d "
+              "free_parent_pinned %d pinned %d\n", i, static_cast<int>(info), static_cast<int>(free_parent),
+              static_cast<int>(free_held), static_cast<int>(m), static_cast<int>(f), static_cast<int>(a),
+              static_cast<int>(free_pinned), static_cast<int>(pinned));
   std::fflush(stdout);
   return 0;
 }
@@ -89,8 +94,10 @@ int main(int argc, char** argv) {
     CHECK(cudaMallocAsync(&p, kPair, nullptr));
     CHECK(cudaFreeAsync(p, nullptr));
   }
+  void* parent_pinned = nullptr;
+  CHECK(cudaMallocHost(&parent_pinned, kPair));
   std::atomic<bool> stop{false};
-  std::atomic<long> pairs{0};
+  std::atomic<long> pairs{0}, pinned_pairs{0};
   std::atomic<void*> front_held{nullptr};
   std::thread hammer([&] {
     // Stream 0: the hook asks the runtime nothing about it, so the
@@ -114,12 +121,22 @@ int main(int argc, char** argv) {
     CHECK(cudaFreeAsync(held, s));
     CHECK(cudaStreamSynchronize(s));
   });
-  while (pairs.load() < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // A third thread loops the pinned heap's pair (its lock held for most of
+  // each call).
+  std::thread pinner([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      void* h = nullptr;
+      CHECK(cudaMallocHost(&h, kPair));
+      CHECK(cudaFreeHost(h));
+      pinned_pairs.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  while (pairs.load() < 1000 || pinned_pairs.load() < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::fflush(stdout);
   int hung = 0, failed = 0, forked = 0;
   for (int i = 0; i < forks && hung == 0; ++i, ++forked) {
     pid_t pid = fork();
-    if (pid == 0) std::exit(child(i, parent_block, front_held.load()));
+    if (pid == 0) std::exit(child(i, parent_block, front_held.load(), parent_pinned));
     if (pid < 0) {
       std::perror("fork");
       break;
@@ -143,8 +160,10 @@ int main(int argc, char** argv) {
   }
   stop = true;
   hammer.join();
-  long done = pairs.load();
+  pinner.join();
   CHECK(cudaFree(parent_block));
-  std::printf("pairs %ld\nforks %d hung %d failed %d\n", done, forked, hung, failed);
+  CHECK(cudaFreeHost(parent_pinned));
+  std::printf("pairs %ld pinned_pairs %ld\nforks %d hung %d failed %d\n", pairs.load(), pinned_pairs.load(), forked,
+              hung, failed);
   return hung || failed ? 2 : 0;
 }

@@ -185,6 +185,12 @@ class DeviceAllocator {
   DeviceAllocator(const DeviceAllocator&) = delete;
   DeviceAllocator& operator=(const DeviceAllocator&) = delete;
 
+  // In the child of a fork, on the thread that forked (an atfork child
+  // handler): the thread forgets its front caches, the parent's
+  // allocators', without touching them (Note [The allocators after a
+  // fork] in process_allocators.cc). No lock, no allocation.
+  static void forget_thread_fronts_after_fork();
+
   bool ok() const { return first_->ok(); }
   const std::string& why() const { return first_->why(); }
   int device() const { return device_; }

@@ -41,7 +41,20 @@ struct LastFront {
 thread_local LastFront t_last{0, nullptr};
 thread_local void* t_fronts = nullptr;  // DeviceAllocator::ThreadFronts*, made by the first front
 
+// The key whose destructor hands a thread's fronts back, once made (by
+// make_my_front(), before any thread has a ThreadFronts).
+pthread_key_t g_fronts_key;
+
 }  // namespace
+
+void DeviceAllocator::forget_thread_fronts_after_fork() {
+  t_last = {0, nullptr};
+  if (!t_fronts) return;
+  // Made after the key (g_fronts_key is set). The parent's ThreadFronts is
+  // left behind unread, and the key's destructor no longer finds it.
+  t_fronts = nullptr;
+  pthread_setspecific(g_fronts_key, nullptr);
+}
 
 DeviceAllocator::Front* DeviceAllocator::my_front() const {
   if (t_last.serial == serial_) return static_cast<Front*>(t_last.front);
@@ -60,6 +73,7 @@ DeviceAllocator::Front* DeviceAllocator::make_my_front() {
   static pthread_key_t key = [] {
     pthread_key_t k;
     if (pthread_key_create(&k, &DeviceAllocator::thread_exited) != 0) k = static_cast<pthread_key_t>(-1);
+    g_fronts_key = k;
     return k;
   }();
   if (key == static_cast<pthread_key_t>(-1)) return nullptr;  // no fronts, no harm: StreamCache serves

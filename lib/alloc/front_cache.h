@@ -21,7 +21,9 @@
 // beyond).
 //
 // Plain data, no CUDA calls, no locking: its owner serializes (the
-// allocator's per-thread front lock).
+// allocator's per-thread front lock). The child of a fork never reads the
+// parent's again, nor takes their locks (See Note [The allocators after a
+// fork]): a thread of the parent may have been in the middle of one.
 #pragma once
 
 #include <cuda_runtime_api.h>

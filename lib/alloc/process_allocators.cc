@@ -1,7 +1,10 @@
 #include "alloc/process_allocators.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "config/options.h"
@@ -26,9 +29,38 @@ std::mutex g_make_mu;
 std::atomic<uint64_t> g_peers[kMaxDevices];
 std::atomic<uint64_t> g_total[kMaxDevices];  // device memory, set when its allocator is made  // by owner: bit i = device i may access it
 
+// Note [The allocators after a fork]: the child of a fork has one thread,
+// the one that forked. Every other thread of the parent is gone, and with
+// it any lock it held at the fork: an allocator's mutex, or the front-cache
+// lock a thread takes for each cached pair (Note [Front caches] in
+// device_allocator.h), held for most of a loop of cudaMallocAsync and
+// cudaFreeAsync. Any allocation hook in the child that reached the parent's
+// allocators (a free of the parent's block, cudaMemGetInfo, any miss,
+// which settles every front's counts) would wait for it forever, and what
+// it guarded may be half changed. So the child forgets them: this
+// handler, registered when the first allocator is made, unpublishes every
+// allocator (left behind, never read again), makes the make mutex anew and
+// has the forking thread forget its fronts; it takes no lock and allocates
+// nothing (Note [Fork] in session/session.cc says why). In the child the
+// parent's blocks are no allocator's: the hooks hand them to the runtime,
+// whose own answer the caller gets; a new allocation makes a new allocator
+// if the driver serves the child (a real CUDA context is not usable after
+// a fork: then the runtime's answer again). The pinned heap does the same
+// (pin/process_heap.cc), for good: the child's pinned calls go to the
+// runtime. Test: tests/interpose/fork_test.py (forks while one thread runs
+// the cached pair and another the pinned heap's).
+void forget_after_fork_child() {
+  g_slots_used.store(0, std::memory_order_relaxed);
+  for (auto& slot : g_allocators) slot.store(nullptr, std::memory_order_relaxed);
+  new (&g_make_mu) std::mutex();
+  DeviceAllocator::forget_thread_fronts_after_fork();
+}
+
 __attribute__((noinline, cold)) DeviceAllocator* make(int device) {
   std::lock_guard<std::mutex> lock(g_make_mu);
   if (DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire)) return a;
+  static const bool forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+  (void)forget_at_fork;
   if (g_refused[device].load()) return nullptr;
   const cuda::DriverApi* api = cuda::driver();
   auto refuse = [&](const std::string& why) -> DeviceAllocator* {

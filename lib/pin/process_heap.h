@@ -4,8 +4,10 @@
 // `pinned_cap_mb` pinned (0: a quarter of the host's physical memory).
 //
 // Pass-through: with pin:false, pinned_heap() is nullptr and the hooks make
-// the runtime's own calls. Pointers the heap does not own go to the real
-// cudaFreeHost: existing_pinned_heap()->owns() tells.
+// the runtime's own calls; so too in the child of a fork of a process that
+// made the heap (See Note [The allocators after a fork]). Pointers the heap
+// does not own go to the real cudaFreeHost: existing_pinned_heap()->owns()
+// tells.
 //
 // Thread safety: any thread. pinned_heap() makes the heap once (a
 // thread-safe static); existing_pinned_heap() reads a published pointer.

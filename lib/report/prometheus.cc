@@ -180,7 +180,22 @@ void gpu_timeline(const GpuTimelineSection& g, Exposition* e) {
   }
 }
 
+// Whether allocator:vmm, selected, serves: the devices it is off on
+// (Note [Saying the allocator is off] in alloc/process_allocators.h), a
+// count to alert on and one info series per device saying why. Nothing
+// with the native allocator.
+void allocator_status(const AllocatorStatus& st, Exposition* e) {
+  if (st.selected != "vmm") return;
+  e->family("gpuslack_allocator_vmm_devices_off", "gauge",
+            "Devices on which allocator:vmm, selected, is off: their cudaMalloc and cudaFree go to the runtime.");
+  e->sample(number(static_cast<uint64_t>(st.off.size())));
+  if (st.off.empty()) return;
+  e->family("gpuslack_allocator_vmm_off_info", "gauge", "A device on which allocator:vmm is off, and why (always 1).");
+  for (const AllocatorOff& o : st.off) e->sample("1", {{"device", std::to_string(o.device)}, {"reason", o.why}});
+}
+
 void memory(const Summary& s, Exposition* e) {
+  allocator_status(s.allocator_status, e);
   if (!s.allocator.empty()) {
     struct Gauge {
       const char* name;

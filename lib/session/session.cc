@@ -108,6 +108,8 @@ void at_exit() {
 // registered after us). Tests: tests/lib/session/fork_test.cc (every lock
 // held by another thread at the fork) and summary_test.py
 // (test_forks_under_load_never_hang: 2,000 forks with 4 threads calling).
+// The VMM allocators forget the parent's in a handler of their own (See
+// Note [The allocators after a fork]).
 void on_fork_child() {
   new (&g_start_mu) std::mutex();
   new (&g_write_mu) std::mutex();

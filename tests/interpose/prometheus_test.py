@@ -190,6 +190,7 @@ class NodeExporter(OutDirTest):
             device = str(a["device"])
             self.assertEqual(a["reserved"], value(samples, "gpuslack_allocator_reserved_bytes", device=device))
             self.assertEqual(a["allocated"], value(samples, "gpuslack_allocator_allocated_bytes", device=device))
+        self.assertEqual(0.0, value(samples, "gpuslack_allocator_vmm_devices_off"))  # it served every device
         timeline = doc["gpu_timeline"]
         self.assertEqual("measured", timeline["status"], timeline)
         self.assertEqual(1.0, value(samples, "gpuslack_gpu_timeline_measured"))
@@ -204,6 +205,26 @@ class NodeExporter(OutDirTest):
 
     def test_promtool_check_metrics_is_clean(self):
         self.run_demo()
+        with open(os.path.join(self.prom, "gpuslack-777-rank3.prom")) as f:
+            r = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True, text=True, timeout=60)
+        self.assertEqual(0, r.returncode, r.stdout + r.stderr)
+        self.assertEqual("", (r.stdout + r.stderr).strip())
+
+    def test_the_allocator_off_is_served_and_promtool_finds_it_clean(self):
+        # Issue 28, point 5: allocator:vmm on a device without VMM support
+        # (GPUSIM_NO_VMM) is off; the metrics say on how many devices, and
+        # on which and why, as the summary's allocator_status does.
+        r = run([ENV["STALL_APP"], "free"], self.out, extra=dict(JOB, GPUSIM_NO_VMM="1"),
+                conf="text_summary:off,allocator:vmm,prometheus_dir:" + self.prom)
+        self.assertEqual(0, r.returncode, r.stderr)
+        doc = load(os.path.join(self.out, "gpuslack-777-rank3.json"))
+        (off,) = doc["allocator_status"]["off"]
+        text = self.scrape()
+        self.assertIn("node_textfile_scrape_error 0", text)
+        samples = parse(text)
+        self.assertEqual(1.0, value(samples, "gpuslack_allocator_vmm_devices_off"))
+        self.assertEqual(1.0, value(samples, "gpuslack_allocator_vmm_off_info", device=str(off["device"]),
+                                    reason=off["why"]))
         with open(os.path.join(self.prom, "gpuslack-777-rank3.prom")) as f:
             r = subprocess.run(["promtool", "check", "metrics"], stdin=f, capture_output=True, text=True, timeout=60)
         self.assertEqual(0, r.returncode, r.stdout + r.stderr)

@@ -6,6 +6,7 @@ the rendered page, and a screenshot is written as a test artifact
 
 Each check is also shown able to fail: a page with a console error is
 caught, and a blank page's screenshot is refused."""
+import html
 import json
 import os
 import re
@@ -74,6 +75,15 @@ class Html(unittest.TestCase):
         self.assertIn("Rank %d on node000 holds the other ranks back" % job["slow"], found.group(1))
         self.assertIn("nccl_env_mismatch", found.group(1))
         self.assertTrue("has schema_version 2; this gpuslack reads version 1" in dom, "the skipped future-schema file")
+        # The top kernels across ranks (issue 29), one row each, as rendered.
+        kernels = re.search(r'<section id="kernels">(.*?)</section>', dom, re.S)
+        self.assertIsNotNone(kernels, "no kernels section")
+        self.assertIn("Top kernels across ranks", kernels.group(1))
+        names = [k["name"] for k in rep["kernels"]]
+        self.assertTrue(names, "the fixtures' ranks have top kernels")
+        self.assertEqual(len(names), kernels.group(1).count("<tr><td"))
+        for n in names:
+            self.assertIn(html.escape(n, quote=False), kernels.group(1))
 
     def test_a_console_error_is_caught(self):
         bad = os.path.join(self.tmp, "bad.html")

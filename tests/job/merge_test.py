@@ -8,6 +8,7 @@ their GPU and health figures said to be missing.
 The rank files come from make_rank_folder(), today the generator's files
 made from real demo summaries (tests/job/fixtures); it is the one function
 to swap for the multi-process demo's real rank files."""
+import html
 import json
 import os
 import re
@@ -306,6 +307,94 @@ class Merge(unittest.TestCase):
         """Each rank's top kernels with their launch shapes (docs/gpu-timeline.md,
         "Launch shapes and waves") merge by name: GPU time summed, ranges
         widened, the efficiency weighted by GPU time; the text shows them."""
+        ranks, gemm, p = self.merged_kernels()
+        rep = read_json(os.path.join(ranks, "job-report.json"))
+        self.assertEqual([], validate(rep))
+        k = [k for k in rep["kernels"] if k["name"] == gemm][0]
+        self.assertEqual(2, k["ranks"])
+        self.assertAlmostEqual(4.0, k["total_s"])
+        self.assertEqual((192, 384), (k["blocks_min"], k["blocks_max"]))
+        self.assertEqual(132, k["sm_count"])
+        self.assertAlmostEqual((192 / 264 + 384 / 396) / 2, k["wave_efficiency"], places=5)
+        self.assertAlmostEqual(2.0, k["underfilled_s"])
+        line = [l for l in p.stdout.splitlines() + p.stderr.splitlines() if l.find(gemm[:40]) >= 0]
+        self.assertTrue(line, p.stdout + p.stderr)
+        self.assertIn("192-384", line[0])
+        self.assertIn("1.45-2.91", line[0])
+        self.assertIn("84.8%", line[0])
+
+    def test_the_html_has_the_top_kernels_table_across_ranks(self):
+        """Issue 29: the HTML shows the same merged kernels as the text and
+        JSON, with the GPU time and idle SM time of the grids that left SMs
+        idle, one row per kernel, most GPU time first."""
+        ranks, gemm, _ = self.merged_kernels()
+        rep = read_json(os.path.join(ranks, "job-report.json"))
+        with open(os.path.join(ranks, "job-report.html")) as f:
+            page = f.read()
+        section = re.search(r'<section id="kernels">(.*?)</section>', page, re.S)
+        self.assertIsNotNone(section, "no kernels section")
+        rows = [(html.unescape(name), rest) for name, rest in
+                re.findall(r"<tr><td[^>]*>([^<]*)</td>(.*?)</tr>", section.group(1))]
+        self.assertEqual([k["name"] for k in rep["kernels"]], [name for name, _ in rows])
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", dict(rows)[gemm])
+        self.assertEqual(["2", "4.00 s", "192-384", "1", "1.45-2.91", "84.8%", "2.00 s", "545.5 ms"], cells)
+        # No shapes known: dashes, not zeros.
+        other = [k for k in rep["kernels"] if k["blocks_min"] is None]
+        self.assertTrue(other, rep["kernels"])
+        self.assertEqual("-", re.findall(r"<td[^>]*>([^<]*)</td>", dict(rows)[other[0]["name"]])[2])
+        self.assertLess(page.index('id="collectives"'), page.index('id="kernels"'))
+
+    def test_the_allocator_off_is_said_in_json_text_and_html(self):
+        """Issue 28, point 5: ranks that selected allocator:vmm and run on
+        the runtime's allocator on some device say where and why, merged
+        by reason; summaries from before allocator_status count as not
+        selecting it."""
+        ranks = os.path.join(self.tmp, "ranks")
+        synth.generate([read_json(FIXTURES[0])], ranks, 4, seed=3)
+        why = "the driver does not support virtual memory management on this device"
+        names = sorted(f for f in os.listdir(ranks) if f.endswith(".json"))
+        for i, name in enumerate(names):
+            path = os.path.join(ranks, name)
+            doc = read_json(path)
+            if i == 3:
+                doc.pop("allocator_status", None)  # from before it
+            else:
+                doc["allocator_status"] = {"selected": "vmm", "off": [] if i == 0 else
+                                           [{"device": d, "why": why} for d in range(i)]}
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        p = merge(ranks)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rep = read_json(os.path.join(ranks, "job-report.json"))
+        self.assertEqual([], validate(rep))
+        off_ranks = sorted(read_json(os.path.join(ranks, n))["rank"] for n in names[1:3])
+        self.assertEqual({"vmm_selected_ranks": 3, "off": [{"why": why, "ranks": 2, "devices": 3,
+                                                            "example_ranks": off_ranks}]},
+                         rep["memory"]["allocator_status"])
+        self.assertIn("vmm allocator off on 2 ranks (3 devices; ranks %d, %d): %s" % (off_ranks[0], off_ranks[1], why),
+                      p.stdout + p.stderr)
+        with open(os.path.join(ranks, "job-report.html")) as f:
+            page = f.read()
+        memory = re.search(r'<section id="memory">(.*?)</section>', page, re.S).group(1)
+        self.assertIn("allocator:vmm is selected on 3 ranks but off on some devices", memory)
+        self.assertIn("<tr><td>2</td><td>3</td><td>%d, %d</td><td class=\"l\">%s</td></tr>" % (
+            off_ranks[0], off_ranks[1], why), memory)
+        # Where it serves every device, nothing is said.
+        for name in names:
+            path = os.path.join(ranks, name)
+            doc = read_json(path)
+            doc["allocator_status"] = {"selected": "vmm", "off": []}
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        p = merge(ranks)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual({"vmm_selected_ranks": 4, "off": []},
+                         read_json(os.path.join(ranks, "job-report.json"))["memory"]["allocator_status"])
+        self.assertNotIn("vmm allocator off", p.stdout + p.stderr)
+
+    def merged_kernels(self):
+        """Two ranks whose top kernels include one GEMM launched in two
+        shapes, merged: (the folder, the GEMM's name, the merge's process)."""
         ranks = os.path.join(self.tmp, "ranks")
         synth.generate([read_json(FIXTURES[0])], ranks, 2, seed=3)
         gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_cublas"
@@ -330,20 +419,7 @@ class Merge(unittest.TestCase):
                 json.dump(doc, f)
         p = merge(ranks)
         self.assertEqual(p.returncode, 0, p.stderr)
-        rep = read_json(os.path.join(ranks, "job-report.json"))
-        self.assertEqual([], validate(rep))
-        k = [k for k in rep["kernels"] if k["name"] == gemm][0]
-        self.assertEqual(2, k["ranks"])
-        self.assertAlmostEqual(4.0, k["total_s"])
-        self.assertEqual((192, 384), (k["blocks_min"], k["blocks_max"]))
-        self.assertEqual(132, k["sm_count"])
-        self.assertAlmostEqual((192 / 264 + 384 / 396) / 2, k["wave_efficiency"], places=5)
-        self.assertAlmostEqual(2.0, k["underfilled_s"])
-        line = [l for l in p.stdout.splitlines() + p.stderr.splitlines() if l.find(gemm[:40]) >= 0]
-        self.assertTrue(line, p.stdout + p.stderr)
-        self.assertIn("192-384", line[0])
-        self.assertIn("1.45-2.91", line[0])
-        self.assertIn("84.8%", line[0])
+        return ranks, gemm, p
 
     def test_the_schema_rejects_a_broken_report(self):
         ranks = os.path.join(self.tmp, "ranks")

@@ -10,6 +10,7 @@
 //     stream after it waits for it;
 //   - streams created with cudaStreamNonBlocking take part in neither;
 //   - the per-thread default stream is a blocking stream.
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,7 +21,17 @@
 namespace gpusim {
 
 Core& core() {
-  static Core* c = new Core();  // never destroyed: workers outlive main()
+  // Never destroyed: workers outlive main(). A fork waits until no thread
+  // holds the core's lock (taken in the prepare handler, let go in parent
+  // and child), so a forked child finds the bookkeeping whole and the lock
+  // free, as a process that forks while other threads make CUDA calls needs
+  // (tests/interpose/fork_test.py). The child has none of the parent's
+  // stream workers: work it enqueues on an inherited stream never runs.
+  static Core* c = [] {
+    Core* made = new Core();
+    pthread_atfork([] { core().mu.lock(); }, [] { core().mu.unlock(); }, [] { core().mu.unlock(); });
+    return made;
+  }();
   return *c;
 }
 

@@ -237,6 +237,7 @@ def _memory(ranks):
         out["pinned"] = {"ranks": len(p), "peak_pinned_bytes": _dist(p, lambda r: r["memory"]["pinned"]["peak_pinned"]),
                          "stall_s": _dist(p, lambda r: r["memory"]["pinned"]["stall_s"]),
                          "fallbacks": sum(r["memory"]["pinned"]["fallbacks"] for r in p)}
+    out["allocator_status"] = _allocator_status(ranks)
     for r in ranks:
         al, pi = r["memory"]["allocator"], r["memory"]["pinned"]
         if al or pi:
@@ -244,6 +245,22 @@ def _memory(ranks):
                                     "peak_allocated_bytes": al["peak_allocated"] if al else None,
                                     "peak_pinned_bytes": pi["peak_pinned"] if pi else None})
     return out
+
+
+def _allocator_status(ranks):
+    """How many ranks selected allocator:vmm, and where it is off (the
+    summaries' allocator_status): one row per reason, with its ranks and
+    devices, most ranks first."""
+    vmm = [r for r in ranks if (r["memory"].get("allocator_status") or {}).get("selected") == "vmm"]
+    by = {}
+    for r in vmm:
+        for o in r["memory"]["allocator_status"]["off"]:
+            g = by.setdefault(o["why"], {"why": o["why"], "ranks": set(), "devices": 0})
+            g["ranks"].add(r["rank"])
+            g["devices"] += 1
+    off = [{"why": g["why"], "ranks": len(g["ranks"]), "devices": g["devices"], "example_ranks": sorted(g["ranks"])[:8]}
+           for g in sorted(by.values(), key=lambda g: (-len(g["ranks"]), g["why"]))]
+    return {"vmm_selected_ranks": len(vmm), "off": off}
 
 
 def _call_sites(ranks, top=10):

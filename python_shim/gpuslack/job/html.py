@@ -176,6 +176,7 @@ def render(rep):
     P.append(_nodes(rep))
     P.append(_topology(rep))
     P.append(_collectives(rep))
+    P.append(_kernels(rep))
     P.append(_memory(rep))
     P.append(_sites(rep))
     P.append(_files(rep))
@@ -331,11 +332,49 @@ def _collectives(rep):
     return "".join(out) + "</section>"
 
 
+def _allocator_off(m):
+    """allocator:vmm selected but off: one row per reason (issue 28, point 5)."""
+    st = m["allocator_status"]
+    if not st["off"]:
+        return ""
+    rows = [[o["ranks"], o["devices"], fmt.ranks(o["example_ranks"]), o["why"]] for o in st["off"][:TABLE_ROWS]]
+    return "<p class=\"warn\">allocator:vmm is selected on %d ranks but off on some devices: their cudaMalloc and " \
+           "cudaFree went to the runtime.</p>%s" % (st["vmm_selected_ranks"], _table(
+               ["vmm allocator off: ranks", "devices", "ranks", "why"], rows))
+
+
+def _range(lo, hi, f=str):
+    if lo is None:
+        return "-"
+    return f(lo) if f(lo) == f(hi) else "%s-%s" % (f(lo), f(hi))
+
+
+def _kernels(rep):
+    """The top kernels across ranks (rep["kernels"]: GPU time summed over
+    each rank's top ten) and how their grids filled the GPU: blocks,
+    resident blocks per SM, waves, the wave efficiency, and the GPU time of
+    launches that left SMs idle (docs/gpu-timeline.md, "Launch shapes and
+    waves"). "-" where no rank's records carried a grid or knew its device."""
+    ks = rep.get("kernels") or []
+    if not ks:
+        return ""
+    rows = [[k["name"], k["ranks"], fmt.seconds(k["total_s"]), _range(k["blocks_min"], k["blocks_max"]),
+             _range(k["blocks_per_sm_min"], k["blocks_per_sm_max"]),
+             _range(k["waves_min"], k["waves_max"], lambda v: "%.2f" % v),
+             fmt.share(k["wave_efficiency"]) if k["wave_efficiency"] is not None else "-",
+             fmt.seconds(k["underfilled_s"]), fmt.seconds(k["underfilled_idle_s"])] for k in ks]
+    return "<section id=\"kernels\"><h2>Top kernels across ranks</h2>%s<p class=\"note\">GPU time summed over the " \
+           "ranks; ranges over their launch shapes; wave efficiency weighted by GPU time. Underfilled: launches under " \
+           "75%% wave efficiency or with fewer blocks than SMs, and the SM time they left idle.</p></section>" % _table(
+               ["kernel", "ranks", "GPU time", "blocks", "blocks/SM", "waves", "wave eff.", "underfilled GPU time",
+                "idle SM time"], rows)
+
+
 def _memory(rep):
     m = rep["memory"]
     if not m["allocator"] and not m["pinned"]:
         return "<section id=\"memory\"><h2>Memory</h2><p class=\"note\">No rank used the vmm allocator or the pinned " \
-               "heap.</p></section>"
+               "heap.</p>%s</section>" % _allocator_off(m)
     out = ["<section id=\"memory\"><h2>Memory (vmm allocator and pinned heap)</h2>"]
     rows = []
     if m["allocator"]:
@@ -351,6 +390,7 @@ def _memory(rep):
     out.append(_table(["per rank", "ranks", "min", "p50", "max", "largest"], rows))
     if m["allocator"]:
         out.append("<p class=\"note\">OOM retries over all ranks: %d.</p>" % m["allocator"]["oom_retries"])
+    out.append(_allocator_off(m))
     return "".join(out) + "</section>"
 
 

@@ -209,6 +209,14 @@ def _memory(doc):
     p = doc.get("pinned")
     if isinstance(p, dict):
         m["pinned"] = {k: _num(p.get(k)) for k in ("peak_pinned", "peak_live", "cap", "fallbacks", "stall_s")}
+    # The allocator selected and the devices it is off on, with why (issue
+    # 28, point 5); None in summaries from before it.
+    st = doc.get("allocator_status")
+    m["allocator_status"] = None
+    if isinstance(st, dict):
+        m["allocator_status"] = {"selected": _text(st.get("selected")),
+                                 "off": [{"device": int(_num(o.get("device"))), "why": _text(o.get("why"))}
+                                         for o in _list(st.get("off")) if isinstance(o, dict)]}
     return m
 
 

@@ -298,6 +298,9 @@ def _memory(m):
                                      fmt.nbytes(a["peak_reserved_bytes"]["max"]),
                                      a["peak_reserved_bytes"]["worst"][0]["rank"],
                                      fmt.nbytes(a["peak_allocated_bytes"]["p50"]), a["oom_retries"]))
+    for o in m["allocator_status"]["off"]:  # allocator:vmm selected, off there (issue 28, point 5)
+        L.append("vmm allocator off on %d ranks (%d devices; ranks %s): %s" % (
+            o["ranks"], o["devices"], fmt.ranks(o["example_ranks"]), o["why"]))
     p = m["pinned"]
     if p:
         L.append("pinned heap on %d ranks: peak pinned p50 %s, max %s; fallbacks %d" % (

@@ -179,6 +179,27 @@ TEST(Prometheus, SectionsNotMeasuredWriteNoSamples) {
   EXPECT_EQ(std::string::npos, text.find("gpuslack_staged"));
 }
 
+// Issue 28, point 5: allocator:vmm selected says on how many devices it is
+// off (0: none), and each such device why; the native allocator says nothing.
+TEST(Prometheus, AllocatorOffSaysWhereAndWhy) {
+  Summary s = full_summary();
+  s.allocator_status.selected = "vmm";
+  std::map<std::string, std::string> m = samples_of(format_prometheus(s));
+  EXPECT_EQ("0", m[key("gpuslack_allocator_vmm_devices_off")]);
+  for (const auto& [k, v] : m) EXPECT_EQ(std::string::npos, k.find("gpuslack_allocator_vmm_off_info")) << k;
+  s.allocator_status.off = {{0, "the driver does not support virtual memory management on this device"},
+                            {2, "its \"reservation\" failed"}};
+  std::string text = format_prometheus(s);
+  m = samples_of(text);
+  EXPECT_EQ("2", m[key("gpuslack_allocator_vmm_devices_off")]);
+  EXPECT_EQ("1", m[key("gpuslack_allocator_vmm_off_info",
+                       "device=\"0\",reason=\"the driver does not support virtual memory management on this device\"")]);
+  EXPECT_EQ("1", m[key("gpuslack_allocator_vmm_off_info", "device=\"2\",reason=\"its \\\"reservation\\\" failed\"")]);
+  EXPECT_NE(std::string::npos, text.find("# TYPE gpuslack_allocator_vmm_off_info gauge\n"));
+  s.allocator_status = AllocatorStatus();  // native
+  EXPECT_EQ(std::string::npos, format_prometheus(s).find("gpuslack_allocator_vmm"));
+}
+
 TEST(Prometheus, LabelValuesAreEscaped) {
   Summary s;
   s.host = "h\"\\\n\xff";

@@ -143,6 +143,7 @@ void DeviceAllocator::note_peaks() {
   uint64_t mapped = mapped_bytes();
   mapped_high_water_ = std::max(mapped_high_water_, mapped);
   uint64_t allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
+  allocated_high_water_ = std::max(allocated_high_water_, allocated);
   if (!fronts_.empty()) {
     // See Note [Front caches]: nor are the blocks fronts cache; the most
     // allocated since the last step is when they cached least.
@@ -217,9 +218,8 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   if (stream) owner = owner_of(*stream);
   // See Note [Releasing memory]: up to the mapped total's high-water mark a
   // miss maps freely; past it, it releases cached granules first.
-  uint64_t growth = sync::capturing()              ? Reservation::kNoBudget
-                    : mapped_high_water_ > mapped ? mapped_high_water_ - mapped
-                                                  : 0;
+  uint64_t ceiling = std::max(mapped_high_water_, allocated_high_water_ + allocated_high_water_ / kGrowthSlack);
+  uint64_t growth = sync::capturing() ? Reservation::kNoBudget : ceiling > mapped ? ceiling - mapped : 0;
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
     Reservation* r = reservations_[i].load(std::memory_order_relaxed);

@@ -52,10 +52,16 @@
 //
 // Note [Releasing memory]: with the defaults (no cache limit), mapped
 // granules are given back in two cases. A miss that would map the device's
-// mapped total past its high-water mark first releases as many bytes of
-// cached granules in free ranges elsewhere (smallest ranges first: holes),
-// so the total grows only when live memory does; below the mark it maps
-// freely. And under pressure: a failed map trims the cached granules and
+// mapped total past its ceiling first releases as many bytes of cached
+// granules in free ranges elsewhere (smallest ranges first: holes), so the
+// total grows only when live memory does; below the ceiling it maps
+// freely. The ceiling is the larger of the mapped total's high-water mark
+// and the allocated bytes' high-water mark plus 1/kGrowthSlack of it: the
+// slack lets a trace whose shapes change keep what it mapped instead of
+// unmapping here to map there at every miss (each such cycle is four
+// driver calls, two of them documented as synchronizing), for at most an
+// eighth more memory than it ever had live (bench/README.md, "Allocator
+// goals"). And under pressure: a failed map trims the cached granules and
 // retries, then waits for every pending free (fenced on every stream, held
 // ranges included) and retries on what they free, still mapped, and trims
 // once more. A steady loop maps nothing after its first step (no churn);
@@ -302,6 +308,10 @@ class DeviceAllocator {
   static constexpr double kMinFenceWait = 0.0005, kMaxFenceWait = 0.005;
   double map_seconds_per_byte_ = 0;  // 0: nothing mapped yet
   uint64_t mapped_high_water_ = 0;   // the most ever mapped (not reset with the peaks)
+  uint64_t allocated_high_water_ = 0;  // the most ever allocated (likewise)
+  // See Note [Releasing memory]: a miss maps freely up to the larger of the
+  // mapped high-water mark and the allocated one plus 1/kGrowthSlack of it.
+  static constexpr uint64_t kGrowthSlack = 8;
   // A stream is an owner of held ranges by its handle (legacy stream: 0).
   static Reservation::Owner owner_of(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }
   static cudaStream_t stream_of(Reservation::Owner o) { return reinterpret_cast<cudaStream_t>(o); }

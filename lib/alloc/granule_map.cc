@@ -1,5 +1,6 @@
 #include "alloc/granule_map.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -133,16 +134,12 @@ GranuleMap::~GranuleMap() {
 }
 
 CUresult GranuleMap::map_chunk(size_t first, size_t count) {
+  // See Note [Access once per mapped range]: no cuMemSetAccess here.
   uint64_t bytes = count * granularity_;
   CUmemGenericAllocationHandle handle = 0;
   if (CUresult r = create(&handle, bytes); r != CUDA_SUCCESS) return r;
   CUdeviceptr at = base_ + first * granularity_;
   if (CUresult r = api_->mem_map(at, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
-    api_->mem_release(handle);
-    return r;
-  }
-  if (CUresult r = set_access_call(at, bytes, access_.data(), access_.size()); r != CUDA_SUCCESS) {
-    unmap_call(at, bytes);
     api_->mem_release(handle);
     return r;
   }
@@ -195,8 +192,9 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
       ++i;
       continue;
     }
+    // A chunk never crosses a page boundary (Note [Pages mapped whole]).
     size_t run = 1;
-    while (i + run <= last && !handles_[i + run] && run < max_chunk_) ++run;
+    while (i + run <= last && !handles_[i + run] && run < max_chunk_ && (i + run) % max_chunk_ != 0) ++run;
     if (limit_ && (mapped_ + run) * granularity_ > limit_) return undo(CUDA_ERROR_OUT_OF_MEMORY);
     CUresult r = map_chunk(i, run);
     if (r != CUDA_SUCCESS && run > 1) {
@@ -215,6 +213,14 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
     done.push_back(i);
     i += run;
   }
+  if (done.empty()) return CUDA_SUCCESS;
+  // See Note [Access once per mapped range]: every granule from the first chunk
+  // mapped here to the end of the last is mapped now (by this call or
+  // before it), so one call grants the owner and every peer all of them.
+  size_t from = done.front(), to = done.back() + chunk_len_[done.back()];  // done is in address order
+  if (CUresult r = set_access_call(base_ + from * granularity_, (to - from) * granularity_, access_.data(), access_.size());
+      r != CUDA_SUCCESS)
+    return undo(r);
   return CUDA_SUCCESS;
 }
 
@@ -277,6 +283,20 @@ uint64_t GranuleMap::unmapped_bytes(uint64_t offset, uint64_t bytes, uint64_t en
   for (size_t i = offset / granularity_, last = (offset + bytes - 1) / granularity_; i <= last && unmapped < enough; ++i)
     if (!handles_[i]) unmapped += granularity_;
   return unmapped;
+}
+
+void GranuleMap::page_span(uint64_t offset, uint64_t bytes, uint64_t* span_offset, uint64_t* span_bytes) const {
+  *span_offset = offset;
+  *span_bytes = bytes;
+  if (!base_ || bytes == 0 || offset + bytes > size_ || max_chunk_ <= 1) return;
+  size_t first = offset / granularity_, last = (offset + bytes - 1) / granularity_;
+  size_t page_first = first / max_chunk_ * max_chunk_;
+  size_t page_last = std::min(handles_.size() - 1, (last / max_chunk_ + 1) * max_chunk_ - 1);
+  // Out to the pages' edges, over unmapped granules only.
+  while (first > page_first && !handles_[first - 1]) --first;
+  while (last < page_last && !handles_[last + 1]) ++last;
+  *span_offset = first * granularity_;
+  *span_bytes = (last - first + 1) * granularity_;
 }
 
 bool GranuleMap::mapped(uint64_t offset) const {

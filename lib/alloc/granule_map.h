@@ -34,6 +34,25 @@
 // wait for the device. They are counted (unmap_calls(), set_access_calls())
 // and shown in the summary's allocator section.
 //
+// Note [Pages mapped whole]: the range is cut into pages of
+// `max_chunk_bytes` (aligned to the page size from the range's start), and
+// a chunk never crosses a page's edge. The allocator maps a miss's block
+// over page_span(): the unmapped granules of every page the block touches,
+// so a page is one handle (two driver calls) however many blocks later
+// fill it, as PyTorch's expandable segments map 20 MiB pages in their
+// large pool (2 MiB in the small one). What a page holds beyond the block
+// is cached free memory, released like any (Note [Releasing memory] in
+// device_allocator.h); a page whose granules were partly mapped before
+// gets chunks for the rest only.
+//
+// Note [Access once per mapped range]: map() creates and maps each chunk
+// of a run, then makes one cuMemSetAccess over the whole span from its
+// first new chunk to the end of its last (granules between them mapped
+// before stay as they were: access is per mapped granule, and granting the
+// same devices again changes nothing), as PyTorch's expandable segments
+// set access once per mapped range: a miss that maps N chunks costs 2N + 1
+// calls, not 3N. A failed cuMemSetAccess undoes every chunk of the call.
+//
 // Failure is never partial: when a step fails, the steps before it are
 // undone, nothing new stays mapped and nothing leaks; the caller gets the
 // driver's error and decides (trim and retry, or fall back).
@@ -77,6 +96,11 @@ class GranuleMap {
   // again). A chunk the device cannot create whole is retried granule by
   // granule.
   CUresult map(uint64_t offset, uint64_t bytes);
+  // See Note [Pages mapped whole]: [offset, offset + bytes) grown, over
+  // granules not mapped, out to the edges of the pages it touches: what to
+  // map() for a block there so that its pages are mapped whole. The range
+  // itself when chunks are one granule.
+  void page_span(uint64_t offset, uint64_t bytes, uint64_t* span_offset, uint64_t* span_bytes) const;
   // Unmaps and releases every chunk lying wholly inside [offset, offset +
   // bytes). Returns how many granules were released.
   size_t unmap(uint64_t offset, uint64_t bytes);

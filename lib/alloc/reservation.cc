@@ -46,24 +46,29 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     return std::nullopt;
   }
   uint64_t size = blocks_.size_of(*at);
+  // GranuleMap's Note [Pages mapped whole]: the block's pages, whole where
+  // they are unmapped; the block alone when that does not fit.
+  uint64_t span_at, span_size;
+  map_.page_span(*at, size, &span_at, &span_size);
   if (growth_allowed != kNoBudget) {
     // DeviceAllocator's Note [Releasing memory]: what this maps past the
     // growth allowed, cached granules elsewhere give back first, so the
     // mapped total does not grow while free memory lies unused elsewhere.
-    uint64_t missing = map_.unmapped_bytes(*at, size);
+    uint64_t missing = map_.unmapped_bytes(span_at, span_size);
     if (missing > growth_allowed) release_free(missing - growth_allowed);
   }
-  if (map_budget == kNoBudget || map_.mapped_range(*at, size)) {
-    *result = map_.map(*at, size);
-  } else if (map_budget == 0) {
-    *result = CUDA_ERROR_OUT_OF_MEMORY;
-  } else {
+  auto map = [&](uint64_t o, uint64_t n) {
+    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n);
+    if (map_budget == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     // The budget caps what this reservation may map in all: what it has
     // plus what the device-wide cap leaves.
     map_.set_limit(map_.mapped_bytes() + map_budget);
-    *result = map_.map(*at, size);
+    CUresult r = map_.map(o, n);
     map_.set_limit(0);
-  }
+    return r;
+  };
+  *result = map(span_at, span_size);
+  if (*result == CUDA_ERROR_OUT_OF_MEMORY && span_size != size) *result = map(*at, size);
   if (*result != CUDA_SUCCESS) {
     // What was the owner's stays the owner's (Note [Space held for an
     // owner]); the rest, unmapped again, is free space as before.

@@ -143,6 +143,8 @@ TEST(GranuleMap, CountsTheCallsThatMaySynchronize) {
   long unmaps = gpusim_calls("cuMemUnmap"), accesses = gpusim_calls("cuMemSetAccess");
   ASSERT_EQ(CUDA_SUCCESS, m.map(0, 6 * kMiB));  // 2 + 1 granules: two chunks
   EXPECT_EQ(0u, m.unmap_calls());
+  EXPECT_EQ(1u, m.set_access_calls());  // Note [Access once per mapped range]
+  ASSERT_EQ(CUDA_SUCCESS, m.map(10 * kMiB, 2 * kMiB));  // another range: its own call
   EXPECT_EQ(2u, m.set_access_calls());
   EXPECT_EQ(3u, m.unmap(0, 6 * kMiB));
   EXPECT_EQ(2u, m.unmap_calls());

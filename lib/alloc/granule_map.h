@@ -45,6 +45,19 @@
 // device_allocator.h); a page whose granules were partly mapped before
 // gets chunks for the rest only.
 //
+// Note [Moving a page instead of making one]: when the allocator releases
+// cached pages only to map as many elsewhere (Note [Releasing memory] in
+// device_allocator.h), unmap(..., keep) unmaps them but keeps their
+// handles, and the map() that follows maps a kept handle of the same size
+// where it would have created one: cuMemUnmap + cuMemMap instead of
+// cuMemUnmap + cuMemRelease + cuMemCreate + cuMemMap, and no zeroing of
+// new memory. The caller releases what no map took (release_kept()) before
+// it returns, so a kept handle never outlives one allocation; a map that
+// needs a size none kept has releases them all before creating, so they
+// never make it fail. A handle ever exported for IPC (chunks()) is never
+// kept: an importer may still map it after the exporter's free, as CUDA
+// documents, and must not see another block's bytes.
+//
 // Note [Access once per mapped range]: map() creates and maps each chunk
 // of a run, then makes one cuMemSetAccess over the whole span from its
 // first new chunk to the end of its last (granules between them mapped
@@ -65,6 +78,8 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "alloc/device_stats.h"
@@ -102,8 +117,12 @@ class GranuleMap {
   // itself when chunks are one granule.
   void page_span(uint64_t offset, uint64_t bytes, uint64_t* span_offset, uint64_t* span_bytes) const;
   // Unmaps and releases every chunk lying wholly inside [offset, offset +
-  // bytes). Returns how many granules were released.
-  size_t unmap(uint64_t offset, uint64_t bytes);
+  // bytes). Returns how many granules were released. With `keep`, the
+  // chunks' handles are kept for the next map() instead of released
+  // (Note [Moving a page instead of making one]).
+  size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false);
+  // Releases the handles unmap() kept that no map() took.
+  void release_kept();
 
   // Grants `device` read-write access to every granule mapped now and to
   // every one mapped later (peer access: cudaDeviceEnablePeerAccess from
@@ -132,6 +151,7 @@ class GranuleMap {
   // in address order, each whole; false (and `out` unchanged) when one of
   // those granules is not mapped.
   bool chunks(uint64_t offset, uint64_t bytes, std::vector<Chunk>* out) const;
+  uint64_t handles_moved_total() const { return moved_; }  // maps of a kept handle
   size_t mapped_granules() const { return mapped_; }
   uint64_t mapped_bytes() const { return mapped_ * granularity_; }
   uint64_t granules_mapped_total() const { return map_count_; }     // over the map's life
@@ -153,7 +173,13 @@ class GranuleMap {
   CUresult create(CUmemGenericAllocationHandle* handle, uint64_t bytes);
   CUresult unmap_call(CUdeviceptr at, uint64_t bytes);
   CUresult set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count);
-  void unmap_chunk(size_t first);
+  void unmap_chunk(size_t first, bool keep = false);
+  // Handles unmapped but kept (Note [Moving a page instead of making one]),
+  // with their granule counts; and those ever exported, never kept.
+  std::vector<std::pair<CUmemGenericAllocationHandle, size_t>> kept_;
+  size_t kept_granules_ = 0;
+  mutable std::unordered_set<CUmemGenericAllocationHandle> exported_;
+  uint64_t moved_ = 0;
 
   const cuda::DriverApi* api_;
   int device_;

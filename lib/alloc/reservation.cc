@@ -55,7 +55,7 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     // growth allowed, cached granules elsewhere give back first, so the
     // mapped total does not grow while free memory lies unused elsewhere.
     uint64_t missing = map_.unmapped_bytes(span_at, span_size);
-    if (missing > growth_allowed) release_free(missing - growth_allowed);
+    if (missing > growth_allowed) release_free(missing - growth_allowed, true);
   }
   auto map = [&](uint64_t o, uint64_t n) {
     if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n);
@@ -69,6 +69,7 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
   };
   *result = map(span_at, span_size);
   if (*result == CUDA_ERROR_OUT_OF_MEMORY && span_size != size) *result = map(*at, size);
+  map_.release_kept();  // what the map did not take (GranuleMap's Note [Moving a page instead of making one])
   if (*result != CUDA_SUCCESS) {
     // What was the owner's stays the owner's (Note [Space held for an
     // owner]); the rest, unmapped again, is free space as before.
@@ -95,7 +96,7 @@ uint64_t Reservation::trim() {
   return released;
 }
 
-uint64_t Reservation::release_free(uint64_t want) {
+uint64_t Reservation::release_free(uint64_t want, bool keep) {
   // Smaller free ranges first: holes that serve fewer requests.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [offset, size] : blocks_.large_free().ranges())
@@ -104,7 +105,7 @@ uint64_t Reservation::release_free(uint64_t want) {
   uint64_t released = 0;
   for (const auto& [offset, size] : ranges) {
     if (released >= want) break;
-    released += map_.unmap(offset, size) * map_.granularity();
+    released += map_.unmap(offset, size, keep) * map_.granularity();
   }
   return released;
 }

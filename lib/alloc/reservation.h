@@ -87,7 +87,9 @@ class Reservation {
   // Unmaps chunks lying wholly in free ranges, smallest ranges first, until
   // at least `want` bytes are released or none is left; returns the bytes
   // released. DeviceAllocator's Note [Releasing memory].
-  uint64_t release_free(uint64_t want);
+  // With `keep`, the handles are kept for the map that follows (GranuleMap's
+  // Note [Moving a page instead of making one]).
+  uint64_t release_free(uint64_t want, bool keep = false);
   CUresult grant(int device) { return map_.grant(device); }
 
   uint64_t allocated() const { return blocks_.allocated(); }  // live blocks, freed-but-held included

@@ -205,9 +205,13 @@ void GranuleMap::unmap_chunk(size_t first, bool keep) {
   ++chunk_unmaps_;
 }
 
-CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
+CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages) {
+  const size_t max_chunk = in_pages ? max_chunk_ : 1;
   if (!base_ || bytes == 0 || offset + bytes > size_) return CUDA_ERROR_INVALID_VALUE;
   size_t first = offset / granularity_, last = (offset + bytes - 1) / granularity_;
+  // Past the cap whatever happens: fail before any driver call.
+  if (limit_ && (mapped_ + unmapped_bytes(offset, bytes) / granularity_) * granularity_ > limit_)
+    return CUDA_ERROR_OUT_OF_MEMORY;
   std::vector<size_t> done;  // first granules of the chunks this call mapped
   auto undo = [&](CUresult r) {
     for (size_t c : done) unmap_chunk(c);  // all or nothing
@@ -220,7 +224,7 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
     }
     // A chunk never crosses a page boundary (Note [Pages mapped whole]).
     size_t run = 1;
-    while (i + run <= last && !handles_[i + run] && run < max_chunk_ && (i + run) % max_chunk_ != 0) ++run;
+    while (i + run <= last && !handles_[i + run] && run < max_chunk && (i + run) % max_chunk_ != 0) ++run;
     // Kept handles are memory held too (Note [Moving a page instead of making one]).
     if (limit_ && (mapped_ + kept_granules_ + run) * granularity_ > limit_) {
       bool kept_fits = false;

@@ -43,7 +43,10 @@
 // large pool (2 MiB in the small one). What a page holds beyond the block
 // is cached free memory, released like any (Note [Releasing memory] in
 // device_allocator.h); a page whose granules were partly mapped before
-// gets chunks for the rest only.
+// gets chunks for the rest only. A handle is released only whole, so the
+// allocator maps in pages only while the device is less than half full
+// (DeviceAllocator::kPagesUpTo); past that, map(..., in_pages = false)
+// makes each granule its own handle.
 //
 // Note [Moving a page instead of making one]: when the allocator releases
 // cached pages only to map as many elsewhere (Note [Releasing memory] in
@@ -110,7 +113,9 @@ class GranuleMap {
   // the call that failed (then the chunks this call mapped are unmapped
   // again). A chunk the device cannot create whole is retried granule by
   // granule.
-  CUresult map(uint64_t offset, uint64_t bytes);
+  // With `in_pages` false, every chunk is one granule (Note [Pages mapped
+  // whole]: what a nearly full device maps).
+  CUresult map(uint64_t offset, uint64_t bytes, bool in_pages = true);
   // See Note [Pages mapped whole]: [offset, offset + bytes) grown, over
   // granules not mapped, out to the edges of the pages it touches: what to
   // map() for a block there so that its pages are mapped whole. The range

@@ -36,7 +36,8 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes, Owner owne
 }
 
 std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
-                                                       std::optional<Owner> owner, uint64_t growth_allowed) {
+                                                       std::optional<Owner> owner, uint64_t growth_allowed,
+                                                       bool in_pages) {
   BlockManager::Ranges from_held;
   std::optional<uint64_t> at =
       owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held)
@@ -48,8 +49,8 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
   uint64_t size = blocks_.size_of(*at);
   // GranuleMap's Note [Pages mapped whole]: the block's pages, whole where
   // they are unmapped; the block alone when that does not fit.
-  uint64_t span_at, span_size;
-  map_.page_span(*at, size, &span_at, &span_size);
+  uint64_t span_at = *at, span_size = size;
+  if (in_pages) map_.page_span(*at, size, &span_at, &span_size);
   if (growth_allowed != kNoBudget) {
     // DeviceAllocator's Note [Releasing memory]: what this maps past the
     // growth allowed, cached granules elsewhere give back first, so the
@@ -58,12 +59,12 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     if (missing > growth_allowed) release_free(missing - growth_allowed, true);
   }
   auto map = [&](uint64_t o, uint64_t n) {
-    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n);
+    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n, in_pages);
     if (map_budget == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     // The budget caps what this reservation may map in all: what it has
     // plus what the device-wide cap leaves.
     map_.set_limit(map_.mapped_bytes() + map_budget);
-    CUresult r = map_.map(o, n);
+    CUresult r = map_.map(o, n, in_pages);
     map_.set_limit(0);
     return r;
   };

@@ -43,12 +43,14 @@ class Reservation {
   // CUDA_ERROR_OUT_OF_MEMORY for a full device or an exhausted budget, else
   // the driver's error.
   static constexpr uint64_t kNoBudget = ~0ull;
+  // `in_pages`: its pages mapped whole (GranuleMap's Note [Pages mapped
+  // whole]); else its own granules, one handle each.
   // Of what the block needs mapped, all but `growth_allowed` bytes are
   // first released from cached granules in other free ranges (kNoBudget:
   // nothing is released).
   std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
                                            std::optional<Owner> owner = std::nullopt,
-                                           uint64_t growth_allowed = kNoBudget);
+                                           uint64_t growth_allowed = kNoBudget, bool in_pages = true);
 
   // Note [Space held for an owner], in absolute addresses.
   uint64_t release_to(uintptr_t a, Owner owner) { return blocks_.release_to(a - base_, owner); }

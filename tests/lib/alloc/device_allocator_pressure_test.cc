@@ -59,7 +59,7 @@ TEST(DeviceAllocatorPressure, ARequestThatFitsOnlyOnceEveryCacheIsReleasedSuccee
   cudaStreamSynchronize(s2);
 }
 
-TEST(DeviceAllocatorPressure, AMissMapsItsPagesWholeWithOneAccessCall) {
+TEST(DeviceAllocatorPressure, AMissMapsItsPagesWholeWithOneAccessCallUpToHalfTheDevice) {
   sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0, kPage);
   ASSERT_TRUE(a.ok());
@@ -75,24 +75,35 @@ TEST(DeviceAllocatorPressure, AMissMapsItsPagesWholeWithOneAccessCall) {
   ASSERT_TRUE(q && r);
   EXPECT_EQ(1, gpusim_calls("cuMemCreate") - creates);
   EXPECT_EQ(1, gpusim_calls("cuMemSetAccess") - accesses);
-  // A block over two new pages: two handles, one access call.
-  void* big = a.allocate(30 * kMiB);
-  ASSERT_NE(nullptr, big);
-  EXPECT_EQ(3, gpusim_calls("cuMemCreate") - creates);
+  // 18 MiB used; 10 more run into the second page, mapped whole: 40 MiB.
+  void* t = a.allocate(10 * kMiB);
+  ASSERT_NE(nullptr, t);
+  EXPECT_EQ(2, gpusim_calls("cuMemCreate") - creates);
   EXPECT_EQ(2, gpusim_calls("cuMemSetAccess") - accesses);
-  EXPECT_EQ(3 * kPage, a.stats().reserved);
+  EXPECT_EQ(2 * kPage, a.stats().reserved);
+  // Past half the 64 MiB device: the block's own granules, one handle each.
+  void* u = a.allocate(14 * kMiB);  // 28..42 MiB: one granule past the pages
+  ASSERT_NE(nullptr, u);
+  EXPECT_EQ(3, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(2 * kPage + 2 * kMiB, a.stats().reserved);
 }
 
-TEST(DeviceAllocatorPressure, ANearlyFullDeviceMapsTheBlockAloneWhenItsPagesDoNotFit) {
+TEST(DeviceAllocatorPressure, PastHalfTheDeviceEveryGranuleCanBeGivenBack) {
   sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0, kPage);
   ASSERT_TRUE(a.ok());
-  // Three pages (60 MiB) mapped; 4 MiB of the device left.
+  // 58 MiB at once: past half the device, 29 granules, 29 handles.
   void* x = a.allocate(58 * kMiB);
   ASSERT_NE(nullptr, x);
-  EXPECT_EQ(3 * kPage, a.stats().reserved);
-  // 2 MiB past the pages: the next page whole does not fit, its granule does.
-  void* y = a.allocate(4 * kMiB);
+  DeviceStats s = a.stats();
+  EXPECT_EQ(58 * kMiB, s.reserved);
+  EXPECT_EQ(29u, s.chunks_mapped);
+  // A small block pins one granule of x's range once x is freed; a 62 MiB
+  // request fits only if every other granule is given back.
+  void* pin = a.allocate(4 * kMiB);
+  ASSERT_NE(nullptr, pin);
+  ASSERT_TRUE(a.free(x));
+  void* y = a.allocate(56 * kMiB);
   ASSERT_NE(nullptr, y);
   EXPECT_EQ(0u, a.stats().failed_allocations);
   EXPECT_LE(a.stats().reserved, 64 * kMiB);

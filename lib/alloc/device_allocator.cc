@@ -230,9 +230,10 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   uint64_t ceiling = std::max(mapped_high_water_, allocated_high_water_ + allocated_high_water_ / kGrowthSlack);
   uint64_t growth = sync::capturing() ? Reservation::kNoBudget : ceiling > mapped ? ceiling - mapped : 0;
   // GranuleMap's Note [Pages mapped whole]: in pages while the device is
-  // less than half full; past that, granule by granule, so that every free
-  // granule can be given back under pressure.
-  const bool in_pages = mapped + bytes <= device_bytes_ / kPagesUpTo;
+  // less than a quarter full; past that, granule by granule, so that every
+  // free granule can be given back under pressure. A small request's
+  // small-pool page never: a long-lived small block would pin a whole page.
+  const bool in_pages = bytes > BlockManager::kSmallLimit && mapped + bytes <= device_bytes_ / kPagesUpTo;
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
     Reservation* r = reservations_[i].load(std::memory_order_relaxed);

@@ -312,13 +312,16 @@ class DeviceAllocator {
   // See Note [Releasing memory]: a miss maps freely up to the larger of the
   // mapped high-water mark and the allocated one plus 1/kGrowthSlack of it.
   static constexpr uint64_t kGrowthSlack = 8;
-  // GranuleMap's Note [Pages mapped whole]: misses map whole pages while the
-  // mapped total stays within 1/kPagesUpTo of the device's memory; past
-  // that, each granule is its own handle, so that under pressure every free
-  // granule can be given back (a page is released only whole: with pages
-  // all the way up, the smallest device on which the replayed traces run
-  // grew by 2-9%, past PyTorch's expandable segments on six of twelve).
-  static constexpr uint64_t kPagesUpTo = 2;
+  // GranuleMap's Note [Pages mapped whole]: misses for large blocks map
+  // whole pages while the mapped total stays within 1/kPagesUpTo of the
+  // device's memory; past that, and for small-pool pages always, each
+  // granule is its own handle, so that under pressure every free granule
+  // can be given back (a page is released only whole: with pages all the
+  // way up, the smallest device on which the replayed traces run grew by
+  // 2-9%, past PyTorch's expandable segments on seven of twelve; and a
+  // 4 KiB block that lived all run pinned a whole page,
+  // findings.test_fragmentation_fires_when_allocations_wait_for_frees).
+  static constexpr uint64_t kPagesUpTo = 4;
   uint64_t device_bytes_ = 0;  // the device's memory (cuMemGetInfo's total)
   // A stream is an owner of held ranges by its handle (legacy stream: 0).
   static Reservation::Owner owner_of(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }

@@ -44,9 +44,9 @@
 // is cached free memory, released like any (Note [Releasing memory] in
 // device_allocator.h); a page whose granules were partly mapped before
 // gets chunks for the rest only. A handle is released only whole, so the
-// allocator maps in pages only while the device is less than half full
-// (DeviceAllocator::kPagesUpTo); past that, map(..., in_pages = false)
-// makes each granule its own handle.
+// allocator maps in pages only for large blocks and only while the device
+// is less than a quarter full (DeviceAllocator::kPagesUpTo); otherwise
+// map(..., in_pages = false) makes each granule its own handle.
 //
 // Note [Moving a page instead of making one]: when the allocator releases
 // cached pages only to map as many elsewhere (Note [Releasing memory] in

@@ -59,7 +59,7 @@ TEST(DeviceAllocatorPressure, ARequestThatFitsOnlyOnceEveryCacheIsReleasedSuccee
   cudaStreamSynchronize(s2);
 }
 
-TEST(DeviceAllocatorPressure, AMissMapsItsPagesWholeWithOneAccessCallUpToHalfTheDevice) {
+TEST(DeviceAllocatorPressure, AMissMapsItsPagesWholeWithOneAccessCallUpToAQuarterOfTheDevice) {
   sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0, kPage);
   ASSERT_TRUE(a.ok());
@@ -75,24 +75,30 @@ TEST(DeviceAllocatorPressure, AMissMapsItsPagesWholeWithOneAccessCallUpToHalfThe
   ASSERT_TRUE(q && r);
   EXPECT_EQ(1, gpusim_calls("cuMemCreate") - creates);
   EXPECT_EQ(1, gpusim_calls("cuMemSetAccess") - accesses);
-  // 18 MiB used; 10 more run into the second page, mapped whole: 40 MiB.
+  // Past a quarter of the 64 MiB device: the block's own granules, one
+  // handle each, still with one access call (18..28 MiB: granules 10-13).
   void* t = a.allocate(10 * kMiB);
   ASSERT_NE(nullptr, t);
-  EXPECT_EQ(2, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(5, gpusim_calls("cuMemCreate") - creates);
   EXPECT_EQ(2, gpusim_calls("cuMemSetAccess") - accesses);
-  EXPECT_EQ(2 * kPage, a.stats().reserved);
-  // Past half the 64 MiB device: the block's own granules, one handle each.
-  void* u = a.allocate(14 * kMiB);  // 28..42 MiB: one granule past the pages
-  ASSERT_NE(nullptr, u);
-  EXPECT_EQ(3, gpusim_calls("cuMemCreate") - creates);
-  EXPECT_EQ(2 * kPage + 2 * kMiB, a.stats().reserved);
+  EXPECT_EQ(kPage + 8 * kMiB, a.stats().reserved);
 }
 
-TEST(DeviceAllocatorPressure, PastHalfTheDeviceEveryGranuleCanBeGivenBack) {
+TEST(DeviceAllocatorPressure, ASmallBlocksPageIsNeverAWholePage) {
   sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0, kPage);
   ASSERT_TRUE(a.ok());
-  // 58 MiB at once: past half the device, 29 granules, 29 handles.
+  // A 4 KiB block that lives all run must not pin 20 MiB.
+  void* small = a.allocate(4096);
+  ASSERT_NE(nullptr, small);
+  EXPECT_EQ(2 * kMiB, a.stats().reserved);
+}
+
+TEST(DeviceAllocatorPressure, PastAQuarterOfTheDeviceEveryGranuleCanBeGivenBack) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0, kPage);
+  ASSERT_TRUE(a.ok());
+  // 58 MiB at once: past a quarter of the device, 29 granules, 29 handles.
   void* x = a.allocate(58 * kMiB);
   ASSERT_NE(nullptr, x);
   DeviceStats s = a.stats();

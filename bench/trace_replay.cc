@@ -36,9 +36,11 @@
 // rounded); peak reserved = the peak of mapped physical memory;
 // utilization = peak allocated / peak reserved (the definition);
 // granules = physical granules mapped / unmapped over the replay;
-// chunks = the physical handles behind them (one cuMemCreate + cuMemMap +
-// cuMemSetAccess, resp. cuMemUnmap + cuMemRelease, each; map_chunk_mb:16
-// by default, 2: one granule each). Then what pressure and streams cost:
+// chunks = the physical handles mapped / unmapped (cuMemCreate + cuMemMap,
+// or cuMemMap alone for a moved page, resp. cuMemUnmap + cuMemRelease or
+// cuMemUnmap alone; one cuMemSetAccess per mapped run; pages of
+// map_chunk_mb:20 by default, 2: one granule each; GranuleMap's notes in
+// lib/alloc/granule_map.h). Then what pressure and streams cost:
 // failed allocations; stall = DeviceStats::stall_s (waiting for every
 // pending free before failing); fence waits = bounded waits for one pending
 // fence on a miss (served: a completed fence then served it) and their

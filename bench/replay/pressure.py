@@ -136,6 +136,25 @@ def cell(size, ideal):
     return "%s (%.2fx)" % (human(size), size / ideal)
 
 
+PEER = "torch expandable_segments"
+
+
+def served_where_peer_serves(found, ideals, ours="gpuslack", peer=PEER):
+    """Issue 28's goal: on every trace, ours fits a device no larger than
+    the peer's smallest (None: the peer did not run). Returns the Markdown
+    line, or None."""
+    if ours not in found or peer not in found:
+        return None
+    worse = []
+    for t in ideals:
+        a, b = found[ours][t], found[peer][t]
+        if b is not None and (a is None or a > b):
+            worse.append("%s (%s against %s)" % (t, cell(a, ideals[t]), cell(b, ideals[t])))
+    met = len(ideals) - len(worse)
+    return ("**%s serves every trace on a device where %s does: %d of %d traces%s.**"
+            % (ours, peer, met, len(ideals), "" if not worse else "; larger on " + ", ".join(worse)))
+
+
 def measure(args):
     """(ideals, found, sides labels, the Markdown section) for the traces."""
     import tempfile
@@ -182,6 +201,10 @@ def measure(args):
             sums[l] = None if sums[l] is None or found[l][t] is None else sums[l] + found[l][t]
     w("| **sum** | %s | %s |" % (human(sum(ideals.values())),
                                  " | ".join(cell(sums[l], sum(ideals.values())) for l, _ in sides)))
+    line = served_where_peer_serves(found, ideals)
+    if line:
+        w("")
+        w(line)
     return ideals, found, [l for l, _ in sides], "\n".join(o) + "\n"
 
 

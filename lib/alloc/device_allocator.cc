@@ -4,6 +4,7 @@
 
 
 #include "base/clock.h"
+#include "cuda/driver_context.h"
 #include "cuda/runtime_api.h"
 #include "sync/stream_registry.h"
 #include "log/log.h"
@@ -28,6 +29,14 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
       map_chunk_(map_chunk),
       first_(new Reservation(api, device, reserve_bytes, map_chunk)),
       epochs_(device) {
+  // The device's memory: what the driver says, else what the reservation
+  // was sized from (1.125x it, process_allocators.cc).
+  size_t free_bytes = 0, total = 0;
+  if (api && api->mem_get_info) {
+    cuda::ScopedDeviceContext in_device(device);  // cuMemGetInfo answers for the current context
+    if (in_device.result() == CUDA_SUCCESS && api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) total = 0;
+  }
+  device_bytes_ = total ? total : reserve_bytes / 9 * 8;
   reservations_[0].store(first_, std::memory_order_release);
   reservations_made_.store(1, std::memory_order_release);
 }
@@ -143,6 +152,7 @@ void DeviceAllocator::note_peaks() {
   uint64_t mapped = mapped_bytes();
   mapped_high_water_ = std::max(mapped_high_water_, mapped);
   uint64_t allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
+  allocated_high_water_ = std::max(allocated_high_water_, allocated);
   if (!fronts_.empty()) {
     // See Note [Front caches]: nor are the blocks fronts cache; the most
     // allocated since the last step is when they cached least.
@@ -217,15 +227,19 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   if (stream) owner = owner_of(*stream);
   // See Note [Releasing memory]: up to the mapped total's high-water mark a
   // miss maps freely; past it, it releases cached granules first.
-  uint64_t growth = sync::capturing()              ? Reservation::kNoBudget
-                    : mapped_high_water_ > mapped ? mapped_high_water_ - mapped
-                                                  : 0;
+  uint64_t ceiling = std::max(mapped_high_water_, allocated_high_water_ + allocated_high_water_ / kGrowthSlack);
+  uint64_t growth = sync::capturing() ? Reservation::kNoBudget : ceiling > mapped ? ceiling - mapped : 0;
+  // GranuleMap's Note [Pages mapped whole]: in pages while the device is
+  // less than a quarter full; past that, granule by granule, so that every
+  // free granule can be given back under pressure. A small request's
+  // small-pool page never: a long-lived small block would pin a whole page.
+  const bool in_pages = bytes > BlockManager::kSmallLimit && mapped + bytes <= device_bytes_ / kPagesUpTo;
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
     Reservation* r = reservations_[i].load(std::memory_order_relaxed);
     const double start = clock::monotonic_seconds();
     const uint64_t granules = r->map().granules_mapped_total();  // what this maps, releases aside
-    std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result, owner, growth);
+    std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result, owner, growth, in_pages);
     if (a) {
       note_map_cost(clock::monotonic_seconds() - start,
                     (r->map().granules_mapped_total() - granules) * r->map().granularity());
@@ -251,7 +265,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   reservations_[n].store(r, std::memory_order_release);
   reservations_made_.store(n + 1, std::memory_order_release);
   log::info("device {}: the VMM allocator reserved more address space ({} reservations)", device_, n + 1);
-  std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result);
+  std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result, std::nullopt, Reservation::kNoBudget, in_pages);
   return a ? served(*a) : nullptr;
 }
 

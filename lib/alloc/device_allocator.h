@@ -52,10 +52,16 @@
 //
 // Note [Releasing memory]: with the defaults (no cache limit), mapped
 // granules are given back in two cases. A miss that would map the device's
-// mapped total past its high-water mark first releases as many bytes of
-// cached granules in free ranges elsewhere (smallest ranges first: holes),
-// so the total grows only when live memory does; below the mark it maps
-// freely. And under pressure: a failed map trims the cached granules and
+// mapped total past its ceiling first releases as many bytes of cached
+// granules in free ranges elsewhere (smallest ranges first: holes), so the
+// total grows only when live memory does; below the ceiling it maps
+// freely. The ceiling is the larger of the mapped total's high-water mark
+// and the allocated bytes' high-water mark plus 1/kGrowthSlack of it: the
+// slack lets a trace whose shapes change keep what it mapped instead of
+// unmapping here to map there at every miss (each such cycle is four
+// driver calls, two of them documented as synchronizing), for at most an
+// eighth more memory than it ever had live (bench/README.md, "Allocator
+// goals"). And under pressure: a failed map trims the cached granules and
 // retries, then waits for every pending free (fenced on every stream, held
 // ranges included) and retries on what they free, still mapped, and trims
 // once more. A steady loop maps nothing after its first step (no churn);
@@ -308,6 +314,21 @@ class DeviceAllocator {
   static constexpr double kMinFenceWait = 0.0005, kMaxFenceWait = 0.005;
   double map_seconds_per_byte_ = 0;  // 0: nothing mapped yet
   uint64_t mapped_high_water_ = 0;   // the most ever mapped (not reset with the peaks)
+  uint64_t allocated_high_water_ = 0;  // the most ever allocated (likewise)
+  // See Note [Releasing memory]: a miss maps freely up to the larger of the
+  // mapped high-water mark and the allocated one plus 1/kGrowthSlack of it.
+  static constexpr uint64_t kGrowthSlack = 8;
+  // GranuleMap's Note [Pages mapped whole]: misses for large blocks map
+  // whole pages while the mapped total stays within 1/kPagesUpTo of the
+  // device's memory; past that, and for small-pool pages always, each
+  // granule is its own handle, so that under pressure every free granule
+  // can be given back (a page is released only whole: with pages all the
+  // way up, the smallest device on which the replayed traces run grew by
+  // 2-9%, past PyTorch's expandable segments on seven of twelve; and a
+  // 4 KiB block that lived all run pinned a whole page,
+  // findings.test_fragmentation_fires_when_allocations_wait_for_frees).
+  static constexpr uint64_t kPagesUpTo = 4;
+  uint64_t device_bytes_ = 0;  // the device's memory (cuMemGetInfo's total)
   // A stream is an owner of held ranges by its handle (legacy stream: 0).
   static Reservation::Owner owner_of(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }
   static cudaStream_t stream_of(Reservation::Owner o) { return reinterpret_cast<cudaStream_t>(o); }

@@ -1,5 +1,6 @@
 #include "alloc/granule_map.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -127,22 +128,31 @@ GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes, u
 
 GranuleMap::~GranuleMap() {
   if (!base_) return;
+  release_kept();
   for (size_t i = 0; i < handles_.size(); ++i)
     if (handles_[i] && chunk_first_[i] == i) unmap_chunk(i);
   api_->mem_address_free(base_, size_);
 }
 
 CUresult GranuleMap::map_chunk(size_t first, size_t count) {
+  // See Note [Access once per mapped range]: no cuMemSetAccess here.
   uint64_t bytes = count * granularity_;
   CUmemGenericAllocationHandle handle = 0;
-  if (CUresult r = create(&handle, bytes); r != CUDA_SUCCESS) return r;
+  // See Note [Moving a page instead of making one].
+  for (size_t k = 0; k < kept_.size() && !handle; ++k)
+    if (kept_[k].second == count) {
+      handle = kept_[k].first;
+      kept_[k] = kept_.back();
+      kept_.pop_back();
+      kept_granules_ -= count;
+      ++moved_;
+    }
+  if (!handle) {
+    release_kept();  // none this size: their memory is the device's again first
+    if (CUresult r = create(&handle, bytes); r != CUDA_SUCCESS) return r;
+  }
   CUdeviceptr at = base_ + first * granularity_;
   if (CUresult r = api_->mem_map(at, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
-    api_->mem_release(handle);
-    return r;
-  }
-  if (CUresult r = set_access_call(at, bytes, access_.data(), access_.size()); r != CUDA_SUCCESS) {
-    unmap_call(at, bytes);
     api_->mem_release(handle);
     return r;
   }
@@ -165,16 +175,29 @@ bool GranuleMap::chunks(uint64_t offset, uint64_t bytes, std::vector<Chunk>* out
     if (!handles_[i]) return false;
     size_t first = chunk_first_[i];
     found.push_back({handles_[i], first * granularity_, chunk_len_[first] * granularity_});
+    exported_.insert(handles_[i]);  // Note [Moving a page instead of making one]: never kept
     i = first + chunk_len_[first];
   }
   out->insert(out->end(), found.begin(), found.end());
   return true;
 }
 
-void GranuleMap::unmap_chunk(size_t first) {
+void GranuleMap::release_kept() {
+  for (const auto& [handle, count] : kept_) api_->mem_release(handle);
+  kept_.clear();
+  kept_granules_ = 0;
+}
+
+void GranuleMap::unmap_chunk(size_t first, bool keep) {
   size_t count = chunk_len_[first];
   unmap_call(base_ + first * granularity_, count * granularity_);
-  api_->mem_release(handles_[first]);
+  if (keep && !exported_.count(handles_[first])) {
+    kept_.emplace_back(handles_[first], count);
+    kept_granules_ += count;
+  } else {
+    exported_.erase(handles_[first]);
+    api_->mem_release(handles_[first]);
+  }
   for (size_t i = first; i < first + count; ++i) handles_[i] = 0;
   chunk_len_[first] = 0;
   mapped_ -= count;
@@ -182,9 +205,13 @@ void GranuleMap::unmap_chunk(size_t first) {
   ++chunk_unmaps_;
 }
 
-CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
+CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages) {
+  const size_t max_chunk = in_pages ? max_chunk_ : 1;
   if (!base_ || bytes == 0 || offset + bytes > size_) return CUDA_ERROR_INVALID_VALUE;
   size_t first = offset / granularity_, last = (offset + bytes - 1) / granularity_;
+  // Past the cap whatever happens: fail before any driver call.
+  if (limit_ && (mapped_ + unmapped_bytes(offset, bytes) / granularity_) * granularity_ > limit_)
+    return CUDA_ERROR_OUT_OF_MEMORY;
   std::vector<size_t> done;  // first granules of the chunks this call mapped
   auto undo = [&](CUresult r) {
     for (size_t c : done) unmap_chunk(c);  // all or nothing
@@ -195,9 +222,15 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
       ++i;
       continue;
     }
+    // A chunk never crosses a page boundary (Note [Pages mapped whole]).
     size_t run = 1;
-    while (i + run <= last && !handles_[i + run] && run < max_chunk_) ++run;
-    if (limit_ && (mapped_ + run) * granularity_ > limit_) return undo(CUDA_ERROR_OUT_OF_MEMORY);
+    while (i + run <= last && !handles_[i + run] && run < max_chunk && (i + run) % max_chunk_ != 0) ++run;
+    // Kept handles are memory held too (Note [Moving a page instead of making one]).
+    if (limit_ && (mapped_ + kept_granules_ + run) * granularity_ > limit_) {
+      bool kept_fits = false;
+      for (const auto& k : kept_) kept_fits |= k.second == run;
+      if (!kept_fits) return undo(CUDA_ERROR_OUT_OF_MEMORY);
+    }
     CUresult r = map_chunk(i, run);
     if (r != CUDA_SUCCESS && run > 1) {
       // The device may hold the memory but not as one handle this size:
@@ -215,10 +248,18 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes) {
     done.push_back(i);
     i += run;
   }
+  if (done.empty()) return CUDA_SUCCESS;
+  // See Note [Access once per mapped range]: every granule from the first chunk
+  // mapped here to the end of the last is mapped now (by this call or
+  // before it), so one call grants the owner and every peer all of them.
+  size_t from = done.front(), to = done.back() + chunk_len_[done.back()];  // done is in address order
+  if (CUresult r = set_access_call(base_ + from * granularity_, (to - from) * granularity_, access_.data(), access_.size());
+      r != CUDA_SUCCESS)
+    return undo(r);
   return CUDA_SUCCESS;
 }
 
-size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes) {
+size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes, bool keep) {
   if (!base_ || bytes == 0 || offset >= size_) return 0;
   uint64_t end = offset + bytes > size_ ? size_ : offset + bytes;
   size_t first = (offset + granularity_ - 1) / granularity_;  // wholly inside only
@@ -231,7 +272,7 @@ size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes) {
     }
     size_t c = chunk_first_[i], len = chunk_len_[c];
     if (c >= first && c + len <= stop) {  // the whole chunk is inside
-      unmap_chunk(c);
+      unmap_chunk(c, keep);
       released += len;
     }
     i = c + len;
@@ -277,6 +318,20 @@ uint64_t GranuleMap::unmapped_bytes(uint64_t offset, uint64_t bytes, uint64_t en
   for (size_t i = offset / granularity_, last = (offset + bytes - 1) / granularity_; i <= last && unmapped < enough; ++i)
     if (!handles_[i]) unmapped += granularity_;
   return unmapped;
+}
+
+void GranuleMap::page_span(uint64_t offset, uint64_t bytes, uint64_t* span_offset, uint64_t* span_bytes) const {
+  *span_offset = offset;
+  *span_bytes = bytes;
+  if (!base_ || bytes == 0 || offset + bytes > size_ || max_chunk_ <= 1) return;
+  size_t first = offset / granularity_, last = (offset + bytes - 1) / granularity_;
+  size_t page_first = first / max_chunk_ * max_chunk_;
+  size_t page_last = std::min(handles_.size() - 1, (last / max_chunk_ + 1) * max_chunk_ - 1);
+  // Out to the pages' edges, over unmapped granules only.
+  while (first > page_first && !handles_[first - 1]) --first;
+  while (last < page_last && !handles_[last + 1]) ++last;
+  *span_offset = first * granularity_;
+  *span_bytes = (last - first + 1) * granularity_;
 }
 
 bool GranuleMap::mapped(uint64_t offset) const {

@@ -34,6 +34,41 @@
 // wait for the device. They are counted (unmap_calls(), set_access_calls())
 // and shown in the summary's allocator section.
 //
+// Note [Pages mapped whole]: the range is cut into pages of
+// `max_chunk_bytes` (aligned to the page size from the range's start), and
+// a chunk never crosses a page's edge. The allocator maps a miss's block
+// over page_span(): the unmapped granules of every page the block touches,
+// so a page is one handle (two driver calls) however many blocks later
+// fill it, as PyTorch's expandable segments map 20 MiB pages in their
+// large pool (2 MiB in the small one). What a page holds beyond the block
+// is cached free memory, released like any (Note [Releasing memory] in
+// device_allocator.h); a page whose granules were partly mapped before
+// gets chunks for the rest only. A handle is released only whole, so the
+// allocator maps in pages only for large blocks and only while the device
+// is less than a quarter full (DeviceAllocator::kPagesUpTo); otherwise
+// map(..., in_pages = false) makes each granule its own handle.
+//
+// Note [Moving a page instead of making one]: when the allocator releases
+// cached pages only to map as many elsewhere (Note [Releasing memory] in
+// device_allocator.h), unmap(..., keep) unmaps them but keeps their
+// handles, and the map() that follows maps a kept handle of the same size
+// where it would have created one: cuMemUnmap + cuMemMap instead of
+// cuMemUnmap + cuMemRelease + cuMemCreate + cuMemMap, and no zeroing of
+// new memory. The caller releases what no map took (release_kept()) before
+// it returns, so a kept handle never outlives one allocation; a map that
+// needs a size none kept has releases them all before creating, so they
+// never make it fail. A handle ever exported for IPC (chunks()) is never
+// kept: an importer may still map it after the exporter's free, as CUDA
+// documents, and must not see another block's bytes.
+//
+// Note [Access once per mapped range]: map() creates and maps each chunk
+// of a run, then makes one cuMemSetAccess over the whole span from its
+// first new chunk to the end of its last (granules between them mapped
+// before stay as they were: access is per mapped granule, and granting the
+// same devices again changes nothing), as PyTorch's expandable segments
+// set access once per mapped range: a miss that maps N chunks costs 2N + 1
+// calls, not 3N. A failed cuMemSetAccess undoes every chunk of the call.
+//
 // Failure is never partial: when a step fails, the steps before it are
 // undone, nothing new stays mapped and nothing leaks; the caller gets the
 // driver's error and decides (trim and retry, or fall back).
@@ -46,6 +81,8 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "alloc/device_stats.h"
@@ -76,10 +113,21 @@ class GranuleMap {
   // the call that failed (then the chunks this call mapped are unmapped
   // again). A chunk the device cannot create whole is retried granule by
   // granule.
-  CUresult map(uint64_t offset, uint64_t bytes);
+  // With `in_pages` false, every chunk is one granule (Note [Pages mapped
+  // whole]: what a nearly full device maps).
+  CUresult map(uint64_t offset, uint64_t bytes, bool in_pages = true);
+  // See Note [Pages mapped whole]: [offset, offset + bytes) grown, over
+  // granules not mapped, out to the edges of the pages it touches: what to
+  // map() for a block there so that its pages are mapped whole. The range
+  // itself when chunks are one granule.
+  void page_span(uint64_t offset, uint64_t bytes, uint64_t* span_offset, uint64_t* span_bytes) const;
   // Unmaps and releases every chunk lying wholly inside [offset, offset +
-  // bytes). Returns how many granules were released.
-  size_t unmap(uint64_t offset, uint64_t bytes);
+  // bytes). Returns how many granules were released. With `keep`, the
+  // chunks' handles are kept for the next map() instead of released
+  // (Note [Moving a page instead of making one]).
+  size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false);
+  // Releases the handles unmap() kept that no map() took.
+  void release_kept();
 
   // Grants `device` read-write access to every granule mapped now and to
   // every one mapped later (peer access: cudaDeviceEnablePeerAccess from
@@ -108,6 +156,7 @@ class GranuleMap {
   // in address order, each whole; false (and `out` unchanged) when one of
   // those granules is not mapped.
   bool chunks(uint64_t offset, uint64_t bytes, std::vector<Chunk>* out) const;
+  uint64_t handles_moved_total() const { return moved_; }  // maps of a kept handle
   size_t mapped_granules() const { return mapped_; }
   uint64_t mapped_bytes() const { return mapped_ * granularity_; }
   uint64_t granules_mapped_total() const { return map_count_; }     // over the map's life
@@ -129,7 +178,13 @@ class GranuleMap {
   CUresult create(CUmemGenericAllocationHandle* handle, uint64_t bytes);
   CUresult unmap_call(CUdeviceptr at, uint64_t bytes);
   CUresult set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count);
-  void unmap_chunk(size_t first);
+  void unmap_chunk(size_t first, bool keep = false);
+  // Handles unmapped but kept (Note [Moving a page instead of making one]),
+  // with their granule counts; and those ever exported, never kept.
+  std::vector<std::pair<CUmemGenericAllocationHandle, size_t>> kept_;
+  size_t kept_granules_ = 0;
+  mutable std::unordered_set<CUmemGenericAllocationHandle> exported_;
+  uint64_t moved_ = 0;
 
   const cuda::DriverApi* api_;
   int device_;

@@ -36,7 +36,8 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes, Owner owne
 }
 
 std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
-                                                       std::optional<Owner> owner, uint64_t growth_allowed) {
+                                                       std::optional<Owner> owner, uint64_t growth_allowed,
+                                                       bool in_pages) {
   BlockManager::Ranges from_held;
   std::optional<uint64_t> at =
       owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held)
@@ -46,24 +47,30 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     return std::nullopt;
   }
   uint64_t size = blocks_.size_of(*at);
+  // GranuleMap's Note [Pages mapped whole]: the block's pages, whole where
+  // they are unmapped; the block alone when that does not fit.
+  uint64_t span_at = *at, span_size = size;
+  if (in_pages) map_.page_span(*at, size, &span_at, &span_size);
   if (growth_allowed != kNoBudget) {
     // DeviceAllocator's Note [Releasing memory]: what this maps past the
     // growth allowed, cached granules elsewhere give back first, so the
     // mapped total does not grow while free memory lies unused elsewhere.
-    uint64_t missing = map_.unmapped_bytes(*at, size);
-    if (missing > growth_allowed) release_free(missing - growth_allowed);
+    uint64_t missing = map_.unmapped_bytes(span_at, span_size);
+    if (missing > growth_allowed) release_free(missing - growth_allowed, true);
   }
-  if (map_budget == kNoBudget || map_.mapped_range(*at, size)) {
-    *result = map_.map(*at, size);
-  } else if (map_budget == 0) {
-    *result = CUDA_ERROR_OUT_OF_MEMORY;
-  } else {
+  auto map = [&](uint64_t o, uint64_t n) {
+    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n, in_pages);
+    if (map_budget == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     // The budget caps what this reservation may map in all: what it has
     // plus what the device-wide cap leaves.
     map_.set_limit(map_.mapped_bytes() + map_budget);
-    *result = map_.map(*at, size);
+    CUresult r = map_.map(o, n, in_pages);
     map_.set_limit(0);
-  }
+    return r;
+  };
+  *result = map(span_at, span_size);
+  if (*result == CUDA_ERROR_OUT_OF_MEMORY && span_size != size) *result = map(*at, size);
+  map_.release_kept();  // what the map did not take (GranuleMap's Note [Moving a page instead of making one])
   if (*result != CUDA_SUCCESS) {
     // What was the owner's stays the owner's (Note [Space held for an
     // owner]); the rest, unmapped again, is free space as before.
@@ -90,7 +97,7 @@ uint64_t Reservation::trim() {
   return released;
 }
 
-uint64_t Reservation::release_free(uint64_t want) {
+uint64_t Reservation::release_free(uint64_t want, bool keep) {
   // Smaller free ranges first: holes that serve fewer requests.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [offset, size] : blocks_.large_free().ranges())
@@ -99,7 +106,7 @@ uint64_t Reservation::release_free(uint64_t want) {
   uint64_t released = 0;
   for (const auto& [offset, size] : ranges) {
     if (released >= want) break;
-    released += map_.unmap(offset, size) * map_.granularity();
+    released += map_.unmap(offset, size, keep) * map_.granularity();
   }
   return released;
 }

@@ -43,12 +43,14 @@ class Reservation {
   // CUDA_ERROR_OUT_OF_MEMORY for a full device or an exhausted budget, else
   // the driver's error.
   static constexpr uint64_t kNoBudget = ~0ull;
+  // `in_pages`: its pages mapped whole (GranuleMap's Note [Pages mapped
+  // whole]); else its own granules, one handle each.
   // Of what the block needs mapped, all but `growth_allowed` bytes are
   // first released from cached granules in other free ranges (kNoBudget:
   // nothing is released).
   std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
                                            std::optional<Owner> owner = std::nullopt,
-                                           uint64_t growth_allowed = kNoBudget);
+                                           uint64_t growth_allowed = kNoBudget, bool in_pages = true);
 
   // Note [Space held for an owner], in absolute addresses.
   uint64_t release_to(uintptr_t a, Owner owner) { return blocks_.release_to(a - base_, owner); }
@@ -87,7 +89,9 @@ class Reservation {
   // Unmaps chunks lying wholly in free ranges, smallest ranges first, until
   // at least `want` bytes are released or none is left; returns the bytes
   // released. DeviceAllocator's Note [Releasing memory].
-  uint64_t release_free(uint64_t want);
+  // With `keep`, the handles are kept for the map that follows (GranuleMap's
+  // Note [Moving a page instead of making one]).
+  uint64_t release_free(uint64_t want, bool keep = false);
   CUresult grant(int device) { return map_.grant(device); }
 
   uint64_t allocated() const { return blocks_.allocated(); }  // live blocks, freed-but-held included

@@ -69,6 +69,29 @@ class Bisect(unittest.TestCase):
         self.assertLessEqual(found["a"], 64 * MiB + pressure.resolution(64 * MiB))
 
 
+class ServedWherePeerServes(unittest.TestCase):
+    IDEALS = {"a": 100 * MiB, "b": 100 * MiB}
+
+    def test_met_on_every_trace(self):
+        found = {"gpuslack": {"a": 104 * MiB, "b": 110 * MiB},
+                 pressure.PEER: {"a": 104 * MiB, "b": 120 * MiB}}
+        line = pressure.served_where_peer_serves(found, self.IDEALS)
+        self.assertIn("2 of 2 traces.", line)
+
+    def test_a_trace_the_peer_serves_on_less_is_named(self):
+        found = {"gpuslack": {"a": 133 * MiB, "b": None},
+                 pressure.PEER: {"a": 105 * MiB, "b": 120 * MiB}}
+        line = pressure.served_where_peer_serves(found, self.IDEALS)
+        self.assertIn("0 of 2 traces; larger on a (133 MiB (1.33x) against 105 MiB (1.05x)), b (> 4x", line)
+
+    def test_a_trace_the_peer_cannot_serve_counts_as_met(self):
+        found = {"gpuslack": {"a": None, "b": 110 * MiB}, pressure.PEER: {"a": None, "b": 110 * MiB}}
+        self.assertIn("2 of 2", pressure.served_where_peer_serves(found, self.IDEALS))
+
+    def test_nothing_without_the_peer(self):
+        self.assertIsNone(pressure.served_where_peer_serves({"gpuslack": {"a": MiB, "b": MiB}}, self.IDEALS))
+
+
 class GpuslackEndToEnd(unittest.TestCase):
     def test_pressure_table(self):
         build = os.environ.get("BUILD_DIR")

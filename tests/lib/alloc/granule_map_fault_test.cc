@@ -12,7 +12,8 @@ namespace {
 
 using test_support::kMiB;
 
-// GPUSIM_FAIL=cuMemCreate:2,cuMemMap:4,cuMemSetAccess:6
+// GPUSIM_FAIL=cuMemCreate:2,cuMemMap:4,cuMemSetAccess:1 (one access call per
+// map(): Note [Access once per mapped range])
 TEST(GranuleMapFaults, EachFailingStepIsUndone) {
   GranuleMap m(cuda::driver(), 0, 64 * kMiB);
   ASSERT_TRUE(m.ok()) << m.why();
@@ -25,7 +26,7 @@ TEST(GranuleMapFaults, EachFailingStepIsUndone) {
   EXPECT_NE(CUDA_SUCCESS, m.map(0, 6 * kMiB));
   EXPECT_EQ(0u, m.mapped_granules());
   EXPECT_EQ(before, gpusim_device_used(0));
-  // Access #4 and #5 ok, #6 fails.
+  // Every chunk mapped, then the one access call (#1) fails: all undone.
   EXPECT_NE(CUDA_SUCCESS, m.map(0, 6 * kMiB));
   EXPECT_EQ(0u, m.mapped_granules());
   EXPECT_EQ(before, gpusim_device_used(0));

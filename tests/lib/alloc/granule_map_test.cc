@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "sim_driver.h"
 #include "gpusim.h"
@@ -143,6 +144,8 @@ TEST(GranuleMap, CountsTheCallsThatMaySynchronize) {
   long unmaps = gpusim_calls("cuMemUnmap"), accesses = gpusim_calls("cuMemSetAccess");
   ASSERT_EQ(CUDA_SUCCESS, m.map(0, 6 * kMiB));  // 2 + 1 granules: two chunks
   EXPECT_EQ(0u, m.unmap_calls());
+  EXPECT_EQ(1u, m.set_access_calls());  // Note [Access once per mapped range]
+  ASSERT_EQ(CUDA_SUCCESS, m.map(10 * kMiB, 2 * kMiB));  // another range: its own call
   EXPECT_EQ(2u, m.set_access_calls());
   EXPECT_EQ(3u, m.unmap(0, 6 * kMiB));
   EXPECT_EQ(2u, m.unmap_calls());
@@ -150,6 +153,46 @@ TEST(GranuleMap, CountsTheCallsThatMaySynchronize) {
   EXPECT_EQ(2, gpusim_calls("cuMemUnmap") - unmaps);
   EXPECT_EQ(2, gpusim_calls("cuMemSetAccess") - accesses);
   EXPECT_EQ(0u, m.refused());
+}
+
+// See Note [Moving a page instead of making one]: a page unmapped with its
+// handle kept is mapped again elsewhere with no cuMemCreate and no new
+// memory; what no map takes is released; an exported handle is never kept.
+TEST(GranuleMap, AKeptHandleMovesToTheNextMap) {
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // pages of 2 granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  size_t before = gpusim_device_used(0);
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 8 * kMiB));  // two pages
+  long creates = gpusim_calls("cuMemCreate"), releases = gpusim_calls("cuMemRelease");
+  EXPECT_EQ(4u, m.unmap(0, 8 * kMiB, true));
+  EXPECT_EQ(0u, m.mapped_granules());
+  EXPECT_EQ(before + 8 * kMiB, gpusim_device_used(0));  // still held
+  ASSERT_EQ(CUDA_SUCCESS, m.map(16 * kMiB, 4 * kMiB));  // one page: a kept handle
+  EXPECT_EQ(0, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(1u, m.handles_moved_total());
+  std::memset(reinterpret_cast<void*>(m.base() + 16 * kMiB), 7, 4 * kMiB);
+  m.release_kept();  // the other one
+  EXPECT_EQ(1, gpusim_calls("cuMemRelease") - releases);
+  EXPECT_EQ(before + 4 * kMiB, gpusim_device_used(0));
+  // Exported (chunks(), as IPC asks): released at unmap even when keeping.
+  std::vector<GranuleMap::Chunk> chunks;
+  ASSERT_TRUE(m.chunks(16 * kMiB, 4 * kMiB, &chunks));
+  EXPECT_EQ(2u, m.unmap(16 * kMiB, 4 * kMiB, true));
+  EXPECT_EQ(before, gpusim_device_used(0));
+  EXPECT_EQ(2, gpusim_calls("cuMemRelease") - releases);
+}
+
+TEST(GranuleMap, KeptHandlesOfAnotherSizeAreReleasedBeforeCreating) {
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);
+  ASSERT_TRUE(m.ok()) << m.why();
+  size_t before = gpusim_device_used(0);
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 12 * kMiB));  // three pages, fills the 16 MiB device but 4
+  EXPECT_EQ(6u, m.unmap(0, 12 * kMiB, true));
+  // A one-granule chunk (a page's last granule) matches no kept handle:
+  // they go back first, so the device has room for it.
+  ASSERT_EQ(CUDA_SUCCESS, m.map(22 * kMiB, 2 * kMiB));
+  EXPECT_EQ(before + 2 * kMiB, gpusim_device_used(0));
+  EXPECT_EQ(0u, m.handles_moved_total());
 }
 
 // (Grants that succeed, over chunks: DeviceAllocatorStreams.

@@ -152,7 +152,10 @@ def differences(c_text, job_text, compare_lines):
     # Findings: title, figures, and evidence, where and fix word for word.
     c_found = _c_findings(c_lines)
     j_start = next(i for i, l in enumerate(j_lines) if l.startswith("findings ("))
-    j_blocks = _blocks(j_lines[j_start + 1:], "  ", "     ")
+    j_body = j_lines[j_start + 1:]
+    while j_body and not re.match(r"  \d+\. ", j_body[0]):  # the idle they explain, before the first
+        j_body = j_body[1:]
+    j_blocks = _blocks(j_body, "  ", "     ")
     if len(c_found) != len(j_blocks):
         diffs.append(("findings", len(c_found), len(j_blocks)))
     for c, j in zip(c_found, j_blocks):

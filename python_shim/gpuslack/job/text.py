@@ -131,8 +131,8 @@ def _findings(rep):
         return ["findings: none%s" % predate]
     L = ["findings (%d, most costly first)%s:" % (len(fs), predate)]
     e = rep.get("findings_explain")  # aggregate._findings_explain
-    L += _wrap("they explain %s of the GPU's %s idle on %d ranks (%s)" % (
-        fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]), e["ranks"],
+    L += _wrap("they explain %s of the GPU's %s idle on %d rank%s (%s)" % (
+        fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]), e["ranks"], "" if e["ranks"] == 1 else "s",
         fmt.share(e["explained_share"])), 2) if e else []
     for i, f in enumerate(fs[:FINDINGS_SHOWN]):
         L += _wrap("%d. %s [%s]" % (i + 1, f["title"], f["rule"]), 2, 3)

@@ -7,8 +7,8 @@ lib/report/units.h; Note [One formatter per unit]; docs/design.md, "Where
 rendering lives"). tests/python/test_labels.py renders the same inputs
 through both languages and compares.
 
-- seconds(s), percent(share), nbytes(b), gbps(v), size_bucket(b): the
-  figure as text;
+- seconds(s), percent(share), nbytes(b), gbps(v), size_bucket(b),
+  link_gbps(v), link_gbits(v): the figure as text;
   None gives "-" (a figure the summary does not hold).
 - category_name(key), idle_name(key), busy_name(key), lost_keys(): from
   gpuslack_labels_json, read once per process.
@@ -70,6 +70,16 @@ def gbps(v):
 def size_bucket(b):
     """A power-of-two size class by its exponent: 26 -> '>=64.0 MiB'."""
     return _figure("size_bucket", b)
+
+
+def link_gbps(v):
+    """A link's capacity: '450 GB/s', '63.02 GB/s'; 0 or less: 'unknown'."""
+    return _figure("link_gbps", v)
+
+
+def link_gbits(v):
+    """A NIC port's rate in gigabits: '400 Gb/s'; 0 or less: 'unknown'."""
+    return _figure("link_gbits", v)
 
 
 def table():

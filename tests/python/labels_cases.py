@@ -23,12 +23,12 @@ import tempfile
 
 from conftest import ROOT
 from gpuslack import compare, labels, report
-from gpuslack.job import aggregate, fmt, load, merge, text
+from gpuslack.job import aggregate, fmt, load, merge, synth, text
 
 CASES = os.path.join(ROOT, "tests", "lib", "report", "units_cases.txt")
 FIXTURE = os.path.join(ROOT, "tests", "job", "fixtures", "demo-vmm-timeline.json")
 BY_UNIT = {"seconds": labels.seconds, "percent": labels.percent, "bytes": labels.nbytes, "gbps": labels.gbps,
-           "size_bucket": labels.size_bucket}
+           "size_bucket": labels.size_bucket, "link_gbps": labels.link_gbps, "link_gbits": labels.link_gbits}
 
 # Figures of every size: a cost under a millisecond, one in ms, one in s.
 FINDINGS = [
@@ -59,8 +59,9 @@ def every_unit_reads_as_the_spec_both_languages_read():
     assert set(BY_UNIT) == set(labels.table()["units"])
     assert labels.seconds(None) == labels.percent(None) == labels.nbytes(None) == "-"
     # The job report's formatters are these, not copies.
-    assert (fmt.seconds, fmt.nbytes, fmt.share, fmt.gbps, fmt.size_bucket) == (
-        labels.seconds, labels.nbytes, labels.percent, labels.gbps, labels.size_bucket)
+    assert (fmt.seconds, fmt.nbytes, fmt.share, fmt.gbps, fmt.size_bucket, fmt.link_gbps, fmt.link_gbits) == (
+        labels.seconds, labels.nbytes, labels.percent, labels.gbps, labels.size_bucket, labels.link_gbps,
+        labels.link_gbits)
     assert (compare.seconds, compare.percent) == (labels.seconds, labels.percent)
 
 
@@ -85,6 +86,10 @@ def _summary():
         for cause in ("host_bound", "launch_bound", "collectives", "other"):
             d["idle"]["sync"] -= 0.05 - d["idle"][cause]
             d["idle"][cause] = 0.05
+    # A topology whose link capacity needs the fourth digit, and no link
+    # between nodes (unknown).
+    doc["topology"] = synth._topology(0, 1, 1)
+    doc["topology"]["links"].update(intra_gbps=451.27, inter_gbps=0.0, inter_from="unknown: no NIC read")
     path = os.path.join(tempfile.mkdtemp(prefix="gpuslack-labels-"), "rank0.json")
     with open(path, "w") as f:
         json.dump(doc, f)
@@ -152,7 +157,10 @@ def differences(c_text, job_text, compare_lines):
     # Findings: title, figures, and evidence, where and fix word for word.
     c_found = _c_findings(c_lines)
     j_start = next(i for i, l in enumerate(j_lines) if l.startswith("findings ("))
-    j_blocks = _blocks(j_lines[j_start + 1:], "  ", "     ")
+    j_body = j_lines[j_start + 1:]
+    if j_body and j_body[0].startswith("  they explain "):   # the share of the idle (job/text.py)
+        j_body = j_body[1:]
+    j_blocks = _blocks(j_body, "  ", "     ")
     if len(c_found) != len(j_blocks):
         diffs.append(("findings", len(c_found), len(j_blocks)))
     for c, j in zip(c_found, j_blocks):
@@ -171,6 +179,11 @@ def differences(c_text, job_text, compare_lines):
     # compare prints the same findings (indented, in 80 columns).
     if _words(compare_lines[1:]) != _words(sum(c_found, [])):
         diffs.append(("compare's findings", _words(sum(c_found, [])), _words(compare_lines[1:])))
+    # A link's capacity: the topology lines.
+    links = r"within the node (.*?), between nodes (.*?) per rank"
+    m, j = re.search(links, c_flat), re.search(links, _words(j_lines))
+    if not m or not j or m.groups() != j.groups():
+        diffs.append(("link capacity", m and m.groups(), j and j.groups()))
     # Bytes: the allocator's peaks.
     m = re.search(r"peak (\S+ \S+) allocated / (\S+ \S+) reserved", c_flat)
     j = re.search(r"peak reserved p50 (\S+ \S+),.*peak allocated p50 (\S+ \S+);", " ".join(j_lines))
@@ -191,6 +204,7 @@ def one_ranks_summary_reads_the_same_in_its_text_compare_and_the_job_report():
     c_text, job_text, compare_lines = _render_all(path, doc)
     assert "400.0 us" in c_text and "GPU idle 12.3 ms" in c_text, c_text   # the inputs reach the figures
     assert "launch-bound" in job_text and "other calls" in job_text, job_text
+    assert "within the node 451.3 GB/s (NVLink), between nodes unknown" in c_text, c_text
     assert differences(c_text, job_text, compare_lines) == [], job_text
 
 
@@ -213,6 +227,13 @@ def the_comparison_catches_a_python_copy_of_a_formatter():
     fmt.seconds = _old_seconds
     c_text, job_text, compare_lines = _render_all(path, doc)
     assert ("cost", "400.0 us", "400 us") in differences(c_text, job_text, compare_lines)
+    # A copy of the link capacity's formatter with its own precision.
+    fmt.seconds = labels.seconds
+    fmt.link_gbps = lambda v: "%.3g GB/s" % v if v > 0 else "unknown"
+    c_text, job_text, compare_lines = _render_all(path, doc)
+    assert ("link capacity", ("451.3 GB/s (NVLink)", "unknown"), ("451 GB/s (NVLink)", "unknown")) in differences(
+        c_text, job_text, compare_lines)
+    fmt.link_gbps = labels.link_gbps
     # And a Python copy of a name.
     fmt.seconds = labels.seconds
     text.idle_rows = lambda: [(k, k.replace("_", " ")) for k in load.IDLE_CAUSES]

@@ -11,6 +11,8 @@ nbytes = labels.nbytes
 share = labels.percent
 gbps = labels.gbps
 size_bucket = labels.size_bucket
+link_gbps = labels.link_gbps
+link_gbits = labels.link_gbits
 
 
 def ranks(lst, limit=8):

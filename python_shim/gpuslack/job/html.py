@@ -286,7 +286,7 @@ def _topology(rep):
     t = rep.get("topology")
     if not t:
         return ""
-    gbps = lambda v: "%.4g GB/s" % v if v > 0 else "unknown"
+    gbps = fmt.link_gbps
     rows = []
     for k in t["kinds"][:TABLE_ROWS]:
         names = ", ".join(k["nodes"][:4]) + (" and %d more" % (len(k["nodes"]) - 4) if len(k["nodes"]) > 4 else "")

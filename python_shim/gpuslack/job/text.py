@@ -205,12 +205,6 @@ def _nodes(nodes):
     return ["per node (most time lost first):"] + _table(rows) + more
 
 
-def _gbps(v):
-    # A link's capacity, four significant digits as the per-rank text's
-    # topology line writes it (lib/report/topology.cc).
-    return "%.4g GB/s" % v if v > 0 else "unknown"
-
-
 def _topology(t):
     """Each kind of node once: its links per rank, shape, GPUs and NICs."""
     if not t:
@@ -223,9 +217,10 @@ def _topology(t):
         nodes = k["nodes"]
         names = ", ".join(nodes[:4]) + (" and %d more" % (len(nodes) - 4) if len(nodes) > 4 else "")
         L += _wrap("%s (%d node%s, %d ranks read it): within the node %s%s, between nodes %s per rank and "
-                   "direction" % (names, len(nodes), "" if len(nodes) == 1 else "s", k["ranks"], _gbps(k["intra_gbps"]),
+                   "direction" % (names, len(nodes), "" if len(nodes) == 1 else "s", k["ranks"],
+                                  fmt.link_gbps(k["intra_gbps"]),
                                   (" (NVLink)" if k["intra_is_nvlink"] else " (PCIe)") if k["intra_gbps"] > 0 else "",
-                                  _gbps(k["inter_gbps"])), 2)
+                                  fmt.link_gbps(k["inter_gbps"])), 2)
         if k["intra_gbps"] <= 0:
             L += _wrap(k["intra_from"], 5)
         if k["inter_gbps"] <= 0:
@@ -234,7 +229,7 @@ def _topology(t):
         L += _wrap("NICs: %d port%s, %d active%s%s" % (
             n["ports"], "" if n["ports"] == 1 else "s", n["active"],
             " (%s)" % "/".join(n["link_layers"]) if n["link_layers"] else "",
-            ", %.4g Gb/s in all" % n["gbit_s"] if n["gbit_s"] else ""), 5)
+            ", %s in all" % fmt.link_gbits(n["gbit_s"]) if n["gbit_s"] else ""), 5)
         for g in k["gpus"][:8]:
             link = ("%d NVLink %d links" % (g["nvlink_links"], g["nvlink_generation"]) if g["nvlink_links"] > 0
                     else "no NVLink" if g["nvlink_links"] == 0 else "NVLink unknown")

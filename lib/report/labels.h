@@ -10,7 +10,7 @@
 //   "idle_causes": [{"key": "host_bound", "name": "host-bound"}, ...]
 //   "busy_kinds":  [{"key": "compute", "name": "compute"}, ...]
 //                  (timeline/timeline.h: idle_key/idle_name, busy_key/busy_name);
-//   "units":       ["seconds", "percent", "bytes", "gbps", "size_bucket"] (units.h).
+//   "units":       ["seconds", "percent", "bytes", ...]: units.h's kUnitNames.
 // Finding rules and their titles need no table: the summary's "findings"
 // carry each finding's rule and title as lib/findings wrote them, and the
 // job report renders them through render_findings_json.

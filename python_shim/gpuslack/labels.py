@@ -8,7 +8,7 @@ rendering lives"). tests/python/test_labels.py renders the same inputs
 through both languages and compares.
 
 - seconds(s), percent(share), nbytes(b), gbps(v), size_bucket(b),
-  link_gbps(v), link_gbits(v): the figure as text;
+  link_gbps(v), link_gbits(v), waves(v): the figure as text;
   None gives "-" (a figure the summary does not hold).
 - category_name(key), idle_name(key), busy_name(key), lost_keys(): from
   gpuslack_labels_json, read once per process.
@@ -80,6 +80,11 @@ def link_gbps(v):
 def link_gbits(v):
     """A NIC port's rate in gigabits: '400 Gb/s'; 0 or less: 'unknown'."""
     return _figure("link_gbits", v)
+
+
+def waves(v):
+    """Waves of blocks a launch took on the SMs: 0.5 -> '0.50'."""
+    return _figure("waves", v)
 
 
 def table():

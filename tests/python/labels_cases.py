@@ -28,7 +28,8 @@ from gpuslack.job import aggregate, fmt, load, merge, synth, text
 CASES = os.path.join(ROOT, "tests", "lib", "report", "units_cases.txt")
 FIXTURE = os.path.join(ROOT, "tests", "job", "fixtures", "demo-vmm-timeline.json")
 BY_UNIT = {"seconds": labels.seconds, "percent": labels.percent, "bytes": labels.nbytes, "gbps": labels.gbps,
-           "size_bucket": labels.size_bucket, "link_gbps": labels.link_gbps, "link_gbits": labels.link_gbits}
+           "size_bucket": labels.size_bucket, "link_gbps": labels.link_gbps, "link_gbits": labels.link_gbits,
+           "waves": labels.waves}
 
 # Figures of every size: a cost under a millisecond, one in ms, one in s.
 FINDINGS = [
@@ -59,9 +60,10 @@ def every_unit_reads_as_the_spec_both_languages_read():
     assert set(BY_UNIT) == set(labels.table()["units"])
     assert labels.seconds(None) == labels.percent(None) == labels.nbytes(None) == "-"
     # The job report's formatters are these, not copies.
-    assert (fmt.seconds, fmt.nbytes, fmt.share, fmt.gbps, fmt.size_bucket, fmt.link_gbps, fmt.link_gbits) == (
+    assert (fmt.seconds, fmt.nbytes, fmt.share, fmt.gbps, fmt.size_bucket, fmt.link_gbps, fmt.link_gbits,
+            fmt.waves) == (
         labels.seconds, labels.nbytes, labels.percent, labels.gbps, labels.size_bucket, labels.link_gbps,
-        labels.link_gbits)
+        labels.link_gbits, labels.waves)
     assert (compare.seconds, compare.percent) == (labels.seconds, labels.percent)
 
 
@@ -86,6 +88,12 @@ def _summary():
         for cause in ("host_bound", "launch_bound", "collectives", "other"):
             d["idle"]["sync"] -= 0.05 - d["idle"][cause]
             d["idle"][cause] = 0.05
+    # One kernel's launch shapes, its waves a range (device 0's first kernel).
+    doc["gpu_timeline"]["devices"][0]["top_kernels"][0]["launch"] = {
+        "shapes": 2, "blocks_min": 66, "blocks_max": 163, "shaped_s": 3.8, "sm_count": 132,
+        "blocks_per_sm_min": 1, "blocks_per_sm_max": 1, "waves_min": 0.5, "waves_max": 1.234,
+        "wave_efficiency": 0.61, "wave_efficiency_min": 0.5, "below_sms_s": 1.0, "underfilled_s": 1.0,
+        "underfilled_idle_s": 0.0, "top_shapes": []}
     # A topology whose link capacity needs the fourth digit, and no link
     # between nodes (unknown).
     doc["topology"] = synth._topology(0, 1, 1)
@@ -132,6 +140,12 @@ def _table_names(lines, heading):
         names.append(re.split(r"  +", l.strip())[0])
     assert names, heading
     return names
+
+
+def _waves(lines):
+    """The waves column of the first kernel table's first row."""
+    head = next((i for i, l in enumerate(lines) if re.match(r"  kernel .* waves  wave eff\.$", l)), None)
+    return None if head is None else re.split(r"  +", lines[head + 1].strip())[-2]
 
 
 def differences(c_text, job_text, compare_lines):
@@ -184,6 +198,10 @@ def differences(c_text, job_text, compare_lines):
     m, j = re.search(links, c_flat), re.search(links, _words(j_lines))
     if not m or not j or m.groups() != j.groups():
         diffs.append(("link capacity", m and m.groups(), j and j.groups()))
+    # Waves: the kernel table's column (the first table in each).
+    c_waves, j_waves = _waves(c_lines), _waves(j_lines)
+    if not c_waves or c_waves != j_waves:
+        diffs.append(("waves", c_waves, j_waves))
     # Bytes: the allocator's peaks.
     m = re.search(r"peak (\S+ \S+) allocated / (\S+ \S+) reserved", c_flat)
     j = re.search(r"peak reserved p50 (\S+ \S+),.*peak allocated p50 (\S+ \S+);", " ".join(j_lines))
@@ -205,6 +223,7 @@ def one_ranks_summary_reads_the_same_in_its_text_compare_and_the_job_report():
     assert "400.0 us" in c_text and "GPU idle 12.3 ms" in c_text, c_text   # the inputs reach the figures
     assert "launch-bound" in job_text and "other calls" in job_text, job_text
     assert "within the node 451.3 GB/s (NVLink), between nodes unknown" in c_text, c_text
+    assert _waves([l[len("gpuslack: "):] for l in c_text.splitlines()]) == "0.50-1.23", c_text
     assert differences(c_text, job_text, compare_lines) == [], job_text
 
 
@@ -234,6 +253,11 @@ def the_comparison_catches_a_python_copy_of_a_formatter():
     assert ("link capacity", ("451.3 GB/s (NVLink)", "unknown"), ("451 GB/s (NVLink)", "unknown")) in differences(
         c_text, job_text, compare_lines)
     fmt.link_gbps = labels.link_gbps
+    # And of the waves.
+    fmt.waves = lambda v: "%.1f" % v
+    c_text, job_text, compare_lines = _render_all(path, doc)
+    assert ("waves", "0.50-1.23", "0.5-1.2") in differences(c_text, job_text, compare_lines)
+    fmt.waves = labels.waves
     # And a Python copy of a name.
     fmt.seconds = labels.seconds
     text.idle_rows = lambda: [(k, k.replace("_", " ")) for k in load.IDLE_CAUSES]

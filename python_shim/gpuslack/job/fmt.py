@@ -13,6 +13,7 @@ gbps = labels.gbps
 size_bucket = labels.size_bucket
 link_gbps = labels.link_gbps
 link_gbits = labels.link_gbits
+waves = labels.waves
 
 
 def ranks(lst, limit=8):

@@ -188,7 +188,7 @@ def _kernels(kernels):
     for k in kernels:
         rows.append((k["name"][:60], str(k["ranks"]), fmt.seconds(k["total_s"]), rng(k["blocks_min"], k["blocks_max"]),
                      rng(k["blocks_per_sm_min"], k["blocks_per_sm_max"]),
-                     rng(k["waves_min"], k["waves_max"], lambda v: "%.2f" % v),
+                     rng(k["waves_min"], k["waves_max"], fmt.waves),
                      fmt.share(k["wave_efficiency"]) if k["wave_efficiency"] is not None else "-"))
     return ["top kernels across ranks (GPU time summed; launch shapes: docs/gpu-timeline.md):"] + _table(rows)
 

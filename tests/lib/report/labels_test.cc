@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "ledger/api_call.h"
@@ -12,6 +13,7 @@
 #include "report/json_fields.h"
 #include "report/json_reader.h"
 #include "report/json_writer.h"
+#include "report/units.h"
 #include "timeline/timeline.h"
 
 namespace gpuslack {
@@ -39,7 +41,7 @@ TEST(Labels, EveryCategoryAndIdleCauseWithItsNameAndTheLostRule) {
   EXPECT_EQ("sync", sync.text("key"));
   EXPECT_EQ("synchronization", sync.text("name"));
   ASSERT_TRUE(doc.find("busy_kinds") && doc.find("units"));
-  EXPECT_EQ(5u, doc.find("units")->items().size());
+  EXPECT_EQ(std::size(kUnitNames), doc.find("units")->items().size());
 }
 
 Finding sample() {

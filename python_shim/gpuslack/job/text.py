@@ -110,19 +110,6 @@ def _wrap(text, indent, more=3):
                          break_on_hyphens=False, break_long_words=False) or [" " * indent]
 
 
-def _cost(f, n_ranks):
-    if f["scope"] == "job" and f["rule"] == "straggler":
-        return "cost %s of the other ranks' waiting (%s of their wall time)" % (
-            fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_max"]))
-    where = "on %d of %d ranks (%s)" % (f["ranks"], n_ranks, fmt.ranks(f["rank_list"], 6))
-    if not f["cost_measured"]:
-        return where + "; cost not measured"
-    idle = "; GPU idle %s" % fmt.seconds(f["gpu_idle_s_total"]) if f["gpu_idle_s_total"] is not None else ""
-    return "%s; cost %s summed, %s of wall on average, %s on rank %d%s" % (
-        where, fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_mean"]), fmt.share(f["cost_share_max"]),
-        f["worst_rank"], idle)
-
-
 def _findings(rep):
     fs, n = rep["findings"], rep["ranks"]
     old = rep["missing"]["findings"]
@@ -136,7 +123,7 @@ def _findings(rep):
         fmt.share(e["explained_share"])), 2) if e else []
     for i, f in enumerate(fs[:FINDINGS_SHOWN]):
         L += _wrap("%d. %s [%s]" % (i + 1, f["title"], f["rule"]), 2, 3)
-        L += _wrap(_cost(f, n), 5)
+        L += _wrap(fmt.finding_cost(f, n), 5)
         if f["scope"] == "ranks" and f["ranks"] > 1 and (f["evidence"] or f["where"]):
             L += _wrap("on rank %d, where it cost most:" % f["worst_rank"], 5)
         # Evidence, call sites and fix: the text summary's renderer (labels.py).

@@ -73,6 +73,14 @@ def the_python_keys_are_the_librarys_and_lost_is_its_rule():
     assert load.IDLE_CAUSES == tuple(r["key"] for r in t["idle_causes"])
     assert load.BUSY_KINDS == tuple(r["key"] for r in t["busy_kinds"])
     assert aggregate.LOST == labels.lost_keys() == ("allocation", "copy", "collective")
+    # The calls that wait for the whole device: the library's, and compare
+    # counts by them (no list of its own).
+    assert labels.device_syncs() == (("cudaDeviceSynchronize", "cuCtxSynchronize", "cuCtxSynchronize_v2"),
+                                     ("cudaFree", "cudaFreeHost", "cuMemFree_v2", "cuMemFreeHost"))
+    assert not hasattr(compare, "EXPLICIT_SYNCS") and not hasattr(compare, "SYNCING_FREES")
+    doc = {"calls": [{"name": n, "count": 1} for n in sum(labels.device_syncs(), ())] +
+           [{"name": "cudaStreamSynchronize", "count": 5}], "allocator": [{"frees": 2}]}
+    assert compare.device_syncs(doc) == 3 + 4 - 2   # not the stream sync
     assert [n for _, n in text.category_rows()] == [
         "lost (allocation + copies + collectives)", "allocation", "copies", "collectives",
         "waiting for the GPU (not lost)"]

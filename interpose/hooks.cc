@@ -118,7 +118,7 @@ static_assert(staged_copy_name("cudaMemcpy2DAsync_ptsz") && !staged_copy_name("c
 // Whether a symbol waits for the whole device (ApiCall::synchronizes_device).
 constexpr bool device_sync_name(const char* name) {
   for (const char* syncing : {"cudaDeviceSynchronize", "cuCtxSynchronize", "cuCtxSynchronize_v2", "cudaFree",
-                              "cudaFreeHost", "cuMemFree", "cuMemFree_v2", "cuMemFreeHost"})
+                              "cudaFreeHost", "cuMemFree_v2", "cuMemFreeHost"})
     if (same_name(name, syncing)) return true;
   return false;
 }

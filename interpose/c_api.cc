@@ -15,6 +15,7 @@
 #include "pin/process_heap.h"
 #include "cuda/runtime_api.h"
 #include "ledger/host_activity.h"
+#include "hooked_calls.h"
 #include "session_start.h"
 #include "log/log.h"
 #include "build_info.h"
@@ -158,7 +159,8 @@ GPUSLACK_API int gpuslack_format_figure(const char* unit, double value, char* bu
 
 GPUSLACK_API char* gpuslack_labels_json(void) {
   try {
-    return copy_string(gpuslack::report::labels_json());
+    const gpuslack::interpose::HookedCalls hooked = gpuslack::interpose::hooked_calls();
+    return copy_string(gpuslack::report::labels_json(hooked.calls, hooked.count));
   } catch (...) {
     return nullptr;
   }

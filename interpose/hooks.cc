@@ -56,6 +56,7 @@
 #include "cuda/runtime_symbols.h"
 #include "driver_hook_table.h"
 #include "entry_points.h"
+#include "hooked_calls.h"
 #include "hook_table.h"
 #include "launch_hook_table.h"
 #include "nccl_hook_table.h"
@@ -114,10 +115,20 @@ static_assert(staged_copy_name("cudaMemcpy2DAsync_ptsz") && !staged_copy_name("c
                   !staged_copy_name("cuMemcpyHtoD_v2"),
               "staged_copy_name");
 
+// Whether a symbol waits for the whole device (ApiCall::synchronizes_device).
+constexpr bool device_sync_name(const char* name) {
+  for (const char* syncing : {"cudaDeviceSynchronize", "cuCtxSynchronize", "cuCtxSynchronize_v2", "cudaFree",
+                              "cudaFreeHost", "cuMemFree_v2", "cuMemFreeHost"})
+    if (same_name(name, syncing)) return true;
+  return false;
+}
+static_assert(device_sync_name("cuMemFree_v2") && !device_sync_name("cudaStreamSynchronize"), "device_sync_name");
+
 // The calls' ids, in table order.
 #define GPUSLACK_CALL_ID(lib, sym, ...) kId_##sym,
 #define GPUSLACK_DEFINE_CALL(lib, sym, ret, params, args, cat, ...) \
-  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat, async_name(#sym), staged_copy_name(#sym)}; \
+  constexpr ApiCall kCall_##sym{kId_##sym, #sym, cat, async_name(#sym), staged_copy_name(#sym), \
+                             device_sync_name(#sym)};                                               \
   Slot slot_##sym{#sym, cuda::Library::lib, {nullptr}};
 #define GPUSLACK_CALL_PTR(lib, sym, ...) &kCall_##sym,
 
@@ -236,6 +247,8 @@ class HookScope {
 void ensure_session() {
   if (!session::active()) start_session();
 }
+
+HookedCalls hooked_calls() { return {kCalls, kCallCount}; }
 
 }  // namespace interpose
 }  // namespace gpuslack

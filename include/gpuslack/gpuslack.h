@@ -82,14 +82,18 @@ GPUSLACK_API int gpuslack_render_summary(const char* json_path, char** text_out,
  * it: "seconds" ("850 ns", "12.3 us", "4.5 ms", "2.10 s", "0"), "percent"
  * (a share: 0.123 -> "12.3%"), "bytes" ("0 B", "1.5 KiB", ...), "gbps"
  * (GB/s, the number alone: "12.34"), "size_bucket" (a power-of-two size
- * class by its exponent: 26 -> ">=64.0 MiB"); "-" where the value has none. Writes
+ * class by its exponent: 26 -> ">=64.0 MiB"), "link_gbps" ("450 GB/s"),
+ * "link_gbits" ("400 Gb/s"), "waves" ("0.50"); "-" where the value has none
+ * ("unknown" for the links: lib/report/units.h). Writes
  * at most `size` bytes with the NUL into `buf` and returns the text's
  * length, or -1 for an unknown unit, a NULL buf or a size under 32. */
 GPUSLACK_API int gpuslack_format_figure(const char* unit, double value, char* buf, size_t size);
 
 /* Every name a reader sees, as one JSON object: the time categories (key,
  * name, and whether they count as lost), the GPU's idle causes and busy
- * kinds (key, name) and the units of gpuslack_format_figure. The caller
+ * kinds (key, name), the units of gpuslack_format_figure and the hooked
+ * calls that wait for the whole device ("device_syncs": "explicit" and
+ * "frees"). The caller
  * frees it with gpuslack_free; NULL when memory ran out. */
 GPUSLACK_API char* gpuslack_labels_json(void);
 

@@ -42,6 +42,13 @@ struct ApiCall {
   // the staged copies serve, whose pageable copies the summary's "pageable
   // copies" line counts.
   bool samples_pageable_sites = false;
+  // Whether it waits for the whole device: an explicit device
+  // synchronization (cudaDeviceSynchronize, cuCtxSynchronize; category
+  // kSync), or a free the CUDA runtime or driver serves with an implicit
+  // one (cudaFree, cudaFreeHost, cuMemFree, cuMemFreeHost; kAllocation).
+  // Exported with the labels (report/labels.h) for compare's "device
+  // synchronizations".
+  bool synchronizes_device = false;
 };
 
 // Direction of a copy (or a memset), as the copy table of the summary

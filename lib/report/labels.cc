@@ -18,7 +18,7 @@ std::string quoted(const char* s) { return std::string("\"") + s + "\""; }
 
 }  // namespace
 
-std::string labels_json() {
+std::string labels_json(const ApiCall* const* calls, int count) {
   std::string out = "{\"categories\": [";
   for (int i = 0; i < kCategoryCount; ++i) {
     const Category c = static_cast<Category>(i);
@@ -43,7 +43,16 @@ std::string labels_json() {
     out += std::string(first ? "" : ", ") + quoted(unit);
     first = false;
   }
-  return out + "]}";
+  for (const Category kind : {Category::kSync, Category::kAllocation}) {
+    out += kind == Category::kSync ? "], \"device_syncs\": {\"explicit\": [" : "], \"frees\": [";
+    first = true;
+    for (int i = 0; i < count; ++i) {
+      if (!calls[i]->synchronizes_device || calls[i]->category != kind) continue;
+      out += std::string(first ? "" : ", ") + quoted(calls[i]->name);
+      first = false;
+    }
+  }
+  return out + "]}}";
 }
 
 bool render_findings_json(std::string_view json, const FindingsLayout& layout, std::string* text, std::string* error) {

@@ -10,7 +10,13 @@
 //   "idle_causes": [{"key": "host_bound", "name": "host-bound"}, ...]
 //   "busy_kinds":  [{"key": "compute", "name": "compute"}, ...]
 //                  (timeline/timeline.h: idle_key/idle_name, busy_key/busy_name);
-//   "units":       ["seconds", "percent", "bytes", "gbps", "size_bucket"] (units.h).
+//   "units":       ["seconds", "percent", "bytes", ...]: units.h's kUnitNames;
+//   "device_syncs": {"explicit": ["cudaDeviceSynchronize", ...],
+//                   "frees": ["cudaFree", ...]}: the hooked calls that
+//                  wait for the whole device (ApiCall::synchronizes_device),
+//                  explicitly (category sync) or as a free (allocation);
+//                  names known only to interpose/, so passed in (calls,
+//                  count; none: both lists empty).
 // Finding rules and their titles need no table: the summary's "findings"
 // carry each finding's rule and title as lib/findings wrote them, and the
 // job report renders them through render_findings_json.
@@ -25,12 +31,13 @@
 #include <string>
 #include <string_view>
 
+#include "ledger/api_call.h"
 #include "report/findings_text.h"
 
 namespace gpuslack {
 namespace report {
 
-std::string labels_json();
+std::string labels_json(const ApiCall* const* calls = nullptr, int count = 0);
 
 // The lines, each ending in '\n', into *text; false with one line in
 // *error when the JSON is not such an object.

@@ -283,7 +283,6 @@ void gpu_details(const Summary& s, std::string* out) {
       // in several; "-" where no record carried a grid or the device's
       // limits are unknown.
       const auto range = [](const std::string& lo, const std::string& hi) { return lo == hi ? lo : lo + "-" + hi; };
-      const auto waves = [](double v) { return printf_string("%.2f", v); };
       Table table(1);
       table.add({"kernel", "count", "total", "mean", "blocks", "blocks/SM", "waves", "wave eff."});
       for (const timeline::KernelRow& k : d.top_kernels) {
@@ -292,7 +291,7 @@ void gpu_details(const Summary& s, std::string* out) {
         table.add({printable(k.name), count_text(k.count), seconds_text(k.total_s), seconds_text(k.mean_s),
                    shaped ? range(count_text(l.blocks_min), count_text(l.blocks_max)) : "-",
                    known ? range(std::to_string(l.blocks_per_sm_min), std::to_string(l.blocks_per_sm_max)) : "-",
-                   known ? range(waves(l.waves_min), waves(l.waves_max)) : "-",
+                   known ? range(waves_text(l.waves_min), waves_text(l.waves_max)) : "-",
                    known ? percent_text(l.wave_efficiency) : "-"});
       }
       table.render("  ", out);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
+#include "report/units.h"
 
 namespace gpuslack {
 namespace report {
@@ -12,8 +13,6 @@ namespace {
 
 constexpr const char* kMeasured = "measured: ";
 constexpr const char* kUnknown = "unknown: ";
-
-std::string number(double v) { return absl::StrFormat("%.4g", v); }
 
 std::string first_reason(const std::vector<topology::Gpu>& gpus) {
   for (const topology::Gpu& g : gpus)
@@ -38,10 +37,10 @@ void intra(const TopologySection& t, TopologyLinks* links) {
       if (!slowest || g.nvlink_gbps < slowest->nvlink_gbps) slowest = &g;
     links->intra_gbps = slowest->nvlink_gbps;
     links->intra_is_nvlink = true;
-    links->intra_from = kMeasured + absl::StrFormat("NVML: GPU %d has %d NVLink %d links up, %s GB/s each per direction",
+    links->intra_from = kMeasured + absl::StrFormat("NVML: GPU %d has %d NVLink %d links up, %s each per direction",
                                                     slowest->device, slowest->nvlink_links,
                                                     slowest->nvlink_generation,
-                                                    number(slowest->nvlink_gbps / slowest->nvlink_links));
+                                                    link_gbps_text(slowest->nvlink_gbps / slowest->nvlink_links));
     return;
   }
   if (all_pcie) {
@@ -77,12 +76,12 @@ void inter(const TopologySection& t, TopologyLinks* links) {
     std::string names;
     for (const std::string& l : layers) names += (names.empty() ? "" : "/") + l;
     gbit_s = rdma;
-    what = absl::StrFormat("%d active RDMA port%s (%s), %s Gb/s", rdma_ports, rdma_ports == 1 ? "" : "s", names,
-                           number(rdma));
+    what = absl::StrFormat("%d active RDMA port%s (%s), %s", rdma_ports, rdma_ports == 1 ? "" : "s", names,
+                           link_gbits_text(rdma));
   } else if (plain_ports > 0) {
     gbit_s = plain;
-    what = absl::StrFormat("no active RDMA port; %d network interface%s up, %s Gb/s (NCCL's sockets)", plain_ports,
-                           plain_ports == 1 ? "" : "s", number(plain));
+    what = absl::StrFormat("no active RDMA port; %d network interface%s up, %s (NCCL's sockets)", plain_ports,
+                           plain_ports == 1 ? "" : "s", link_gbits_text(plain));
   } else {
     std::string why = t.node.nics_unknown;
     if (why.empty()) {
@@ -173,7 +172,7 @@ std::string gpu_line(const topology::Gpu& g) {
   if (g.nvlink_links > 0) {
     text += absl::StrFormat(" %d NVLink %s links up", g.nvlink_links,
                             g.nvlink_generation > 0 ? std::to_string(g.nvlink_generation) : "?");
-    if (g.nvlink_gbps > 0) text += ", " + number(g.nvlink_gbps) + " GB/s per direction";
+    if (g.nvlink_gbps > 0) text += ", " + link_gbps_text(g.nvlink_gbps) + " per direction";
     text += ";";
   } else if (g.nvlink_links == 0) {
     text += " no NVLink;";
@@ -204,23 +203,23 @@ std::string nics_line(const topology::NodeTopology& node) {
   if (alike) {
     text += absl::StrFormat(": %s%s", first.rdma ? (first.link_layer == "Ethernet" ? "RoCE" : first.link_layer)
                                                  : "Ethernet (no RDMA)",
-                            first.gbit_s > 0 ? " " + number(first.gbit_s) + " Gb/s each" : "");
+                            first.gbit_s > 0 ? " " + link_gbits_text(first.gbit_s) + " each" : "");
     return text;
   }
   text += ":";
   for (const topology::Nic& n : node.nics)
     text += " " + n.name + (n.rdma ? ":" + std::to_string(n.port) : "") + " " + (n.state.empty() ? "?" : n.state) +
-            (n.gbit_s > 0 ? " " + number(n.gbit_s) + " Gb/s" : "") + ";";
+            (n.gbit_s > 0 ? " " + link_gbits_text(n.gbit_s) : "") + ";";
   text.pop_back();
   return text;
 }
 
 std::string links_text(const TopologyLinks& l) {
   std::string text = "within the node ";
-  text += l.intra_gbps > 0 ? number(l.intra_gbps) + " GB/s (" + (l.intra_is_nvlink ? "NVLink" : "PCIe") + ")"
+  text += l.intra_gbps > 0 ? link_gbps_text(l.intra_gbps) + " (" + (l.intra_is_nvlink ? "NVLink" : "PCIe") + ")"
                            : std::string("unknown");
   text += ", between nodes ";
-  text += l.inter_gbps > 0 ? number(l.inter_gbps) + " GB/s" : std::string("unknown");
+  text += link_gbps_text(l.inter_gbps);
   text += " per rank and direction; ";
   if (l.nodes > 0 && l.ranks_per_node > 0)
     text += absl::StrFormat("%d node%s x %d rank%s", l.nodes, l.nodes == 1 ? "" : "s", l.ranks_per_node,

@@ -61,6 +61,21 @@ std::string size_bucket_text(double exponent) {
   return ">=" + bytes_text(std::ldexp(1.0, static_cast<int>(exponent)));
 }
 
+std::string link_gbps_text(double gbps) {
+  if (!std::isfinite(gbps) || gbps <= 0) return "unknown";
+  return printed("%.4g GB/s", gbps);
+}
+
+std::string link_gbits_text(double gbit_s) {
+  if (!std::isfinite(gbit_s) || gbit_s <= 0) return "unknown";
+  return printed("%.4g Gb/s", gbit_s);
+}
+
+std::string waves_text(double waves) {
+  if (!std::isfinite(waves) || waves < 0) return "-";
+  return printed("%.2f", waves);
+}
+
 bool format_figure(const char* unit, double value, std::string* out) {
   if (unit == nullptr) return false;
   if (std::strcmp(unit, "seconds") == 0) *out = seconds_text(value);
@@ -68,6 +83,9 @@ bool format_figure(const char* unit, double value, std::string* out) {
   else if (std::strcmp(unit, "bytes") == 0) *out = bytes_text(value);
   else if (std::strcmp(unit, "gbps") == 0) *out = gbps_text(value);
   else if (std::strcmp(unit, "size_bucket") == 0) *out = size_bucket_text(value);
+  else if (std::strcmp(unit, "link_gbps") == 0) *out = link_gbps_text(value);
+  else if (std::strcmp(unit, "link_gbits") == 0) *out = link_gbits_text(value);
+  else if (std::strcmp(unit, "waves") == 0) *out = waves_text(value);
   else return false;
   return true;
 }

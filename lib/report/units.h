@@ -11,6 +11,13 @@
 //             (binary units, one decimal); below zero or not finite: "-"
 //   gbps      bandwidth in GB/s (1e9 bytes a second), the number alone:
 //             "12.34" (tables name the unit in their heading); 0 or less: "-"
+//   link_gbps a link's capacity in GB/s, four significant digits with the
+//             unit: "450 GB/s", "63.02 GB/s"; 0 or less, not finite: "unknown"
+//             (the topology lines, per rank and in the job report)
+//   link_gbits a NIC port's rate in Gb/s (gigabits), the same way:
+//             "400 Gb/s"; 0 or less, not finite: "unknown"
+//   waves     how many waves of blocks a launch took on the GPU's SMs, two
+//             decimals: 0.5 -> "0.50"; below zero or not finite: "-"
 //   size_bucket  a power-of-two size class by its exponent: 26 -> ">=64.0 MiB"
 //             (bytes of 2^b); below zero or past 2^62: "-"
 //
@@ -36,12 +43,17 @@ std::string percent_text(double share);
 std::string bytes_text(double bytes);
 std::string gbps_text(double gbps);
 std::string size_bucket_text(double exponent);
+std::string link_gbps_text(double gbps);
+std::string link_gbits_text(double gbit_s);
+std::string waves_text(double waves);
 
 // The unit by its name (kUnitNames),
 // for the C API; false for a name that is none of them.
 bool format_figure(const char* unit, double value, std::string* out);
 
-inline constexpr const char* kUnitNames[] = {"seconds", "percent", "bytes", "gbps", "size_bucket"};
+inline constexpr const char* kUnitNames[] = {"seconds",   "percent",   "bytes",     "gbps",
+                                              "size_bucket", "link_gbps", "link_gbits",
+                                              "waves"};
 
 }  // namespace report
 }  // namespace gpuslack

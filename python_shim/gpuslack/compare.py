@@ -20,7 +20,8 @@ summary (docs/summary.schema.json), read as plain JSON (no library needed):
                            cudaFreeHost, cuMemFree, cuMemFreeHost: each
                            synchronizes the device), less the frees gpuslack
                            served without one (allocator[].frees,
-                           pinned.frees);
+                           pinned.frees); the calls are the library's
+                           (gpuslack.labels.device_syncs);
   GPU idle                 gpu_timeline: idle over wall, summed over devices.
 
 A figure a summary does not hold prints "-". The native column takes the
@@ -44,9 +45,6 @@ from . import labels, report
 
 WIDTH = 80
 
-# The calls that synchronize the whole device, explicitly or as a free.
-EXPLICIT_SYNCS = ("cudaDeviceSynchronize", "cuCtxSynchronize", "cuCtxSynchronize_v2")
-SYNCING_FREES = ("cudaFree", "cudaFreeHost", "cuMemFree", "cuMemFree_v2", "cuMemFreeHost")
 
 
 class CompareError(Exception):
@@ -70,7 +68,8 @@ def device_syncs(doc):
     """Calls that synchronized the device (module docstring)."""
     served = sum(int(a.get("frees", 0)) for a in doc.get("allocator") or [])
     served += int((doc.get("pinned") or {}).get("frees", 0))
-    return _calls(doc, EXPLICIT_SYNCS) + max(0, _calls(doc, SYNCING_FREES) - served)
+    explicit, frees = labels.device_syncs()   # the library's list (ApiCall::synchronizes_device)
+    return _calls(doc, explicit) + max(0, _calls(doc, frees) - served)
 
 
 def _devices(doc):

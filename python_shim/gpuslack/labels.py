@@ -7,10 +7,11 @@ lib/report/units.h; Note [One formatter per unit]; docs/design.md, "Where
 rendering lives"). tests/python/test_labels.py renders the same inputs
 through both languages and compares.
 
-- seconds(s), percent(share), nbytes(b), gbps(v), size_bucket(b): the
-  figure as text;
+- seconds(s), percent(share), nbytes(b), gbps(v), size_bucket(b),
+  link_gbps(v), link_gbits(v), waves(v): the figure as text;
   None gives "-" (a figure the summary does not hold).
-- category_name(key), idle_name(key), busy_name(key), lost_keys(): from
+- category_name(key), idle_name(key), busy_name(key), lost_keys(),
+  device_syncs(): from
   gpuslack_labels_json, read once per process.
 - render_findings(findings, width, indent, parts): a list of findings
   (the summary's "findings" items, or the job report's entries: rule,
@@ -72,6 +73,21 @@ def size_bucket(b):
     return _figure("size_bucket", b)
 
 
+def link_gbps(v):
+    """A link's capacity: '450 GB/s', '63.02 GB/s'; 0 or less: 'unknown'."""
+    return _figure("link_gbps", v)
+
+
+def link_gbits(v):
+    """A NIC port's rate in gigabits: '400 Gb/s'; 0 or less: 'unknown'."""
+    return _figure("link_gbits", v)
+
+
+def waves(v):
+    """Waves of blocks a launch took on the SMs: 0.5 -> '0.50'."""
+    return _figure("waves", v)
+
+
 def table():
     """The library's labels (gpuslack_labels_json), parsed, read once."""
     global _labels
@@ -110,6 +126,14 @@ def busy_name(key):
 def lost_keys():
     """The categories whose host time counts as lost, in the library's order."""
     return tuple(row["key"] for row in table()["categories"] if row["lost"])
+
+
+def device_syncs():
+    """(explicit, frees): the hooked calls that wait for the whole device,
+    explicitly or as a free the runtime or driver serves (the library's
+    ApiCall::synchronizes_device)."""
+    d = table()["device_syncs"]
+    return tuple(d["explicit"]), tuple(d["frees"])
 
 
 def render_findings(findings, width=70, indent=0, parts=0):

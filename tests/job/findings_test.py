@@ -258,6 +258,23 @@ class Output(Job):
         for want in ("pageable copies on rank 5", "pin_memory=True", "train.py:47 (step)", "NCCL_ALGO", "Fix:"):
             self.assertIn(want, section)
 
+    def test_text_and_html_give_each_finding_the_same_cost_line(self):
+        # One function (fmt.finding_cost) writes it for both: a second copy
+        # in either reads otherwise here.
+        rep = self.report(slow=[3], findings=two_rules,
+                          nccl_env=lambda r: dict(SAME_ENV, NCCL_ALGO="Tree" if r == 7 else "Ring"))
+        flat = " ".join(" ".join(l[len("gpuslack job: "):] for l in text.render(rep).splitlines()).split())
+        page = html.render(rep)
+        section = page[page.index('<section id="findings">'):page.index('<section id="stragglers">')]
+        costs = re.findall(r'<div class="finding[^"]*"><h3>.*?</h3><p>(.*?)</p>', section)
+        self.assertEqual(len(costs), 4)
+        self.assertIn("<b>7.00 s</b>", section)
+        for c in costs:
+            line = re.sub(r"</?b>", "", c)
+            self.assertTrue(line.endswith("."), c)
+            line = line[0].lower() + line[1:-1]
+            self.assertIn(line, flat)
+
     def test_the_findings_explain_a_share_of_the_gpu_idle_summed_over_ranks(self):
         # Note [Each idle second charged once] (lib/findings/idle_ledger.h):
         # a rank's findings partition its GPU idle. Rank 0's file is from

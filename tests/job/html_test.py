@@ -67,7 +67,8 @@ class Html(unittest.TestCase):
         self.assertIn("GPU throttled", strag.group(1))
         self.assertIn("Throttled GPUs", strag.group(1))
         self.assertEqual(dom.count("<svg"), 5, "two stacked bars, heatmap, memory, busbw")
-        self.assertTrue("expected 0.3 GB/s" in dom, "expected 0.3 GB/s")
+        # The chart's figures are the text's (fmt.gbps): "0.30", not "%.2g"'s "0.3".
+        self.assertTrue("expected 0.30 GB/s" in dom, "expected 0.30 GB/s")
         self.assertTrue("NCCL_ALGO" in dom, "NCCL_ALGO")
         found = re.search(r'<section id="findings">(.*?)</section>', dom, re.S)
         self.assertIsNotNone(found, "no findings section")

@@ -23,12 +23,13 @@ import tempfile
 
 from conftest import ROOT
 from gpuslack import compare, labels, report
-from gpuslack.job import aggregate, fmt, load, merge, text
+from gpuslack.job import aggregate, fmt, load, merge, synth, text
 
 CASES = os.path.join(ROOT, "tests", "lib", "report", "units_cases.txt")
 FIXTURE = os.path.join(ROOT, "tests", "job", "fixtures", "demo-vmm-timeline.json")
 BY_UNIT = {"seconds": labels.seconds, "percent": labels.percent, "bytes": labels.nbytes, "gbps": labels.gbps,
-           "size_bucket": labels.size_bucket}
+           "size_bucket": labels.size_bucket, "link_gbps": labels.link_gbps, "link_gbits": labels.link_gbits,
+           "waves": labels.waves}
 
 # Figures of every size: a cost under a millisecond, one in ms, one in s.
 FINDINGS = [
@@ -59,8 +60,10 @@ def every_unit_reads_as_the_spec_both_languages_read():
     assert set(BY_UNIT) == set(labels.table()["units"])
     assert labels.seconds(None) == labels.percent(None) == labels.nbytes(None) == "-"
     # The job report's formatters are these, not copies.
-    assert (fmt.seconds, fmt.nbytes, fmt.share, fmt.gbps, fmt.size_bucket) == (
-        labels.seconds, labels.nbytes, labels.percent, labels.gbps, labels.size_bucket)
+    assert (fmt.seconds, fmt.nbytes, fmt.share, fmt.gbps, fmt.size_bucket, fmt.link_gbps, fmt.link_gbits,
+            fmt.waves) == (
+        labels.seconds, labels.nbytes, labels.percent, labels.gbps, labels.size_bucket, labels.link_gbps,
+        labels.link_gbits, labels.waves)
     assert (compare.seconds, compare.percent) == (labels.seconds, labels.percent)
 
 
@@ -70,6 +73,14 @@ def the_python_keys_are_the_librarys_and_lost_is_its_rule():
     assert load.IDLE_CAUSES == tuple(r["key"] for r in t["idle_causes"])
     assert load.BUSY_KINDS == tuple(r["key"] for r in t["busy_kinds"])
     assert aggregate.LOST == labels.lost_keys() == ("allocation", "copy", "collective")
+    # The calls that wait for the whole device: the library's, and compare
+    # counts by them (no list of its own).
+    assert labels.device_syncs() == (("cudaDeviceSynchronize", "cuCtxSynchronize", "cuCtxSynchronize_v2"),
+                                     ("cudaFree", "cudaFreeHost", "cuMemFree_v2", "cuMemFreeHost"))
+    assert not hasattr(compare, "EXPLICIT_SYNCS") and not hasattr(compare, "SYNCING_FREES")
+    doc = {"calls": [{"name": n, "count": 1} for n in sum(labels.device_syncs(), ())] +
+           [{"name": "cudaStreamSynchronize", "count": 5}], "allocator": [{"frees": 2}]}
+    assert compare.device_syncs(doc) == 3 + 4 - 2   # not the stream sync
     assert [n for _, n in text.category_rows()] == [
         "lost (allocation + copies + collectives)", "allocation", "copies", "collectives",
         "waiting for the GPU (not lost)"]
@@ -85,6 +96,16 @@ def _summary():
         for cause in ("host_bound", "launch_bound", "collectives", "other"):
             d["idle"]["sync"] -= 0.05 - d["idle"][cause]
             d["idle"][cause] = 0.05
+    # One kernel's launch shapes, its waves a range (device 0's first kernel).
+    doc["gpu_timeline"]["devices"][0]["top_kernels"][0]["launch"] = {
+        "shapes": 2, "blocks_min": 66, "blocks_max": 163, "shaped_s": 3.8, "sm_count": 132,
+        "blocks_per_sm_min": 1, "blocks_per_sm_max": 1, "waves_min": 0.5, "waves_max": 1.234,
+        "wave_efficiency": 0.61, "wave_efficiency_min": 0.5, "below_sms_s": 1.0, "underfilled_s": 1.0,
+        "underfilled_idle_s": 0.0, "top_shapes": []}
+    # A topology whose link capacity needs the fourth digit, and no link
+    # between nodes (unknown).
+    doc["topology"] = synth._topology(0, 1, 1)
+    doc["topology"]["links"].update(intra_gbps=451.27, inter_gbps=0.0, inter_from="unknown: no NIC read")
     path = os.path.join(tempfile.mkdtemp(prefix="gpuslack-labels-"), "rank0.json")
     with open(path, "w") as f:
         json.dump(doc, f)
@@ -129,6 +150,12 @@ def _table_names(lines, heading):
     return names
 
 
+def _waves(lines):
+    """The waves column of the first kernel table's first row."""
+    head = next((i for i, l in enumerate(lines) if re.match(r"  kernel .* waves  wave eff\.$", l)), None)
+    return None if head is None else re.split(r"  +", lines[head + 1].strip())[-2]
+
+
 def differences(c_text, job_text, compare_lines):
     """Where the Python renderings of the one rank read otherwise than its
     text summary: a list of (what, C++, Python)."""
@@ -153,7 +180,7 @@ def differences(c_text, job_text, compare_lines):
     c_found = _c_findings(c_lines)
     j_start = next(i for i, l in enumerate(j_lines) if l.startswith("findings ("))
     j_body = j_lines[j_start + 1:]
-    while j_body and not re.match(r"  \d+\. ", j_body[0]):  # the idle they explain, before the first
+    while j_body and not re.match(r"  \d+\. ", j_body[0]):  # the idle they explain (job/text.py)
         j_body = j_body[1:]
     j_blocks = _blocks(j_body, "  ", "     ")
     if len(c_found) != len(j_blocks):
@@ -174,6 +201,15 @@ def differences(c_text, job_text, compare_lines):
     # compare prints the same findings (indented, in 80 columns).
     if _words(compare_lines[1:]) != _words(sum(c_found, [])):
         diffs.append(("compare's findings", _words(sum(c_found, [])), _words(compare_lines[1:])))
+    # A link's capacity: the topology lines.
+    links = r"within the node (.*?), between nodes (.*?) per rank"
+    m, j = re.search(links, c_flat), re.search(links, _words(j_lines))
+    if not m or not j or m.groups() != j.groups():
+        diffs.append(("link capacity", m and m.groups(), j and j.groups()))
+    # Waves: the kernel table's column (the first table in each).
+    c_waves, j_waves = _waves(c_lines), _waves(j_lines)
+    if not c_waves or c_waves != j_waves:
+        diffs.append(("waves", c_waves, j_waves))
     # Bytes: the allocator's peaks.
     m = re.search(r"peak (\S+ \S+) allocated / (\S+ \S+) reserved", c_flat)
     j = re.search(r"peak reserved p50 (\S+ \S+),.*peak allocated p50 (\S+ \S+);", " ".join(j_lines))
@@ -194,6 +230,8 @@ def one_ranks_summary_reads_the_same_in_its_text_compare_and_the_job_report():
     c_text, job_text, compare_lines = _render_all(path, doc)
     assert "400.0 us" in c_text and "GPU idle 12.3 ms" in c_text, c_text   # the inputs reach the figures
     assert "launch-bound" in job_text and "other calls" in job_text, job_text
+    assert "within the node 451.3 GB/s (NVLink), between nodes unknown" in c_text, c_text
+    assert _waves([l[len("gpuslack: "):] for l in c_text.splitlines()]) == "0.50-1.23", c_text
     assert differences(c_text, job_text, compare_lines) == [], job_text
 
 
@@ -216,6 +254,18 @@ def the_comparison_catches_a_python_copy_of_a_formatter():
     fmt.seconds = _old_seconds
     c_text, job_text, compare_lines = _render_all(path, doc)
     assert ("cost", "400.0 us", "400 us") in differences(c_text, job_text, compare_lines)
+    # A copy of the link capacity's formatter with its own precision.
+    fmt.seconds = labels.seconds
+    fmt.link_gbps = lambda v: "%.3g GB/s" % v if v > 0 else "unknown"
+    c_text, job_text, compare_lines = _render_all(path, doc)
+    assert ("link capacity", ("451.3 GB/s (NVLink)", "unknown"), ("451 GB/s (NVLink)", "unknown")) in differences(
+        c_text, job_text, compare_lines)
+    fmt.link_gbps = labels.link_gbps
+    # And of the waves.
+    fmt.waves = lambda v: "%.1f" % v
+    c_text, job_text, compare_lines = _render_all(path, doc)
+    assert ("waves", "0.50-1.23", "0.5-1.2") in differences(c_text, job_text, compare_lines)
+    fmt.waves = labels.waves
     # And a Python copy of a name.
     fmt.seconds = labels.seconds
     text.idle_rows = lambda: [(k, k.replace("_", " ")) for k in load.IDLE_CAUSES]

@@ -188,16 +188,9 @@ FINDINGS_SHOWN = 12
 
 
 def _finding_cost(f, n):
-    if f["rule"] == "straggler" and f["scope"] == "job":
-        return "The other ranks waited <b>%s</b> for it at collectives (%s of their wall time)." % (
-            fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_max"]))
-    on = "On <b>%d of %d ranks</b> (%s)" % (f["ranks"], n, _e(fmt.ranks(f["rank_list"], 8)))
-    if not f["cost_measured"]:
-        return on + "; cost not measured."
-    idle = "; GPU idle %s" % fmt.seconds(f["gpu_idle_s_total"]) if f["gpu_idle_s_total"] is not None else ""
-    return "%s: <b>%s</b> summed, %s of a rank's wall on average, %s at most (rank %d)%s." % (
-        on, fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_mean"]), fmt.share(f["cost_share_max"]),
-        f["worst_rank"], idle)
+    """The text's cost line (fmt.finding_cost) as a sentence, its cost in bold."""
+    line = fmt.finding_cost(f, n, strong=lambda s: "<b>%s</b>" % _e(s))
+    return line[0].upper() + line[1:] + "."
 
 
 def _findings(rep):
@@ -287,7 +280,7 @@ def _topology(rep):
     t = rep.get("topology")
     if not t:
         return ""
-    gbps = lambda v: "%.4g GB/s" % v if v > 0 else "unknown"
+    gbps = fmt.link_gbps
     rows = []
     for k in t["kinds"][:TABLE_ROWS]:
         names = ", ".join(k["nodes"][:4]) + (" and %d more" % (len(k["nodes"]) - 4) if len(k["nodes"]) > 4 else "")

@@ -11,13 +11,20 @@ PNGs for figures no more useful. The heatmap's cells are one small PNG
 weigh megabytes; the PNG is a few KiB.
 
 Every function returns a complete <svg> element sized in CSS pixels, with
-<title> tooltips where a mark needs explaining.
+<title> tooltips where a mark needs explaining. A measured figure in a
+tooltip or label (bus bandwidth, the expected line) is written by the job
+report's text formatter (fmt.gbps: Note [One formatter per unit]); the
+axes' tick labels are not figures of a measurement but the axis's own
+round steps, short enough for the space under a tick ("64M", "0.5", "20%",
+"30 s"), and stay here.
 """
 import base64
 import html
 import math
 import struct
 import zlib
+
+from . import fmt
 
 FONT = "font-family:system-ui,sans-serif;font-size:11px"
 GRID = "#e3e6ea"
@@ -118,19 +125,20 @@ def busbw(groups, expected, title, width=1100, height=300):
         left + pw / 2, height - 6))
     if expected:
         body.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#2e86de" stroke-dasharray="6 4" '
-                    'stroke-width="2"/><text x="%d" y="%.1f" fill="#2e86de">expected %.2g GB/s</text>' % (
-                        left, left + pw, Y(expected), Y(expected), left + pw - 130, Y(expected) - 5, expected))
+                    'stroke-width="2"/><text x="%d" y="%.1f" fill="#2e86de">expected %s GB/s</text>' % (
+                        left, left + pw, Y(expected), Y(expected), left + pw - 130, Y(expected) - 5,
+                        fmt.gbps(expected)))
     for g in groups:
         x = X(g["size_bucket"]) + g.get("offset", 0)
-        tip = "%s: busbw min %.3g, p50 %.3g, max %.3g GB/s over %d ranks" % (
-            g["label"], g["min"], g["p50"], g["max"], g["n"])
+        tip = "%s: busbw min %s, p50 %s, max %s GB/s over %d ranks" % (
+            g["label"], fmt.gbps(g["min"]), fmt.gbps(g["p50"]), fmt.gbps(g["max"]), g["n"])
         body.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-width="2"/>' % (
             x, x, Y(g["min"]), Y(g["max"])))
         body.append('<rect x="%.1f" y="%.1f" width="14" height="4" fill="#27ae60"><title>%s</title></rect>' % (
             x - 7, Y(g["p50"]) - 2, _e(tip)))
         for rank, v in g["below"][:200]:
             body.append('<circle cx="%.1f" cy="%.1f" r="3" fill="#c0392b" fill-opacity="0.7"><title>rank %d: '
-                        '%.3g GB/s</title></circle>' % (x + 12, Y(v), rank, v))
+                        '%s GB/s</title></circle>' % (x + 12, Y(v), rank, fmt.gbps(v)))
     leg, _ = legend([("min–max over ranks", "#555"), ("p50", "#27ae60"), ("ranks below expected", "#c0392b")],
                     left + 8, top + 12, pw)
     return _svg(width, height, body + leg, title)

@@ -110,19 +110,6 @@ def _wrap(text, indent, more=3):
                          break_on_hyphens=False, break_long_words=False) or [" " * indent]
 
 
-def _cost(f, n_ranks):
-    if f["scope"] == "job" and f["rule"] == "straggler":
-        return "cost %s of the other ranks' waiting (%s of their wall time)" % (
-            fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_max"]))
-    where = "on %d of %d ranks (%s)" % (f["ranks"], n_ranks, fmt.ranks(f["rank_list"], 6))
-    if not f["cost_measured"]:
-        return where + "; cost not measured"
-    idle = "; GPU idle %s" % fmt.seconds(f["gpu_idle_s_total"]) if f["gpu_idle_s_total"] is not None else ""
-    return "%s; cost %s summed, %s of wall on average, %s on rank %d%s" % (
-        where, fmt.seconds(f["cost_s_total"]), fmt.share(f["cost_share_mean"]), fmt.share(f["cost_share_max"]),
-        f["worst_rank"], idle)
-
-
 def _findings(rep):
     fs, n = rep["findings"], rep["ranks"]
     old = rep["missing"]["findings"]
@@ -136,7 +123,7 @@ def _findings(rep):
         fmt.share(e["explained_share"])), 2) if e else []
     for i, f in enumerate(fs[:FINDINGS_SHOWN]):
         L += _wrap("%d. %s [%s]" % (i + 1, f["title"], f["rule"]), 2, 3)
-        L += _wrap(_cost(f, n), 5)
+        L += _wrap(fmt.finding_cost(f, n), 5)
         if f["scope"] == "ranks" and f["ranks"] > 1 and (f["evidence"] or f["where"]):
             L += _wrap("on rank %d, where it cost most:" % f["worst_rank"], 5)
         # Evidence, call sites and fix: the text summary's renderer (labels.py).
@@ -188,7 +175,7 @@ def _kernels(kernels):
     for k in kernels:
         rows.append((k["name"][:60], str(k["ranks"]), fmt.seconds(k["total_s"]), rng(k["blocks_min"], k["blocks_max"]),
                      rng(k["blocks_per_sm_min"], k["blocks_per_sm_max"]),
-                     rng(k["waves_min"], k["waves_max"], lambda v: "%.2f" % v),
+                     rng(k["waves_min"], k["waves_max"], fmt.waves),
                      fmt.share(k["wave_efficiency"]) if k["wave_efficiency"] is not None else "-"))
     return ["top kernels across ranks (GPU time summed; launch shapes: docs/gpu-timeline.md):"] + _table(rows)
 
@@ -205,12 +192,6 @@ def _nodes(nodes):
     return ["per node (most time lost first):"] + _table(rows) + more
 
 
-def _gbps(v):
-    # A link's capacity, four significant digits as the per-rank text's
-    # topology line writes it (lib/report/topology.cc).
-    return "%.4g GB/s" % v if v > 0 else "unknown"
-
-
 def _topology(t):
     """Each kind of node once: its links per rank, shape, GPUs and NICs."""
     if not t:
@@ -223,9 +204,10 @@ def _topology(t):
         nodes = k["nodes"]
         names = ", ".join(nodes[:4]) + (" and %d more" % (len(nodes) - 4) if len(nodes) > 4 else "")
         L += _wrap("%s (%d node%s, %d ranks read it): within the node %s%s, between nodes %s per rank and "
-                   "direction" % (names, len(nodes), "" if len(nodes) == 1 else "s", k["ranks"], _gbps(k["intra_gbps"]),
+                   "direction" % (names, len(nodes), "" if len(nodes) == 1 else "s", k["ranks"],
+                                  fmt.link_gbps(k["intra_gbps"]),
                                   (" (NVLink)" if k["intra_is_nvlink"] else " (PCIe)") if k["intra_gbps"] > 0 else "",
-                                  _gbps(k["inter_gbps"])), 2)
+                                  fmt.link_gbps(k["inter_gbps"])), 2)
         if k["intra_gbps"] <= 0:
             L += _wrap(k["intra_from"], 5)
         if k["inter_gbps"] <= 0:
@@ -234,7 +216,7 @@ def _topology(t):
         L += _wrap("NICs: %d port%s, %d active%s%s" % (
             n["ports"], "" if n["ports"] == 1 else "s", n["active"],
             " (%s)" % "/".join(n["link_layers"]) if n["link_layers"] else "",
-            ", %.4g Gb/s in all" % n["gbit_s"] if n["gbit_s"] else ""), 5)
+            ", %s in all" % fmt.link_gbits(n["gbit_s"]) if n["gbit_s"] else ""), 5)
         for g in k["gpus"][:8]:
             link = ("%d NVLink %d links" % (g["nvlink_links"], g["nvlink_generation"]) if g["nvlink_links"] > 0
                     else "no NVLink" if g["nvlink_links"] == 0 else "NVLink unknown")

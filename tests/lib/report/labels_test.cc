@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
 
 #include "ledger/api_call.h"
@@ -12,6 +13,7 @@
 #include "report/json_fields.h"
 #include "report/json_reader.h"
 #include "report/json_writer.h"
+#include "report/units.h"
 #include "timeline/timeline.h"
 
 namespace gpuslack {
@@ -39,7 +41,7 @@ TEST(Labels, EveryCategoryAndIdleCauseWithItsNameAndTheLostRule) {
   EXPECT_EQ("sync", sync.text("key"));
   EXPECT_EQ("synchronization", sync.text("name"));
   ASSERT_TRUE(doc.find("busy_kinds") && doc.find("units"));
-  EXPECT_EQ(5u, doc.find("units")->items().size());
+  EXPECT_EQ(std::size(kUnitNames), doc.find("units")->items().size());
 }
 
 Finding sample() {
@@ -62,6 +64,26 @@ std::string as_json(const std::vector<Finding>& findings) {
   write_findings(findings, &w);
   w.end_object();
   return w.take();
+}
+
+TEST(Labels, TheCallsThatSynchronizeTheDeviceByKind) {
+  // Names are interpose/'s (hooks.cc); these stand in for its table.
+  const ApiCall sync{0, "cudaDeviceSynchronize", Category::kSync, false, false, true};
+  const ApiCall stream{1, "cudaStreamSynchronize", Category::kSync};
+  const ApiCall free_call{2, "cudaFree", Category::kAllocation, false, false, true};
+  const ApiCall malloc_call{3, "cudaMalloc", Category::kAllocation};
+  const ApiCall* const calls[] = {&free_call, &stream, &sync, &malloc_call};
+  JsonValue doc;
+  std::string why;
+  ASSERT_TRUE(parse_json(labels_json(calls, 4), &doc, &why)) << why;
+  const JsonValue* syncs = doc.find("device_syncs");
+  ASSERT_TRUE(syncs && syncs->find("explicit") && syncs->find("frees"));
+  ASSERT_EQ(1u, syncs->find("explicit")->items().size());
+  EXPECT_EQ("cudaDeviceSynchronize", syncs->find("explicit")->items()[0].text());
+  ASSERT_EQ(1u, syncs->find("frees")->items().size());
+  EXPECT_EQ("cudaFree", syncs->find("frees")->items()[0].text());
+  ASSERT_TRUE(parse_json(labels_json(), &doc, &why)) << why;   // none given: empty lists
+  EXPECT_TRUE(doc.find("device_syncs")->find("explicit")->items().empty());
 }
 
 TEST(Labels, FindingsFromTheirJsonReadAsTheTextSummarysLines) {

@@ -299,6 +299,9 @@ class Output(Job):
         want = "gpuslack job:   they explain %s of the GPU's %s idle on 8 ranks (" % (
             fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]))
         self.assertTrue(lines[first + 1].startswith(want), lines[first + 1])
+        page = html.render(rep)
+        self.assertIn("They explain <b>%s</b> of the GPU's %s idle on 8 ranks (%s)." % (
+            fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]), fmt.share(e["explained_share"])), page)
 
     def test_ranks_without_a_gpu_timeline_are_left_out(self):
         without = dict(hand_rank(0, 1.0, 2.0), gpu=None, findings=[synth.finding("sync_copies", 1.0, gpu_idle_s=1.0)])

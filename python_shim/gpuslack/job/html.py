@@ -201,6 +201,11 @@ def _findings(rep):
                    % (old, rep["ranks"]))
     if not fs:
         out.append("<p>None: no rule fired on any rank or across ranks.</p>")
+    e = rep.get("findings_explain")  # aggregate._findings_explain: each idle second once
+    if fs and e:
+        out.append("<p>They explain <b>%s</b> of the GPU's %s idle on %d rank%s (%s).</p>" % (
+            _e(fmt.seconds(e["explained_s"])), _e(fmt.seconds(e["gpu_idle_s"])), e["ranks"],
+            "" if e["ranks"] == 1 else "s", _e(fmt.share(e["explained_share"]))))
     for i, f in enumerate(fs[:FINDINGS_SHOWN]):
         out.append('<div class="finding%s"><h3>%d. %s <span class="rule">%s</span></h3><p>%s</p>' % (
             "" if f["cost_measured"] else " unmeasured", i + 1, _e(f["title"]), _e(f["rule"]),

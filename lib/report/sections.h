@@ -28,7 +28,8 @@
 // writes them, each with its section. Every member is always written (null
 // or empty when its section is absent) but "gpu_timeline" and
 // "pinned": see only_when_present. tests/lib/report/sections_test.cc
-// holds the writer to this list.
+// holds the writer to this list, and docs/summary.schema.json to its
+// members.
 #pragma once
 
 namespace gpuslack {

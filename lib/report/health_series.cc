@@ -33,7 +33,7 @@ DeviceHealthSection read_device_health(const Fields& f) {
   h.detail = f.text("detail");
   f.each("devices", [&](const JsonValue& item, const std::string& at) {
     Fields d(item, at);
-    health::DeviceHealth r;
+    DeviceHealthRow r;
     r.device = d.whole("device");
     r.name = d.text("name");
     r.uuid = d.text("uuid");
@@ -79,8 +79,8 @@ std::vector<std::string> device_health_lines(const DeviceHealthSection& h) {
     out.push_back("device health: not measured: " + h.detail);
     return out;
   }
-  for (const health::DeviceHealth& d : h.devices) {
-    std::string text = health::throttle_line(d);
+  for (const DeviceHealthRow& d : h.devices) {
+    std::string text = health::throttle_line(health_figures(d));
     if (!text.empty()) out.push_back(text);
   }
   return out;

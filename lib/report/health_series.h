@@ -28,7 +28,7 @@ void write_device_health(const DeviceHealthSection& h, Writer* w) {
   w->key("status").string(health::status_name(h.status));
   w->key("detail").string(h.detail);
   w->key("devices").begin_array();
-  for (const health::DeviceHealth& d : h.devices) {
+  for (const DeviceHealthRow& d : h.devices) {
     w->begin_object();
     w->key("device").integer(d.device);
     w->key("name").string(d.name);

@@ -100,7 +100,7 @@ void call_site(const CallSiteRow& c, Writer* w) {
   w->end_object();
 }
 
-void staging_direction(const stage::StagingStats::Direction& d, Writer* w) {
+void staging_direction(const StagingCounters::Direction& d, Writer* w) {
   w->begin_object();
   w->key("seen").unsigned_integer(d.seen);
   w->key("seen_bytes").unsigned_integer(d.seen_bytes);
@@ -113,7 +113,7 @@ void staging_direction(const stage::StagingStats::Direction& d, Writer* w) {
 }
 
 void staging(const StagingSection& st, Writer* w) {
-  const stage::StagingStats& s = st.stats;
+  const StagingCounters& s = st.stats;
   w->begin_object();
   w->key("enabled").boolean(s.enabled);
   w->key("exact_copy_semantics").boolean(s.exact);
@@ -381,7 +381,7 @@ void gpu_timeline(const GpuTimelineSection& g, Writer* w) {
 }
 
 // The pinned host heap: docs/summary.md, "The pinned heap".
-void pinned(const pin::PinnedStats& p, Writer* w) {
+void pinned(const PinnedCounters& p, Writer* w) {
   auto whole = [&](const char* key, uint64_t v) { w->key(key).integer(static_cast<int64_t>(v)); };
   w->begin_object();
   whole("pinned", p.pinned);
@@ -525,8 +525,8 @@ std::string format_json(const Summary& s) {
     w.key("unmap_calls").integer(static_cast<int64_t>(a.stats.unmap_calls));
     w.key("set_access_calls").integer(static_cast<int64_t>(a.stats.set_access_calls));
     w.key("created_without").begin_array();
-    if (a.stats.created_without & alloc::kCreatedWithoutPosixFd) w.string("posix_fd_handle");
-    if (a.stats.created_without & alloc::kCreatedWithoutRdma) w.string("gpu_direct_rdma");
+    if (a.stats.created_without & kCreatedWithoutPosixFd) w.string("posix_fd_handle");
+    if (a.stats.created_without & kCreatedWithoutRdma) w.string("gpu_direct_rdma");
     w.end_array();
     w.key("timeline").begin_object();
     w.key("t_s").begin_array();

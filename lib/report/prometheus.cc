@@ -200,17 +200,17 @@ void memory(const Summary& s, Exposition* e) {
     struct Gauge {
       const char* name;
       const char* help;
-      uint64_t alloc::DeviceStats::*field;
+      uint64_t AllocatorCounters::*field;
     };
     const Gauge gauges[] = {
         {"gpuslack_allocator_allocated_bytes", "Bytes in live blocks of gpuslack's VMM allocator.",
-         &alloc::DeviceStats::allocated},
+         &AllocatorCounters::allocated},
         {"gpuslack_allocator_reserved_bytes", "Device memory gpuslack's VMM allocator holds mapped.",
-         &alloc::DeviceStats::reserved},
+         &AllocatorCounters::reserved},
         {"gpuslack_allocator_peak_allocated_bytes", "Most bytes in live blocks so far.",
-         &alloc::DeviceStats::peak_allocated},
+         &AllocatorCounters::peak_allocated},
         {"gpuslack_allocator_peak_reserved_bytes", "Most device memory mapped so far.",
-         &alloc::DeviceStats::peak_reserved},
+         &AllocatorCounters::peak_reserved},
     };
     for (const Gauge& g : gauges) {
       e->family(g.name, "gauge", g.help);
@@ -224,7 +224,7 @@ void memory(const Summary& s, Exposition* e) {
     e->sample(number(s.pinned.stats.live));
   }
   if (s.staging.present) {
-    const stage::StagingStats& st = s.staging.stats;
+    const StagingCounters& st = s.staging.stats;
     e->family("gpuslack_pageable_copies_total", "counter", "Copies between device and pageable host memory seen.");
     e->sample(number(st.h2d.seen), {{"direction", "h2d"}});
     e->sample(number(st.d2h.seen), {{"direction", "d2h"}});

@@ -8,7 +8,7 @@ namespace report {
 namespace {
 
 // The allocator's samples of one device, in buckets from the series' origin.
-void allocator_buckets(const AllocatorRow& row, uint64_t origin_ticks, double tick_seconds, TimeBuckets* reserved,
+void allocator_buckets(const AllocatorRun& row, uint64_t origin_ticks, double tick_seconds, TimeBuckets* reserved,
                        TimeBuckets* allocated) {
   const alloc::Timeline::Samples& s = row.timeline;
   const double offset_s =
@@ -30,7 +30,7 @@ void add_into(std::vector<double>* a, const std::vector<double>& b) {
 SeriesSection build_series(const RunInfo& run) {
   SeriesSection out;
   std::vector<TimeBuckets> reserved, allocated;
-  for (const AllocatorRow& row : run.allocator) {
+  for (const AllocatorRun& row : run.allocator) {
     reserved.emplace_back(TimeBuckets::Reduce::kMax);
     allocated.emplace_back(TimeBuckets::Reduce::kMax);
     allocator_buckets(row, run.series_origin_ticks, run.tick_seconds, &reserved.back(), &allocated.back());

@@ -12,7 +12,7 @@ namespace report {
 
 StagingSection build_staging(const std::vector<ledger::ThreadFigures>& threads, const RunInfo& run) {
   StagingSection st;
-  st.stats = run.staging;
+  st.stats = staging_counters(run.staging);
   struct Merged {
     const ApiCall* call = nullptr;
     const std::vector<void*>* frames = nullptr;

@@ -278,18 +278,23 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.copies = copy_rows(threads, tick_s);
   s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
   s.collectives = build_collectives(run, tick_s, s.wall_s);
-  for (AllocatorRow a : run.allocator) {
-    const alloc::DeviceStats& st = a.stats;
+  for (const AllocatorRun& run_row : run.allocator) {
+    AllocatorRow a;
+    a.device = run_row.device;
+    a.stats = allocator_counters(run_row.stats);
+    a.timeline = allocator_samples(run_row.timeline);
+    const AllocatorCounters& st = a.stats;
     a.utilization = st.peak_reserved ? static_cast<double>(st.peak_allocated) / static_cast<double>(st.peak_reserved) : 0;
-    s.allocator.push_back(a);
+    s.allocator.push_back(std::move(a));
   }
   s.allocator_status = run.allocator_status;
   s.staging = build_staging(threads, run);
-  s.pinned = run.pinned;
+  s.pinned.present = run.pinned_present;
+  s.pinned.stats = pinned_counters(run.pinned);
   s.gpu_timeline = build_gpu_timeline(run.gpu_timeline, run.top_call_sites);
   s.device_health.status = run.device_health.status;
   s.device_health.detail = run.device_health.detail;
-  s.device_health.devices = run.device_health.devices;
+  for (const health::DeviceHealth& d : run.device_health.devices) s.device_health.devices.push_back(device_health_row(d));
   s.topology = build_topology_section(run.topology, s.job, run.communicators);
   s.series = build_series(run);
   // Last: the expectations read the topology and the collectives both.

@@ -24,6 +24,7 @@
 #include "nccl/profiler_records.h"
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
+#include "report/feature_counters.h"
 #include "report/finding.h"
 #include "report/job.h"
 #include "stage/staging_stats.h"
@@ -210,13 +211,15 @@ struct CollectivesSection {
   uint64_t profiler_records = 0, profiler_dropped = 0;
 };
 
-// The VMM allocator of one device (allocator:vmm), as alloc::DeviceStats
-// plus utilization = peak allocated / peak reserved.
+// The VMM allocator of one device (allocator:vmm), its counters copied
+// from alloc::DeviceStats (Note [Counters copied at the boundary] in
+// report/feature_counters.h) plus utilization = peak allocated / peak
+// reserved.
 struct AllocatorRow {
   int device = 0;
-  alloc::DeviceStats stats;  // frees: each a device sync cudaFree would have done
+  AllocatorCounters stats;  // frees: each a device sync cudaFree would have done
   double utilization = 0;
-  alloc::Timeline::Samples timeline;  // allocated/reserved over the run
+  AllocatorSamples timeline;  // allocated/reserved over the run
 };
 
 // What the configuration selected (allocator: native or vmm) and, under
@@ -243,18 +246,19 @@ struct PageableSiteRow {
 };
 
 // Copies between device and pageable host memory, and gpuslack's staging of
-// them (stage/staging_stats.h says what each figure means).
+// them (stage/staging_stats.h says what each figure means), copied from
+// stage::StagingStats (report/feature_counters.h).
 struct StagingSection {
   bool present = false;  // a pageable copy was seen
-  stage::StagingStats stats;
+  StagingCounters stats;
   std::vector<PageableSiteRow> sites;  // most bytes first, top_call_sites of them
 };
 
-// The pinned host heap (pin on), once it was made: its figures as
-// pin::PinnedStats.
+// The pinned host heap (pin on), once it was made: its figures copied
+// from pin::PinnedStats (report/feature_counters.h).
 struct PinnedSection {
   bool present = false;
-  pin::PinnedStats stats;
+  PinnedCounters stats;
 };
 
 // Idle time of one device charged to one hooked call at one call site
@@ -302,11 +306,12 @@ struct GpuTimelineSection {
   uint64_t buffer_bytes_peak = 0;
 };
 
-// NVML's view of each device (health/sampler.h): "device_health".
+// NVML's view of each device (health/sampler.h): "device_health", each
+// row copied from health::DeviceHealth (report/feature_counters.h).
 struct DeviceHealthSection {
   health::Status status = health::Status::kOff;
   std::string detail;  // why unavailable
-  std::vector<health::DeviceHealth> devices;
+  std::vector<DeviceHealthRow> devices;
 };
 
 // What the links carry for one rank, for the collectives' model
@@ -394,7 +399,17 @@ struct Summary {
   SeriesSection series;
 };
 
-// Facts about the process that the ledger does not hold.
+// One device's VMM allocator as the session read it, in the feature's own
+// types: build_summary copies them into an AllocatorRow.
+struct AllocatorRun {
+  int device = 0;
+  alloc::DeviceStats stats;
+  alloc::Timeline::Samples timeline;  // its origin_ticks places it in the series
+};
+
+// Facts about the process that the ledger does not hold, in the features'
+// own types: build_summary and its builders copy them into the summary's
+// (Note [Counters copied at the boundary] in report/feature_counters.h).
 struct RunInfo {
   std::string reason;
   double wall_s = 0;
@@ -413,11 +428,12 @@ struct RunInfo {
   int collective_timing_every = 1;
   double expected_busbw_gbps = 0;  // 0: no check
   std::string fabric = "auto";     // the fabric knob (report/collective_expectations.h)
-  std::vector<AllocatorRow> allocator;  // session.cc fills it (utilization computed here)
+  std::vector<AllocatorRun> allocator;  // session.cc fills it
   AllocatorStatus allocator_status;     // session.cc fills it
   bool staging_present = false;         // session.cc fills these from stage::existing_stager()
   stage::StagingStats staging;
-  PinnedSection pinned;                 // session.cc fills it
+  bool pinned_present = false;          // session.cc fills these: the heap was made
+  pin::PinnedStats pinned;
   timeline::Snapshot gpu_timeline;      // session.cc fills it (timeline::snapshot())
   health::Snapshot device_health;       // session.cc fills it (health::snapshot())
   topology::Snapshot topology;          // session.cc fills it (topology::snapshot())

@@ -116,8 +116,8 @@ CallSiteRow call_site(const Fields& f) {
   return c;
 }
 
-stage::StagingStats::Direction staging_direction(const Fields& parent, const char* key) {
-  stage::StagingStats::Direction d;
+StagingCounters::Direction staging_direction(const Fields& parent, const char* key) {
+  StagingCounters::Direction d;
   const JsonValue* v = nullptr;
   if (!parent.object(key, &v)) return d;
   Fields f(*v, parent.where(key));
@@ -134,7 +134,7 @@ stage::StagingStats::Direction staging_direction(const Fields& parent, const cha
 StagingSection staging(const Fields& f) {
   StagingSection st;
   st.present = true;
-  stage::StagingStats& s = st.stats;
+  StagingCounters& s = st.stats;
   s.enabled = f.flag("enabled");
   s.exact = f.flag("exact_copy_semantics");
   s.async_d2h = f.flag("async_d2h");
@@ -280,7 +280,7 @@ CollectivesSection collectives(const Fields& f) {
 
 AllocatorRow allocator(const Fields& f) {
   AllocatorRow a;
-  alloc::DeviceStats& s = a.stats;
+  AllocatorCounters& s = a.stats;
   a.device = f.whole("device");
   s.allocated = f.signed_count("allocated");
   s.peak_allocated = f.signed_count("peak_allocated");
@@ -305,8 +305,8 @@ AllocatorRow allocator(const Fields& f) {
   s.unmap_calls = f.signed_count("unmap_calls");
   s.set_access_calls = f.signed_count("set_access_calls");
   for (const std::string& w : f.strings("created_without")) {
-    if (w == "posix_fd_handle") s.created_without |= alloc::kCreatedWithoutPosixFd;
-    else if (w == "gpu_direct_rdma") s.created_without |= alloc::kCreatedWithoutRdma;
+    if (w == "posix_fd_handle") s.created_without |= kCreatedWithoutPosixFd;
+    else if (w == "gpu_direct_rdma") s.created_without |= kCreatedWithoutRdma;
     else throw Malformed{f.where("created_without") + ": expected posix_fd_handle or gpu_direct_rdma"};
   }
   const JsonValue* timeline = nullptr;
@@ -333,7 +333,7 @@ AllocatorRow allocator(const Fields& f) {
 PinnedSection pinned(const Fields& f) {
   PinnedSection section;
   section.present = true;
-  pin::PinnedStats& p = section.stats;
+  PinnedCounters& p = section.stats;
   p.pinned = f.signed_count("pinned");
   p.peak_pinned = f.signed_count("peak_pinned");
   p.live = f.signed_count("live");

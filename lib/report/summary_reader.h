@@ -6,8 +6,8 @@
 //
 // Round trip: for any Summary s, format_json(read(format_json(s))) ==
 // format_json(s), byte for byte. The read-back holds the figures as
-// written (seconds to 9 significant digits, shares to 6); what the JSON
-// does not carry (DeviceStats::epochs) reads as 0.
+// written (seconds to 9 significant digits, shares to 6), into the
+// report's own types (report/feature_counters.h), never a feature's.
 //
 // Compatibility: documents of schema_version kSchemaVersion. The members
 // every version 1 document has (schema_version, pid, wall_s, lost_share,

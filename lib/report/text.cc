@@ -460,9 +460,9 @@ void allocator_lines(const Summary& s, std::string* out) {
     if (a.stats.unmap_calls + a.stats.set_access_calls > 0)
       line(out, "  calls that may synchronize the device: " + count_text(a.stats.unmap_calls) + " cuMemUnmap, " +
                     count_text(a.stats.set_access_calls) + " cuMemSetAccess");
-    if (a.stats.created_without & alloc::kCreatedWithoutPosixFd)
+    if (a.stats.created_without & kCreatedWithoutPosixFd)
       line(out, "  memory created without the POSIX file-descriptor handle type (the driver refused it): not exportable");
-    if (a.stats.created_without & alloc::kCreatedWithoutRdma)
+    if (a.stats.created_without & kCreatedWithoutRdma)
       line(out, "  memory created without the GPUDirect RDMA flag (the driver refused it)");
   }
 }
@@ -470,7 +470,7 @@ void allocator_lines(const Summary& s, std::string* out) {
 std::string copies_text(uint64_t n) { return count_text(n) + (n == 1 ? " copy" : " copies"); }
 
 // "H2D 10 copies (417.6 KiB): 9 staged, 1 passed through"
-std::string staging_direction(const char* name, const stage::StagingStats::Direction& d) {
+std::string staging_direction(const char* name, const StagingCounters::Direction& d) {
   return std::string(name) + " " + copies_text(d.seen) + " (" + bytes_cell(d.seen_bytes) + "): " +
          count_text(d.staged) + " staged, " + count_text(d.passed) + " passed through";
 }
@@ -479,7 +479,7 @@ std::string staging_direction(const char* name, const stage::StagingStats::Direc
 void staging_lines(const Summary& s, std::string* out) {
   const StagingSection& st = s.staging;
   if (!st.present) return;
-  const stage::StagingStats& g = st.stats;
+  const StagingCounters& g = st.stats;
   std::string title = "pageable copies: " + staging_direction("H2D", g.h2d) + "; " + staging_direction("D2H", g.d2h);
   if (!g.enabled) title += " (stage_copies:false)";
   line(out, title);
@@ -521,7 +521,7 @@ void staging_lines(const Summary& s, std::string* out) {
 // One line for the pinned heap, once it was made.
 void pinned_line(const Summary& s, std::string* out) {
   if (!s.pinned.present) return;
-  const pin::PinnedStats& p = s.pinned.stats;
+  const PinnedCounters& p = s.pinned.stats;
   std::string text = "pinned heap: " + bytes_cell(p.pinned) + " pinned (peak " + bytes_cell(p.peak_pinned) + ", cap " +
                      bytes_cell(p.cap) + "), peak " + bytes_cell(p.peak_live) + " in live blocks, " +
                      count_text(p.allocations) + " allocations, " + count_text(p.frees) +

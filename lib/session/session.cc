@@ -261,7 +261,7 @@ report::RunInfo run_info(const char* reason) {
   for (int d = 0; d < alloc::kMaxDevices; ++d) {
     alloc::DeviceAllocator* a = alloc::existing_allocator(d);
     if (!a) continue;
-    report::AllocatorRow row;
+    report::AllocatorRun row;
     row.device = d;
     row.stats = a->stats();
     row.timeline = a->timeline();
@@ -274,8 +274,8 @@ report::RunInfo run_info(const char* reason) {
     run.staging_present = run.staging.h2d.seen + run.staging.d2h.seen > 0;
   }
   if (pin::PinnedHeap* heap = pin::existing_pinned_heap()) {
-    run.pinned.present = true;
-    run.pinned.stats = heap->stats();
+    run.pinned_present = true;
+    run.pinned = heap->stats();
   }
   run.gpu_timeline = timeline::snapshot();
   return run;

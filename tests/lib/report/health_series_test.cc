@@ -71,7 +71,7 @@ TEST(HealthSeriesText, OneLinePerThrottledDeviceAndOneWhenUnavailable) {
   Summary s = sample_summary();
   const std::string quiet = format_text(s);
   s.device_health.status = health::Status::kMeasured;  // measured, no throttling: no line
-  s.device_health.devices.push_back(health::DeviceHealth());
+  s.device_health.devices.push_back(DeviceHealthRow());
   s.device_health.devices.back().samples = 5;
   EXPECT_EQ(quiet, format_text(s));
   s.device_health.status = health::Status::kUnavailable;

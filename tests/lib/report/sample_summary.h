@@ -93,7 +93,7 @@ inline Summary sample_summary() {
       CallSiteRow{Category::kSync, "cudaDeviceSynchronize", 3.2, 300, {"main+0x99 (app)"}}};
 
   // Pageable copies: 30 H2D, 28 of them staged; 2 D2H passed through.
-  stage::StagingStats& g = s.staging.stats;
+  StagingCounters& g = s.staging.stats;
   s.staging.present = true;
   g.enabled = true;
   g.chunk_bytes = 1u << 20;
@@ -110,7 +110,7 @@ inline Summary sample_summary() {
 
   // The pinned heap: two 64 MiB chunks, one released by a trim.
   s.pinned.present = true;
-  pin::PinnedStats& p = s.pinned.stats;
+  PinnedCounters& p = s.pinned.stats;
   p.pinned = 64ull << 20;
   p.peak_pinned = 128ull << 20;
   p.live = 3ull << 20;
@@ -207,7 +207,7 @@ inline Summary sample_summary_with_gpu_timeline() {
   g.devices.push_back(d1);
   // Device health: device 1 throttled (sw_thermal) in 4 of 10 samples.
   s.device_health.status = health::Status::kMeasured;
-  health::DeviceHealth h;
+  DeviceHealthRow h;
   h.device = 1;
   h.name = "NVIDIA H200";
   h.uuid = "GPU-0f0e0d0c-0b0a-0908-0706-050403020100";

@@ -79,7 +79,7 @@ TEST(Series, AllocatorSamplesAreBucketedFromTheOriginAndSummedOverDevices) {
   run.tick_seconds = 1e-3;       // a tick a millisecond
   run.series_origin_ticks = 1000;
   for (int device = 0; device < 2; ++device) {
-    AllocatorRow row;
+    AllocatorRun row;
     row.device = device;
     row.timeline.origin_ticks = 3000;  // made 2 s after the origin
     row.timeline.t_s = {0.0, 0.5, 1.2};

@@ -101,7 +101,7 @@ TEST(SummaryReader, AllocatorStatusAndDriverCallsRoundTrip) {
   row.device = 0;
   row.stats.unmap_calls = 12;
   row.stats.set_access_calls = 34;
-  row.stats.created_without = alloc::kCreatedWithoutPosixFd | alloc::kCreatedWithoutRdma;
+  row.stats.created_without = kCreatedWithoutPosixFd | kCreatedWithoutRdma;
   s.allocator.push_back(row);
   const std::string json = format_json(s);
   EXPECT_NE(std::string::npos, json.find("\"created_without\": [\n        \"posix_fd_handle\",\n        \"gpu_direct_rdma\"\n      ]")) << json;

@@ -28,7 +28,8 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
       cache_limit_(cache_limit),
       map_chunk_(map_chunk),
       first_(new Reservation(api, device, reserve_bytes, map_chunk)),
-      epochs_(device) {
+      epochs_(device),
+      graph_holds_(device) {
   // The device's memory: what the driver says, else what the reservation
   // was sized from (1.125x it, process_allocators.cc).
   size_t free_bytes = 0, total = 0;
@@ -93,59 +94,7 @@ void DeviceAllocator::settle_deferred() {
   for (uint64_t addr : deferred_) epochs_.add(addr);
   deferred_.clear();
   // See Note [Capture without hooks]: a destroyed graph's blocks.
-  for (size_t i = 0; i < holds_.size();) {
-    GraphHold* h = holds_[i];
-    if (!h->released.load(std::memory_order_acquire)) {
-      ++i;
-      continue;
-    }
-    for (uint64_t addr : h->freed) epochs_.add(addr);
-    h->freed.clear();
-    holds_[i] = holds_.back();
-    holds_.pop_back();
-    if (h->live == 0) delete h;  // else the last free of its live blocks deletes it
-  }
-}
-
-void DeviceAllocator::graph_destroyed(void* hold) {
-  static_cast<GraphHold*>(hold)->released.store(true, std::memory_order_release);
-}
-
-DeviceAllocator::GraphHold* DeviceAllocator::hold_for(const Capture& capture) {
-  for (GraphHold* h : holds_)
-    if (h->id == capture.id && !h->released.load(std::memory_order_acquire)) return h;
-  auto* h = new GraphHold();
-  h->id = capture.id;
-  holds_.push_back(h);
-  cudaUserObject_t object = nullptr;
-  if (cuda::user_object_create(&object, h, &graph_destroyed) != cudaSuccess ||
-      cuda::graph_retain_user_object(capture.graph, object) != cudaSuccess) {
-    if (object) cuda::user_object_release(object);  // runs graph_destroyed: undo it
-    h->released.store(false, std::memory_order_release);
-    cuda::get_last_error();
-    static std::atomic<bool> logged{false};
-    if (!logged.exchange(true))
-      log::warn("device {}: cannot learn when a captured CUDA graph is destroyed (no graph user object): the "
-                "memory it uses stays held until the process exits (logged once)", device_);
-  }
-  return h;
-}
-
-DeviceAllocator::GraphHold* DeviceAllocator::drop_captured(uint64_t addr) {
-  auto it = captured_.find(addr);
-  if (it == captured_.end()) return nullptr;
-  GraphHold* h = it->second;
-  captured_.erase(it);
-  --h->live;
-  if (!h->released.load(std::memory_order_acquire)) return h;
-  // Destroyed already: settled, or to be settled by settle_deferred().
-  if (h->live == 0 && std::find(holds_.begin(), holds_.end(), h) == holds_.end()) delete h;
-  return nullptr;
-}
-
-void DeviceAllocator::hold_block(GraphHold* hold, uint64_t addr) {
-  hold->freed.push_back(addr);
-  stats_.deferred_free();
+  graph_holds_.release_destroyed([&](uint64_t addr) { epochs_.add(addr); });
 }
 
 void DeviceAllocator::note_peaks() {
@@ -272,7 +221,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
 void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t> stream) {
   if (!ok()) return nullptr;
   const bool capture = sync::capturing();
-  if (!capture && (!deferred_.empty() || !holds_.empty())) settle_deferred();
+  if (!capture && (!deferred_.empty() || !graph_holds_.empty())) settle_deferred();
   if (capture) drain_fronts(std::nullopt, false);  // Note [Front caches]: a capture began
   // Memory that is free, fenced and mapped: no driver call, no event.
   if (void* p = allocate_mapped(bytes)) return p;
@@ -363,9 +312,7 @@ void* DeviceAllocator::allocate_in_capture(size_t bytes, const Capture& capture)
               result == CUDA_ERROR_OUT_OF_MEMORY ? "" : "; the driver said " + std::to_string(static_cast<int>(result)));
     return nullptr;
   }
-  GraphHold* h = hold_for(capture);
-  captured_[reinterpret_cast<uintptr_t>(p)] = h;
-  ++h->live;
+  graph_holds_.allocated(reinterpret_cast<uintptr_t>(p), capture.id, capture.graph);
   return p;
 }
 
@@ -374,10 +321,9 @@ bool DeviceAllocator::free_in_capture(void* p, const Capture& capture) {
   settle_fronts();
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
-  drop_captured(addr);
-  GraphHold* h = hold_for(capture);
+  graph_holds_.freed_in_capture(addr, capture.id, capture.graph);
   recorded_.erase(addr);  // held past every stream's use
-  hold_block(h, addr);
+  stats_.deferred_free();
   note_peaks();
   return true;
 }
@@ -414,11 +360,11 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   settle_fronts();
   uint64_t addr, size;
   if (!take_freed(p, &addr, &size)) return false;
-  if (GraphHold* h = drop_captured(addr)) {
+  if (graph_holds_.free_held(addr)) {
     // See Note [Capture without hooks]: allocated during a capture, so its
     // graph may still write here: held while the graph lives.
     recorded_.erase(addr);
-    hold_block(h, addr);
+    stats_.deferred_free();
     note_peaks();
     return true;
   }
@@ -572,7 +518,7 @@ DeviceStats DeviceAllocator::stats() {
   note_peaks();
   DeviceStats s = stats_.counted();
   s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size() + front_totals(false).cached_blocks;
-  for (const GraphHold* h : holds_) s.pending_free += h->freed.size();
+  s.pending_free += graph_holds_.held_blocks();
   for_each_reservation([&](const Reservation& r) {
     s.largest_free = std::max(s.largest_free, r.largest_free());
     s.granules_mapped += r.map().granules_mapped_total();

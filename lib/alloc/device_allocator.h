@@ -170,6 +170,7 @@
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
 #include "alloc/front_cache.h"
+#include "alloc/graph_holds.h"
 #include "sync/free_epochs.h"
 #include "alloc/reservation.h"
 #include "alloc/stream_cache.h"
@@ -426,22 +427,8 @@ class DeviceAllocator {
   uint64_t freed_bytes_ = 0;
   std::vector<uint64_t> deferred_;  // freed during a capture
   // See Note [Capture without hooks]: the blocks a captured graph may touch,
-  // held until its user object is destroyed (`released`, set from the
-  // runtime's thread; the rest under mu_).
-  struct GraphHold {
-    unsigned long long id = 0;
-    std::atomic<bool> released{false};
-    std::vector<uint64_t> freed;  // freed, held back
-    size_t live = 0;              // blocks of captured_ naming this hold
-  };
-  static void graph_destroyed(void* hold);  // the user object's destructor
-  GraphHold* hold_for(const Capture& capture);
-  void hold_block(GraphHold* hold, uint64_t addr);  // a freed block, taken
-  // Forgets that the live block at `addr` was allocated during a capture;
-  // its hold while the graph lives, else nullptr.
-  GraphHold* drop_captured(uint64_t addr);
-  std::vector<GraphHold*> holds_;                   // not yet settled
-  std::unordered_map<uint64_t, GraphHold*> captured_;  // live blocks allocated during a capture
+  // held until the graph is destroyed (graph_holds.h).
+  GraphHolds graph_holds_;
   std::unordered_map<uint64_t, std::vector<cudaStream_t>> recorded_;  // record_stream
   AllocatorStatistics stats_;  // counters, peaks, timeline: apart from the blocks
 };

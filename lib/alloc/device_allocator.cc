@@ -17,6 +17,17 @@ uint64_t next_serial() {
   static std::atomic<uint64_t> serial{0};
   return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
+
+// The device's memory: what the driver says, else what the reservation
+// was sized from (1.125x it, process_allocators.cc).
+uint64_t device_memory(const cuda::DriverApi* api, int device, uint64_t reserve_bytes) {
+  size_t free_bytes = 0, total = 0;
+  if (api && api->mem_get_info) {
+    cuda::ScopedDeviceContext in_device(device);  // cuMemGetInfo answers for the current context
+    if (in_device.result() == CUDA_SUCCESS && api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) total = 0;
+  }
+  return total ? total : reserve_bytes / 9 * 8;
+}
 }  // namespace
 
 DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes,
@@ -30,14 +41,9 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
       first_(new Reservation(api, device, reserve_bytes, map_chunk)),
       epochs_(device),
       graph_holds_(device) {
-  // The device's memory: what the driver says, else what the reservation
-  // was sized from (1.125x it, process_allocators.cc).
-  size_t free_bytes = 0, total = 0;
-  if (api && api->mem_get_info) {
-    cuda::ScopedDeviceContext in_device(device);  // cuMemGetInfo answers for the current context
-    if (in_device.result() == CUDA_SUCCESS && api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) total = 0;
-  }
-  device_bytes_ = total ? total : reserve_bytes / 9 * 8;
+  // The device's memory, asked once the first reservation is made (the
+  // order it always had).
+  policy_ = MappingPolicy(device_memory(api, device, reserve_bytes));
   reservations_[0].store(first_, std::memory_order_release);
   reservations_made_.store(1, std::memory_order_release);
 }
@@ -99,9 +105,8 @@ void DeviceAllocator::settle_deferred() {
 
 void DeviceAllocator::note_peaks() {
   uint64_t mapped = mapped_bytes();
-  mapped_high_water_ = std::max(mapped_high_water_, mapped);
   uint64_t allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
-  allocated_high_water_ = std::max(allocated_high_water_, allocated);
+  policy_.note_peaks(mapped, allocated);
   if (!fronts_.empty()) {
     // See Note [Front caches]: nor are the blocks fronts cache; the most
     // allocated since the last step is when they cached least.
@@ -176,13 +181,12 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   if (stream) owner = owner_of(*stream);
   // See Note [Releasing memory]: up to the mapped total's high-water mark a
   // miss maps freely; past it, it releases cached granules first.
-  uint64_t ceiling = std::max(mapped_high_water_, allocated_high_water_ + allocated_high_water_ / kGrowthSlack);
-  uint64_t growth = sync::capturing() ? Reservation::kNoBudget : ceiling > mapped ? ceiling - mapped : 0;
+  uint64_t growth = sync::capturing() ? Reservation::kNoBudget : policy_.growth(mapped);
   // GranuleMap's Note [Pages mapped whole]: in pages while the device is
   // less than a quarter full; past that, granule by granule, so that every
   // free granule can be given back under pressure. A small request's
   // small-pool page never: a long-lived small block would pin a whole page.
-  const bool in_pages = bytes > BlockManager::kSmallLimit && mapped + bytes <= device_bytes_ / kPagesUpTo;
+  const bool in_pages = policy_.in_pages(bytes, mapped);
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
     Reservation* r = reservations_[i].load(std::memory_order_relaxed);
@@ -190,8 +194,8 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
     const uint64_t granules = r->map().granules_mapped_total();  // what this maps, releases aside
     std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result, owner, growth, in_pages);
     if (a) {
-      note_map_cost(clock::monotonic_seconds() - start,
-                    (r->map().granules_mapped_total() - granules) * r->map().granularity());
+      policy_.note_map_cost(clock::monotonic_seconds() - start,
+                            (r->map().granules_mapped_total() - granules) * r->map().granularity());
       return served(*a);
     }
     if (*result != CUDA_ERROR_NOT_FOUND) placed = true;  // a free range held it: the memory ran out

@@ -17,6 +17,17 @@ uint64_t next_serial() {
   static std::atomic<uint64_t> serial{0};
   return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
+
+// The device's memory: what the driver says, else what the reservation
+// was sized from (1.125x it, process_allocators.cc).
+uint64_t device_memory(const cuda::DriverApi* api, int device, uint64_t reserve_bytes) {
+  size_t free_bytes = 0, total = 0;
+  if (api && api->mem_get_info) {
+    cuda::ScopedDeviceContext in_device(device);  // cuMemGetInfo answers for the current context
+    if (in_device.result() == CUDA_SUCCESS && api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) total = 0;
+  }
+  return total ? total : reserve_bytes / 9 * 8;
+}
 }  // namespace
 
 DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes,
@@ -28,15 +39,11 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
       cache_limit_(cache_limit),
       map_chunk_(map_chunk),
       first_(new Reservation(api, device, reserve_bytes, map_chunk)),
-      epochs_(device) {
-  // The device's memory: what the driver says, else what the reservation
-  // was sized from (1.125x it, process_allocators.cc).
-  size_t free_bytes = 0, total = 0;
-  if (api && api->mem_get_info) {
-    cuda::ScopedDeviceContext in_device(device);  // cuMemGetInfo answers for the current context
-    if (in_device.result() == CUDA_SUCCESS && api->mem_get_info(&free_bytes, &total) != CUDA_SUCCESS) total = 0;
-  }
-  device_bytes_ = total ? total : reserve_bytes / 9 * 8;
+      epochs_(device),
+      graph_holds_(device) {
+  // The device's memory, asked once the first reservation is made (the
+  // order it always had).
+  policy_ = MappingPolicy(device_memory(api, device, reserve_bytes));
   reservations_[0].store(first_, std::memory_order_release);
   reservations_made_.store(1, std::memory_order_release);
 }
@@ -93,66 +100,13 @@ void DeviceAllocator::settle_deferred() {
   for (uint64_t addr : deferred_) epochs_.add(addr);
   deferred_.clear();
   // See Note [Capture without hooks]: a destroyed graph's blocks.
-  for (size_t i = 0; i < holds_.size();) {
-    GraphHold* h = holds_[i];
-    if (!h->released.load(std::memory_order_acquire)) {
-      ++i;
-      continue;
-    }
-    for (uint64_t addr : h->freed) epochs_.add(addr);
-    h->freed.clear();
-    holds_[i] = holds_.back();
-    holds_.pop_back();
-    if (h->live == 0) delete h;  // else the last free of its live blocks deletes it
-  }
-}
-
-void DeviceAllocator::graph_destroyed(void* hold) {
-  static_cast<GraphHold*>(hold)->released.store(true, std::memory_order_release);
-}
-
-DeviceAllocator::GraphHold* DeviceAllocator::hold_for(const Capture& capture) {
-  for (GraphHold* h : holds_)
-    if (h->id == capture.id && !h->released.load(std::memory_order_acquire)) return h;
-  auto* h = new GraphHold();
-  h->id = capture.id;
-  holds_.push_back(h);
-  cudaUserObject_t object = nullptr;
-  if (cuda::user_object_create(&object, h, &graph_destroyed) != cudaSuccess ||
-      cuda::graph_retain_user_object(capture.graph, object) != cudaSuccess) {
-    if (object) cuda::user_object_release(object);  // runs graph_destroyed: undo it
-    h->released.store(false, std::memory_order_release);
-    cuda::get_last_error();
-    static std::atomic<bool> logged{false};
-    if (!logged.exchange(true))
-      log::warn("device {}: cannot learn when a captured CUDA graph is destroyed (no graph user object): the "
-                "memory it uses stays held until the process exits (logged once)", device_);
-  }
-  return h;
-}
-
-DeviceAllocator::GraphHold* DeviceAllocator::drop_captured(uint64_t addr) {
-  auto it = captured_.find(addr);
-  if (it == captured_.end()) return nullptr;
-  GraphHold* h = it->second;
-  captured_.erase(it);
-  --h->live;
-  if (!h->released.load(std::memory_order_acquire)) return h;
-  // Destroyed already: settled, or to be settled by settle_deferred().
-  if (h->live == 0 && std::find(holds_.begin(), holds_.end(), h) == holds_.end()) delete h;
-  return nullptr;
-}
-
-void DeviceAllocator::hold_block(GraphHold* hold, uint64_t addr) {
-  hold->freed.push_back(addr);
-  stats_.deferred_free();
+  graph_holds_.release_destroyed([&](uint64_t addr) { epochs_.add(addr); });
 }
 
 void DeviceAllocator::note_peaks() {
   uint64_t mapped = mapped_bytes();
-  mapped_high_water_ = std::max(mapped_high_water_, mapped);
   uint64_t allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
-  allocated_high_water_ = std::max(allocated_high_water_, allocated);
+  policy_.note_peaks(mapped, allocated);
   if (!fronts_.empty()) {
     // See Note [Front caches]: nor are the blocks fronts cache; the most
     // allocated since the last step is when they cached least.
@@ -227,13 +181,12 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   if (stream) owner = owner_of(*stream);
   // See Note [Releasing memory]: up to the mapped total's high-water mark a
   // miss maps freely; past it, it releases cached granules first.
-  uint64_t ceiling = std::max(mapped_high_water_, allocated_high_water_ + allocated_high_water_ / kGrowthSlack);
-  uint64_t growth = sync::capturing() ? Reservation::kNoBudget : ceiling > mapped ? ceiling - mapped : 0;
+  uint64_t growth = sync::capturing() ? Reservation::kNoBudget : policy_.growth(mapped);
   // GranuleMap's Note [Pages mapped whole]: in pages while the device is
   // less than a quarter full; past that, granule by granule, so that every
   // free granule can be given back under pressure. A small request's
   // small-pool page never: a long-lived small block would pin a whole page.
-  const bool in_pages = bytes > BlockManager::kSmallLimit && mapped + bytes <= device_bytes_ / kPagesUpTo;
+  const bool in_pages = policy_.in_pages(bytes, mapped);
   bool placed = false;
   for (int i = 0; i < reservations_made_; ++i) {
     Reservation* r = reservations_[i].load(std::memory_order_relaxed);
@@ -241,8 +194,8 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
     const uint64_t granules = r->map().granules_mapped_total();  // what this maps, releases aside
     std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result, owner, growth, in_pages);
     if (a) {
-      note_map_cost(clock::monotonic_seconds() - start,
-                    (r->map().granules_mapped_total() - granules) * r->map().granularity());
+      policy_.note_map_cost(clock::monotonic_seconds() - start,
+                            (r->map().granules_mapped_total() - granules) * r->map().granularity());
       return served(*a);
     }
     if (*result != CUDA_ERROR_NOT_FOUND) placed = true;  // a free range held it: the memory ran out
@@ -272,7 +225,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
 void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t> stream) {
   if (!ok()) return nullptr;
   const bool capture = sync::capturing();
-  if (!capture && (!deferred_.empty() || !holds_.empty())) settle_deferred();
+  if (!capture && (!deferred_.empty() || !graph_holds_.empty())) settle_deferred();
   if (capture) drain_fronts(std::nullopt, false);  // Note [Front caches]: a capture began
   // Memory that is free, fenced and mapped: no driver call, no event.
   if (void* p = allocate_mapped(bytes)) return p;
@@ -363,9 +316,7 @@ void* DeviceAllocator::allocate_in_capture(size_t bytes, const Capture& capture)
               result == CUDA_ERROR_OUT_OF_MEMORY ? "" : "; the driver said " + std::to_string(static_cast<int>(result)));
     return nullptr;
   }
-  GraphHold* h = hold_for(capture);
-  captured_[reinterpret_cast<uintptr_t>(p)] = h;
-  ++h->live;
+  graph_holds_.allocated(reinterpret_cast<uintptr_t>(p), capture.id, capture.graph);
   return p;
 }
 
@@ -374,10 +325,9 @@ bool DeviceAllocator::free_in_capture(void* p, const Capture& capture) {
   settle_fronts();
   uint64_t addr;
   if (!take_freed(p, &addr)) return false;
-  drop_captured(addr);
-  GraphHold* h = hold_for(capture);
+  graph_holds_.freed_in_capture(addr, capture.id, capture.graph);
   recorded_.erase(addr);  // held past every stream's use
-  hold_block(h, addr);
+  stats_.deferred_free();
   note_peaks();
   return true;
 }
@@ -414,11 +364,11 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
   settle_fronts();
   uint64_t addr, size;
   if (!take_freed(p, &addr, &size)) return false;
-  if (GraphHold* h = drop_captured(addr)) {
+  if (graph_holds_.free_held(addr)) {
     // See Note [Capture without hooks]: allocated during a capture, so its
     // graph may still write here: held while the graph lives.
     recorded_.erase(addr);
-    hold_block(h, addr);
+    stats_.deferred_free();
     note_peaks();
     return true;
   }
@@ -572,7 +522,7 @@ DeviceStats DeviceAllocator::stats() {
   note_peaks();
   DeviceStats s = stats_.counted();
   s.pending_free = epochs_.pending_blocks() + streams_.blocks() + deferred_.size() + front_totals(false).cached_blocks;
-  for (const GraphHold* h : holds_) s.pending_free += h->freed.size();
+  s.pending_free += graph_holds_.held_blocks();
   for_each_reservation([&](const Reservation& r) {
     s.largest_free = std::max(s.largest_free, r.largest_free());
     s.granules_mapped += r.map().granules_mapped_total();

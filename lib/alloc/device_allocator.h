@@ -170,6 +170,8 @@
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
 #include "alloc/front_cache.h"
+#include "alloc/graph_holds.h"
+#include "alloc/mapping_policy.h"
 #include "sync/free_epochs.h"
 #include "alloc/reservation.h"
 #include "alloc/stream_cache.h"
@@ -306,29 +308,9 @@ class DeviceAllocator {
   // See Note [Waiting instead of mapping]: polls the fenced frees for at most
   // the measured cost of mapping `bytes`, and allocates on what completes.
   void* wait_then_allocate(uint64_t bytes);
-  void note_map_cost(double seconds, uint64_t mapped);
-  // Seconds. The floor: an event on an idle GPU completes within
-  // microseconds, but the thread recording it may be descheduled between
-  // the record and the first query on a loaded machine; mapping even one
-  // 2 MiB granule costs tens of microseconds on real hardware.
-  static constexpr double kMinFenceWait = 0.0005, kMaxFenceWait = 0.005;
-  double map_seconds_per_byte_ = 0;  // 0: nothing mapped yet
-  uint64_t mapped_high_water_ = 0;   // the most ever mapped (not reset with the peaks)
-  uint64_t allocated_high_water_ = 0;  // the most ever allocated (likewise)
-  // See Note [Releasing memory]: a miss maps freely up to the larger of the
-  // mapped high-water mark and the allocated one plus 1/kGrowthSlack of it.
-  static constexpr uint64_t kGrowthSlack = 8;
-  // GranuleMap's Note [Pages mapped whole]: misses for large blocks map
-  // whole pages while the mapped total stays within 1/kPagesUpTo of the
-  // device's memory; past that, and for small-pool pages always, each
-  // granule is its own handle, so that under pressure every free granule
-  // can be given back (a page is released only whole: with pages all the
-  // way up, the smallest device on which the replayed traces run grew by
-  // 2-9%, past PyTorch's expandable segments on seven of twelve; and a
-  // 4 KiB block that lived all run pinned a whole page,
-  // findings.test_fragmentation_fires_when_allocations_wait_for_frees).
-  static constexpr uint64_t kPagesUpTo = 4;
-  uint64_t device_bytes_ = 0;  // the device's memory (cuMemGetInfo's total)
+  // Notes [Releasing memory], [Waiting instead of mapping], GranuleMap's
+  // [Pages mapped whole]: what a miss maps, and how long it waits instead.
+  MappingPolicy policy_{0};  // the device's memory set in the constructor
   // A stream is an owner of held ranges by its handle (legacy stream: 0).
   static Reservation::Owner owner_of(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }
   static cudaStream_t stream_of(Reservation::Owner o) { return reinterpret_cast<cudaStream_t>(o); }
@@ -426,22 +408,8 @@ class DeviceAllocator {
   uint64_t freed_bytes_ = 0;
   std::vector<uint64_t> deferred_;  // freed during a capture
   // See Note [Capture without hooks]: the blocks a captured graph may touch,
-  // held until its user object is destroyed (`released`, set from the
-  // runtime's thread; the rest under mu_).
-  struct GraphHold {
-    unsigned long long id = 0;
-    std::atomic<bool> released{false};
-    std::vector<uint64_t> freed;  // freed, held back
-    size_t live = 0;              // blocks of captured_ naming this hold
-  };
-  static void graph_destroyed(void* hold);  // the user object's destructor
-  GraphHold* hold_for(const Capture& capture);
-  void hold_block(GraphHold* hold, uint64_t addr);  // a freed block, taken
-  // Forgets that the live block at `addr` was allocated during a capture;
-  // its hold while the graph lives, else nullptr.
-  GraphHold* drop_captured(uint64_t addr);
-  std::vector<GraphHold*> holds_;                   // not yet settled
-  std::unordered_map<uint64_t, GraphHold*> captured_;  // live blocks allocated during a capture
+  // held until the graph is destroyed (graph_holds.h).
+  GraphHolds graph_holds_;
   std::unordered_map<uint64_t, std::vector<cudaStream_t>> recorded_;  // record_stream
   AllocatorStatistics stats_;  // counters, peaks, timeline: apart from the blocks
 };

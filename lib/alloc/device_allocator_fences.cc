@@ -148,19 +148,12 @@ uint64_t DeviceAllocator::cached_on_streams() const {
   return n;
 }
 
-void DeviceAllocator::note_map_cost(double seconds, uint64_t mapped) {
-  if (mapped == 0 || seconds <= 0) return;
-  double per_byte = seconds / static_cast<double>(mapped);
-  map_seconds_per_byte_ = map_seconds_per_byte_ == 0 ? per_byte : 0.75 * map_seconds_per_byte_ + 0.25 * per_byte;
-}
-
 // Note [Waiting instead of mapping].
 void* DeviceAllocator::wait_then_allocate(uint64_t bytes) {
   uint64_t size = BlockManager::round_up(bytes);
-  if (map_seconds_per_byte_ == 0 || !epochs_.any_closed() || freed_bytes_ < size) return nullptr;
+  if (!policy_.knows_map_cost() || !epochs_.any_closed() || freed_bytes_ < size) return nullptr;
   const double start = clock::monotonic_seconds();
-  const double deadline =
-      start + std::clamp(map_seconds_per_byte_ * static_cast<double>(size), kMinFenceWait, kMaxFenceWait);
+  const double deadline = start + policy_.fence_wait(size);
   void* p = nullptr;
   std::vector<uint64_t> ready;
   while (true) {

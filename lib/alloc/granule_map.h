@@ -45,7 +45,7 @@
 // device_allocator.h); a page whose granules were partly mapped before
 // gets chunks for the rest only. A handle is released only whole, so the
 // allocator maps in pages only for large blocks and only while the device
-// is less than a quarter full (DeviceAllocator::kPagesUpTo); otherwise
+// is less than a quarter full (MappingPolicy::kPagesUpTo); otherwise
 // map(..., in_pages = false) makes each granule its own handle.
 //
 // Note [Moving a page instead of making one]: when the allocator releases

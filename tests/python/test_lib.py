@@ -2,6 +2,7 @@
 exactly (PROTOTYPES and DeviceStats against the header's text), where the
 library is found, and a library lacking a function."""
 import ctypes
+import json
 import os
 import re
 import subprocess
@@ -126,14 +127,23 @@ def test_every_function_is_exported_by_the_built_library():
 
 
 @needs_library
-def test_the_order_of_the_places_looked_at(tmp_path, monkeypatch):
-    monkeypatch.setenv("GPUSLACK_LIBRARY", LIBRARY)
-    where = [w for w, _ in _lib.candidates()]
+def test_the_order_of_the_places_looked_at():
+    # In a child process, where nothing has loaded the library yet (tests in
+    # this process, such as test_compare.py's, may have: then "already
+    # loaded in this process" is rightly first).
+    code = ("import os, json\n"
+            "from gpuslack import _lib\n"
+            "first = [w for w, _ in _lib.candidates()]\n"
+            "path = _lib.library_path()\n"
+            "del os.environ['GPUSLACK_LIBRARY']\n"
+            "print(json.dumps([first, path, [w for w, _ in _lib.candidates()]]))\n")
+    r = run_python(code, GPUSLACK_LIBRARY=LIBRARY)
+    assert r.returncode == 0, r.stderr
+    where, path, without = json.loads(r.stdout)
     assert where[-2:] == ["installed with the package", "the source checkout's build folder"]
-    assert where[0] == "GPUSLACK_LIBRARY"  # nothing is preloaded into pytest
-    assert _lib.library_path() == os.path.abspath(LIBRARY)
-    monkeypatch.delenv("GPUSLACK_LIBRARY")
-    assert "GPUSLACK_LIBRARY" not in [w for w, _ in _lib.candidates()]
+    assert where[0] == "GPUSLACK_LIBRARY"  # nothing is preloaded into the child
+    assert path == os.path.abspath(LIBRARY)
+    assert "GPUSLACK_LIBRARY" not in without
 
 
 @needs_library

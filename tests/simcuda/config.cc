@@ -255,8 +255,7 @@ void charge(double us) {
 void charge_cpu(double us) {
   if (us <= 0) return;
   const Clock::time_point deadline = after(Clock::now(), us);
-  while (Clock::now() < deadline) {
-  }
+  while (Clock::now() < deadline) sched_yield();
 }
 
 }  // namespace gpusim

@@ -160,11 +160,14 @@ double kernel_slowdown(int device);
 // Host-side cost of an API call: the calling thread loses `us` of wall time
 // (spinning below 20 us, where sleeping is too coarse; sleeping above).
 void charge(double us);
-// Host-side CPU work of `us`: the calling thread spins and keeps its CPU,
-// however long. A kernel launch is such work (the driver builds and submits
-// the launch on the calling thread; it never sleeps): modeled as a sleep, a
-// 150 us launch on a loaded machine waits for a scheduler slice to wake and
-// turns into milliseconds, which a real launch does not.
+// Host-side CPU work of `us`: the calling thread spins, never sleeping,
+// but yields its CPU to any other runnable thread at each turn. A kernel
+// launch is such work (the driver builds and submits the launch on the
+// calling thread; it never sleeps): modeled as a sleep, a 150 us launch on
+// a loaded machine waits for a scheduler slice to wake and turns into
+// milliseconds; modeled as a plain spin, it holds a core the simulated
+// GPU's worker threads need, and on a 2-core machine with anything else
+// running the GPU falls behind the host, which a real GPU never does.
 void charge_cpu(double us);
 // GPU-side time: blocks the current (worker) thread until `deadline`.
 void wait_until(Clock::time_point deadline);

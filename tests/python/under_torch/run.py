@@ -136,8 +136,12 @@ def use():
     check(s["four_live"]["allocated"] == 12 * MiB, "four_live: %s" % s["four_live"])
     check(s["peak_reset"]["peak_allocated"] == s["peak_reset"]["allocated"] == 4 * MiB, "peak_reset: %s" % s["peak_reset"])
     check(s["new_peak"]["peak_allocated"] == 20 * MiB, "new_peak: %s" % s["new_peak"])
-    # Granules of 2 MiB, released by empty_cache down to what live blocks use.
-    check(s["empty_cache"]["reserved"] == 4 * MiB < s["new_peak"]["reserved"], "empty_cache: %s" % s["empty_cache"])
+    # empty_cache releases down to the pages live blocks touch: the live
+    # 4 MiB block holds the one 20 MiB page it opened (Note [Pages mapped
+    # whole]; a handle is released only whole, as PyTorch's expandable
+    # segments release their 20 MiB pages).
+    check(s["empty_cache"]["reserved"] == 20 * MiB < s["new_peak"]["reserved"], "empty_cache: %s, new peak: %s"
+          % (s["empty_cache"], s["new_peak"]))
     check(s["all_freed_empty_cache"]["reserved"] == 0, "all freed: %s" % s["all_freed_empty_cache"])
     # What torch does not forward to a pluggable allocator (documented in
     # gpuslack/torch.py): its figures raise, its empty_cache does nothing.

@@ -1,6 +1,7 @@
 #include "alloc/graph_holds.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "cuda/runtime_api.h"
 #include "log/log.h"
@@ -19,8 +20,10 @@ GraphHolds::Hold* GraphHolds::hold_for(unsigned long long id, cudaGraph_t graph)
   h->id = id;
   holds_.push_back(h);
   cudaUserObject_t object = nullptr;
-  if (cuda::user_object_create(&object, h, &graph_destroyed) != cudaSuccess ||
-      cuda::graph_retain_user_object(graph, object) != cudaSuccess) {
+  if (cuda::user_object_create(&object, h, &graph_destroyed) == cudaSuccess &&
+      cuda::graph_retain_user_object(graph, object) == cudaSuccess) {
+    h->tied = true;
+  } else {
     if (object) cuda::user_object_release(object);  // runs graph_destroyed: undo it
     h->released.store(false, std::memory_order_release);
     cuda::get_last_error();
@@ -30,6 +33,13 @@ GraphHolds::Hold* GraphHolds::hold_for(unsigned long long id, cudaGraph_t graph)
                 "memory it uses stays held until the process exits (logged once)", device_);
   }
   return h;
+}
+
+GraphHolds::~GraphHolds() {
+  std::unordered_set<Hold*> all(holds_.begin(), holds_.end());
+  for (const auto& [addr, h] : captured_) all.insert(h);
+  for (Hold* h : all)
+    if (!h->tied || h->released.load(std::memory_order_acquire)) delete h;  // else its graph still points at it
 }
 
 GraphHolds::Hold* GraphHolds::drop_captured(uint64_t addr) {

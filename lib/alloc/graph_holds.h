@@ -17,8 +17,9 @@
 // Should the user object fail, the hold is never released (memory lost,
 // never data), with one log line per process.
 //
-// The holds outlive this object: a graph may be destroyed after the
-// allocator, and its user object's destructor still writes to its hold.
+// The holds tied to a live graph outlive this object: a graph may be
+// destroyed after the allocator, and its user object's destructor still
+// writes to its hold. The destructor deletes every other hold.
 //
 // No locking: the allocator serializes every call (the destructor's flag
 // is atomic). CUDA calls: the user object's, from allocated() and
@@ -40,6 +41,7 @@ class GraphHolds {
   explicit GraphHolds(int device) : device_(device) {}
   GraphHolds(const GraphHolds&) = delete;
   GraphHolds& operator=(const GraphHolds&) = delete;
+  ~GraphHolds();
 
   // The live block at `addr` was allocated during capture `id` of `graph`.
   void allocated(uint64_t addr, unsigned long long id, cudaGraph_t graph);
@@ -75,6 +77,7 @@ class GraphHolds {
     std::atomic<bool> released{false};  // set by the user object's destructor
     std::vector<uint64_t> freed;        // freed, held back
     size_t live = 0;                    // blocks of captured_ naming this hold
+    bool tied = false;                  // a graph's user object points at it
   };
   static void graph_destroyed(void* hold);  // the user object's destructor
   Hold* hold_for(unsigned long long id, cudaGraph_t graph);

@@ -11,7 +11,8 @@ a node, one 400 Gb/s NDR NIC per GPU between nodes (50 GB/s; the NICs are a sysf
 reads, scripts/sysfs_fixture.py), and an NCCL whose default is Ring (GPUSIM_NCCL_ALGO_DEFAULT=ring), as the field
 report's NCCL chose. The simulated NCCL moves no bytes (GPUSIM_NCCL_DATA=0): eight ranks copying hundreds of MiB on
 two cores would take longer than the modeled transfer, and the CPU's time would win; the demo's result check is off
-for that reason (--no-check). No `fabric` knob is set: gpuslack learns the links from NVML and sysfs. Both runs take
+for that reason (--no-check), and with it the zeroing of its gradients (1 GiB a rank of host page faults on the
+simulated device: seconds of an idle GPU at start-up, which led the findings on a loaded machine). No `fabric` knob is set: gpuslack learns the links from NVML and sysfs. Both runs take
 gpuslack's allocator (allocator:vmm): the demo's other leak, cudaFree waiting for the device every step
 (scripts/demo-compare.sh), would otherwise lead the findings; and time every collective (collective_timing_every:1),
 so that 8 ranks' few steps give each rank's GPU time from measurements, not from a sample.
@@ -52,8 +53,8 @@ def parse_args(argv):
     p.add_argument("--grad-mib", type=int, default=1024, help="gradients all-reduced per step, MiB (default 1024)")
     p.add_argument("--grad-buckets", type=int, default=2, help="... in this many all-reduces (default 2: 512 MiB)")
     p.add_argument("--kernel-us", type=int, default=20000,
-                   help="each of the 4 layers' kernel, us (default 20000: 80 ms of compute a step, long enough that "
-                        "every rank reaches its all-reduces when its GPU does, not when a busy host gets to it)")
+                   help="each of the 4 layers' kernel, us, on a real GPU (default 20000); the simulated device "
+                        "times it by its cost model (GPUSIM_COST_KERNEL_US, 5 us), so the job is its collectives")
     p.add_argument("--json", help="also write the figures here")
     return p.parse_args(argv)
 

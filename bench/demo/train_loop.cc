@@ -27,7 +27,7 @@
 // through a shared folder (--rendezvous DIR or TRAIN_LOOP_RENDEZVOUS;
 // world.h), a synchronous data-parallel loop whose all-reduce couples the
 // ranks. Each step checks the all-reduce's result on a probe of the
-// gradients (--no-check: neither the probe's copies nor the check, for a
+// gradients (--no-check: neither the gradients' zeroing, the probe's copies nor the check, for a
 // simulated NCCL told to move no bytes, GPUSIM_NCCL_DATA=0). --slow-rank R --slow-ms MS delays rank R's host work by MS
 // every step (a slow loader): it becomes the straggler the others wait for
 // in their all-reduce.
@@ -214,7 +214,12 @@ int main(int argc, char** argv) {
     ranks[d].comm = comms[d];
     CHECK_CUDA(cudaStreamCreateWithFlags(&ranks[d].stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaMalloc(&ranks[d].grads, grad_count * sizeof(float)));
-    CHECK_CUDA(cudaMemsetAsync(ranks[d].grads, 0, grad_count * sizeof(float), ranks[d].stream));
+    // Zeroed where the all-reduce's result is checked. With --no-check (a
+    // simulated NCCL that moves no bytes) nothing reads them, and on the
+    // simulated device the memset is host work: 8 ranks of 1 GiB each are
+    // seconds of page faults on a few cores, an idle GPU at start-up that
+    // would lead the job's findings.
+    if (args.check) CHECK_CUDA(cudaMemsetAsync(ranks[d].grads, 0, grad_count * sizeof(float), ranks[d].stream));
     CHECK_CUDA(cudaMalloc(&ranks[d].input, args.batch * 2048 * sizeof(int32_t)));
   }
 

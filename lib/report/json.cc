@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/findings_json.h"
+#include "report/idle_explained.h"
 #include "report/health_series.h"
 #include "report/topology_json.h"
 #include "report/json_writer.h"
@@ -462,6 +463,8 @@ std::string format_json(const Summary& s) {
   categories(s.categories, &w);
   w.key("findings");
   write_findings(s.findings, &w);
+  w.key("findings_explain");
+  write_idle_explained(s, &w);
   w.key("worst_thread");
   if (s.threads.empty()) {
     w.null();

@@ -6,7 +6,7 @@
 // summary_reader.h's rules (a missing member reads as its default, one of
 // another type is Malformed; older summaries' figures as the comments at
 // each say). Round trip: write(read(write(c))) == write(c), held by
-// tests/lib/report/summary_reader_test.cc. json.cc writes null when the
+// tests/lib/report/collectives_json_test.cc. json.cc writes null when the
 // section is absent.
 //
 // Thread safety: pure.

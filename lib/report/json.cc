@@ -12,8 +12,8 @@
 
 #include "report/collectives_json.h"
 #include "report/findings_json.h"
-#include "report/idle_explained.h"
 #include "report/health_series.h"
+#include "report/idle_explained.h"
 #include "report/topology_json.h"
 #include "report/json_writer.h"
 #include "report/utf8.h"

@@ -9,8 +9,8 @@
 // | run          | schema_version .. local_rank, started_utc, wall_s | Summary's own fields | build_summary (summary.cc)        | format_json (json.cc)       | summary() (summary_reader.cc)         | headline (text.cc) |
 // | job          | job                           | JobIdentity (job.h)           | job_from_environment (job.cc)             | job (json.cc)               | job (summary_reader.cc)               | headline (text.cc) |
 // | calls        | lost_s, lost_share, categories, worst_thread, threads, other_threads, calls, copies, call_sites | CategoryTime, ThreadRow, OtherThreadsRow, CallRow, CopyRow, CallSiteRow | summary.cc | categories, thread, call, copy, call_site (json.cc) | the same names (summary_reader.cc) | headline, call_tables, copy_table, worst_thread, call_sites (text.cc) |
-// | findings     | findings                      | Finding (finding.h)           | lib/findings (the session, after build_summary) | write_findings (findings_json.h) | read_findings (findings_json.cc) | findings_lines (findings_text.h), idle_explained_line (idle_explained.h) |
-// | collectives  | collectives                   | CollectivesSection            | build_collectives (collectives.cc), add_algorithms (algorithms.cc), apply_collective_expectations (collective_expectations.cc) | collectives (json.cc) | collectives (summary_reader.cc) | collective_table (text.cc), algorithm_lines (algorithms_text.h) |
+// | findings     | findings, findings_explain    | Finding (finding.h), IdleExplained (idle_explained.h) | lib/findings (the session, after build_summary) | write_findings (findings_json.h), write_idle_explained (idle_explained.h) | read_findings (findings_json.cc); findings_explain is derived, not read | findings_lines (findings_text.h), idle_explained_line (idle_explained.h) |
+// | collectives  | collectives                   | CollectivesSection            | build_collectives (collectives.cc), add_algorithms (algorithms.cc), apply_collective_expectations (collective_expectations.cc) | write_collectives (collectives_json.h) | read_collectives (collectives_json.cc) | collective_table (text.cc), algorithm_lines (algorithms_text.h) |
 // | allocator    | allocator, allocator_status   | AllocatorRow (AllocatorCounters, AllocatorSamples: feature_counters.h), AllocatorStatus | build_summary (summary.cc) | format_json (json.cc) | allocator (summary_reader.cc) | allocator_lines (text.cc) |
 // | staging      | staging                       | StagingSection (StagingCounters: feature_counters.h) | build_staging (staging.cc) | staging (json.cc)           | staging (summary_reader.cc)           | staging_lines (text.cc) |
 // | GPU timeline | gpu_timeline                  | GpuTimelineSection            | build_gpu_timeline (gpu_timeline.cc)      | gpu_timeline (json.cc)      | read_gpu_timeline (gpu_timeline.cc)   | gpu_headline, gpu_details (text.cc) |
@@ -49,6 +49,7 @@ inline constexpr SummaryMember kSummaryMembers[] = {
     {"rank", "run"},             {"local_rank", "run"},       {"job", "job"},
     {"started_utc", "run"},      {"wall_s", "run"},           {"lost_s", "calls"},
     {"lost_share", "calls"},     {"categories", "calls"},     {"findings", "findings"},
+    {"findings_explain", "findings"},
     {"worst_thread", "calls"},   {"threads", "calls"},        {"other_threads", "calls"},
     {"calls", "calls"},          {"copies", "calls"},         {"call_sites", "calls"},
     {"collectives", "collectives"}, {"allocator", "allocator"}, {"allocator_status", "allocator"},

@@ -46,6 +46,11 @@ def two_rules(rank, wall):
     return out
 
 
+def flat_text(rep):
+    """The text report as one line of single-spaced words, without prefixes."""
+    return " ".join(" ".join(l[len("gpuslack job: "):] for l in text.render(rep).splitlines()).split())
+
+
 class Job(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gpuslack-findings-")
@@ -277,9 +282,9 @@ class Output(Job):
 
     def test_the_findings_explain_a_share_of_the_gpu_idle_summed_over_ranks(self):
         # Note [Each idle second charged once] (lib/findings/idle_ledger.h):
-        # a rank's findings partition its GPU idle. Rank 0's file is from
-        # before that rule: sync_copies and host_bound charge the same gaps,
-        # each more than its idle; it counts its own idle at most.
+        # a rank's findings partition its GPU idle. Rank 0's findings charge
+        # the same gaps twice, each more than its idle; the generator writes
+        # its "findings_explain" as the library would, at most its idle.
         def rules(rank, wall):
             if rank == 0:
                 return [synth.finding("sync_copies", 1e4, gpu_idle_s=1e4),
@@ -303,12 +308,59 @@ class Output(Job):
         self.assertIn("They explain <b>%s</b> of the GPU's %s idle on 8 ranks (%s)." % (
             fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]), fmt.share(e["explained_share"])), page)
 
+    def test_the_job_figure_is_the_sum_of_the_ranks_own_figures(self):
+        # Each rank's summary says how much of its idle its findings explain
+        # (lib/report/idle_explained.h writes "findings_explain"); the job
+        # report sums those and derives nothing from the findings or the
+        # timeline: here both say otherwise (host_bound 0.01 s of GPU idle,
+        # the timeline's idle), and the figures are the fields' alone.
+        def rules(rank, wall):
+            return [synth.finding("host_bound", 0.01, gpu_idle_s=0.01), synth.finding("sync_copies", 0.02, gpu_idle_s=0.02)]
+        fields = {r: {"gpu_idle_s": 10.0 + r, "explained_s": 0.5 * (r + 1)} for r in range(8)}
+        rep = self.report(findings=rules, findings_explain=lambda r, idle: fields[r])
+        e = rep["findings_explain"]
+        timeline_idle = sum(r["gpu_idle_s"] for r in rep["per_rank"])
+        self.assertEqual((e["ranks"], e["unknown_ranks"]), (8, 0))
+        self.assertAlmostEqual(e["gpu_idle_s"], sum(f["gpu_idle_s"] for f in fields.values()))      # 108 s
+        self.assertAlmostEqual(e["explained_s"], sum(f["explained_s"] for f in fields.values()))    # 18 s
+        self.assertAlmostEqual(e["explained_share"], 18.0 / 108.0)
+        self.assertNotAlmostEqual(e["gpu_idle_s"], timeline_idle, places=3)
+        self.assertIn("they explain %s of the GPU's %s idle on 8 ranks (%s)" % (
+            fmt.seconds(18.0), fmt.seconds(108.0), fmt.share(18.0 / 108.0)), flat_text(rep))
+
+    def test_a_rank_whose_summary_lacks_the_figure_is_unknown(self):
+        # Summaries from before "findings_explain": counted as unknown, never
+        # re-derived from their findings; the report says so and does not fail.
+        def rules(rank, wall):
+            return [synth.finding("host_bound", 0.01, gpu_idle_s=0.01)]
+        rep = self.report(findings=rules, findings_explain=lambda r, idle: None if r in (1, 2) else
+                          {"gpu_idle_s": 2.0, "explained_s": 1.0})
+        e = rep["findings_explain"]
+        self.assertEqual(e, {"ranks": 6, "unknown_ranks": 2, "gpu_idle_s": 12.0, "explained_s": 6.0,
+                             "explained_share": 0.5})
+        self.assertIn("they explain %s of the GPU's %s idle on 6 ranks (%s; 2 ranks' summaries predate the figure)"
+                      % (fmt.seconds(6.0), fmt.seconds(12.0), fmt.share(0.5)), flat_text(rep))
+        self.assertIn("; 2 ranks&#x27; summaries predate the figure).</p>", html.render(rep))
+        # Every rank's summary lacks it: unknown, in the JSON, the text and the page.
+        rep = self.report(findings=rules, findings_explain=lambda r, idle: None)
+        self.assertEqual(rep["findings_explain"], {"ranks": 0, "unknown_ranks": 8, "gpu_idle_s": 0.0,
+                                                   "explained_s": 0.0, "explained_share": None})
+        self.assertIn("how much of the GPU's idle they explain is unknown: 8 ranks' summaries predate the figure",
+                      flat_text(rep))
+        self.assertIn("<p>How much of the GPU's idle they explain is unknown: 8 ranks&#x27; summaries predate "
+                      "the figure.</p>", html.render(rep))
+
     def test_ranks_without_a_gpu_timeline_are_left_out(self):
-        without = dict(hand_rank(0, 1.0, 2.0), gpu=None, findings=[synth.finding("sync_copies", 1.0, gpu_idle_s=1.0)])
+        without = dict(hand_rank(0, 1.0, 2.0), gpu=None, findings=[synth.finding("sync_copies", 1.0, gpu_idle_s=1.0)],
+                       findings_explain=None, findings_explain_absent=False)
         self.assertIsNone(aggregate._findings_explain([without]))
-        before = dict(hand_rank(1, 1.0, 2.0), findings=None)  # idle 7 s; a summary from before findings
-        self.assertEqual(aggregate._findings_explain([without, before]),
-                         {"ranks": 1, "gpu_idle_s": 7.0, "explained_s": 0.0, "explained_share": 0.0})
+        old = dict(without, findings_explain_absent=True)  # from before the member, and no timeline either
+        self.assertIsNone(aggregate._findings_explain([old]))
+        said = dict(hand_rank(1, 1.0, 2.0), findings=None, findings_explain={"gpu_idle_s": 7.0, "explained_s": 0.0},
+                    findings_explain_absent=False)
+        self.assertEqual(aggregate._findings_explain([without, old, said]),
+                         {"ranks": 1, "unknown_ranks": 0, "gpu_idle_s": 7.0, "explained_s": 0.0,
+                          "explained_share": 0.0})
 
     def test_the_schema_rejects_a_broken_finding(self):
         rep = json.loads(json.dumps(self.report(slow=[3], findings=two_rules)))

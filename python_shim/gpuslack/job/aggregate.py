@@ -41,23 +41,23 @@ def _gpu(ranks):
 
 
 def _findings_explain(ranks):
-    """How much of the GPU's idle the findings explain, summed over ranks as
-    one rank's summary says it (lib/report/idle_explained.h): each rank's
-    findings partition its own GPU idle (Note [Each idle second charged
-    once] in lib/findings/idle_ledger.h), so its findings' gpu_idle_s add to
-    at most its idle; a summary from before that rule may charge a second
-    twice, so a rank counts at most its own idle. Over the ranks whose
-    timeline measured; None when none did."""
-    g = [r for r in ranks if r["gpu"]]
-    if not g:
+    """How much of the GPU's idle the findings explain, over the job: each
+    rank's summary says it ("findings_explain", written by
+    lib/report/idle_explained.h, where the rule lives: a rank's findings
+    partition its own GPU idle, Note [Each idle second charged once] in
+    lib/findings/idle_ledger.h), and this only sums those figures. A rank
+    whose timeline measured but whose summary predates the member is
+    unknown (unknown_ranks), never re-derived from its findings;
+    explained_share is None when no rank says. None when no rank's timeline
+    measured."""
+    known = [r["findings_explain"] for r in ranks if r["findings_explain"]]
+    unknown = sum(1 for r in ranks if r["findings_explain_absent"] and r["gpu"])
+    if not known and not unknown:
         return None
-    idle = explained = 0.0
-    for r in g:
-        mine = sum(f["gpu_idle_s"] for f in r["findings"] or [] if f["gpu_idle_s"] is not None)
-        idle += r["gpu"]["idle_s"]
-        explained += min(mine, r["gpu"]["idle_s"])
-    return {"ranks": len(g), "gpu_idle_s": idle, "explained_s": explained,
-            "explained_share": explained / idle if idle > 0 else 0.0}
+    idle = sum(e["gpu_idle_s"] for e in known)
+    explained = sum(e["explained_s"] for e in known)
+    return {"ranks": len(known), "unknown_ranks": unknown, "gpu_idle_s": idle, "explained_s": explained,
+            "explained_share": (explained / idle if idle > 0 else 0.0) if known else None}
 
 
 KERNEL_ROWS = 10

@@ -9,7 +9,7 @@ few hundred (heatmap rows), so the page stays small at 4,096 ranks.
 import html
 
 from . import fmt, load, stats, svg
-from .text import CAT_NAMES, IDLE_NAMES, nccl_choice
+from .text import CAT_NAMES, IDLE_NAMES, findings_explain_unknown, nccl_choice
 
 MAX_BARS = 48
 TABLE_ROWS = 20
@@ -202,10 +202,13 @@ def _findings(rep):
     if not fs:
         out.append("<p>None: no rule fired on any rank or across ranks.</p>")
     e = rep.get("findings_explain")  # aggregate._findings_explain: each idle second once
-    if fs and e:
-        out.append("<p>They explain <b>%s</b> of the GPU's %s idle on %d rank%s (%s).</p>" % (
+    unknown = findings_explain_unknown(e) if e else ""
+    if fs and e and not e["ranks"]:
+        out.append("<p>How much of the GPU's idle they explain is unknown: %s.</p>" % _e(unknown))
+    elif fs and e:
+        out.append("<p>They explain <b>%s</b> of the GPU's %s idle on %d rank%s (%s%s).</p>" % (
             _e(fmt.seconds(e["explained_s"])), _e(fmt.seconds(e["gpu_idle_s"])), e["ranks"],
-            "" if e["ranks"] == 1 else "s", _e(fmt.share(e["explained_share"]))))
+            "" if e["ranks"] == 1 else "s", _e(fmt.share(e["explained_share"])), _e("; " + unknown) if unknown else ""))
     for i, f in enumerate(fs[:FINDINGS_SHOWN]):
         out.append('<div class="finding%s"><h3>%d. %s <span class="rule">%s</span></h3><p>%s</p>' % (
             "" if f["cost_measured"] else " unmeasured", i + 1, _e(f["title"]), _e(f["rule"]),

@@ -251,6 +251,23 @@ def _findings(doc):
     return out
 
 
+def _findings_explain(doc):
+    """How much of the rank's GPU idle its findings explain, as the library
+    wrote it ("findings_explain", lib/report/idle_explained.h, the one place
+    its rule lives): ({"gpu_idle_s", "explained_s"} or None, absent). None
+    when null (the timeline did not measure) or not an object; absent True
+    when the summary predates the member, so the job report says unknown for
+    it rather than deriving it here. A figure past the rank's idle, which
+    the library never writes, reads as its idle."""
+    if "findings_explain" not in doc:
+        return None, True
+    e = doc["findings_explain"]
+    if not isinstance(e, dict):
+        return None, False
+    idle = max(0.0, _num(e.get("gpu_idle_s")))
+    return {"gpu_idle_s": idle, "explained_s": min(idle, max(0.0, _num(e.get("explained_s"))))}, False
+
+
 def rank_of(doc):
     job = doc.get("job") if isinstance(doc.get("job"), dict) else {}
     r = job.get("rank", doc.get("rank", -1))
@@ -264,6 +281,7 @@ def extract(doc, path):
     gpu, gpu_why = _gpu(doc)
     health, health_why = _health(doc)
     topology, topology_why = _topology(doc)
+    explain, explain_absent = _findings_explain(doc)
     sites = {}
     for s in doc.get("call_sites") or []:
         frames = s.get("frames") or []
@@ -281,6 +299,7 @@ def extract(doc, path):
         "gpu": gpu, "gpu_missing": gpu_why, "health": health, "health_missing": health_why,
         "has_job": job is not None, "series": _series(doc), "collectives": _collectives(doc),
         "memory": _memory(doc), "sites": sites, "findings": _findings(doc),
+        "findings_explain": explain, "findings_explain_absent": explain_absent,
         "topology": topology, "topology_missing": topology_why,
     }
 

@@ -92,6 +92,21 @@ def _rank_doc(template, rank, n, args, rng, arrive_max, plan):
     t.update({"status": "measured", "detail": "", "how_to_enable": "",
               "devices": [_device_timeline(tdev, local, wall, compute, wait, idle)]})
     doc["gpu_timeline"] = t
+    # "findings_explain" as the library writes it (lib/report/idle_explained.h):
+    # the findings' gpu_idle_s, here at most the idle, since a test's findings
+    # need not partition it; absent with "findings" (a summary from before
+    # both); generate(findings_explain=) replaces it.
+    doc.pop("findings_explain", None)
+    if "findings" in doc:
+        mine = sum(x["gpu_idle_s"] for x in doc["findings"]
+                   if isinstance(x, dict) and isinstance(x.get("gpu_idle_s"), (int, float)))
+        doc["findings_explain"] = {"gpu_idle_s": idle_total, "explained_s": min(mine, idle_total)}
+    if args.findings_explain is not None:
+        e = args.findings_explain(rank, idle_total)
+        if e is None:
+            doc.pop("findings_explain", None)
+        else:
+            doc["findings_explain"] = e
     col = doc.get("collectives")
     if isinstance(col, dict):
         busbw = None
@@ -186,14 +201,16 @@ def finding(rule, cost_s, title=None, gpu_idle_s=None, evidence=(), where=(), fi
 
 
 def generate(templates, out_dir, n, seed=1, ranks_per_node=8, slow=(), throttled=(), restarted=(),
-             job_id="4242", expected_busbw=0.3, series_buckets=60, findings=None, nccl_env=None):
+             job_id="4242", expected_busbw=0.3, series_buckets=60, findings=None, nccl_env=None,
+             findings_explain=None):
     """Writes n rank files into out_dir; returns their paths. findings:
     f(rank, wall_s) -> the rank's findings list (or None: no "findings"
     member, a summary from before them); nccl_env: f(rank) -> its NCCL
-    variables."""
+    variables; findings_explain: f(rank, gpu_idle_s) -> the rank's
+    "findings_explain" member (or None: none, a summary from before it)."""
     args = argparse.Namespace(ranks_per_node=ranks_per_node, slow=set(slow), throttled=set(throttled),
                               job_id=job_id, expected_busbw=expected_busbw, series_buckets=series_buckets,
-                              findings=findings, nccl_env=nccl_env)
+                              findings=findings, nccl_env=nccl_env, findings_explain=findings_explain)
     rng = random.Random(seed)
     os.makedirs(out_dir, exist_ok=True)
     base = min(t["wall_s"] for t in templates) or 10.0

@@ -110,6 +110,23 @@ def _wrap(text, indent, more=3):
                          break_on_hyphens=False, break_long_words=False) or [" " * indent]
 
 
+def findings_explain_unknown(e):
+    """"" or why the figure is unknown on some ranks: their summaries
+    predate the "findings_explain" member (aggregate._findings_explain)."""
+    n = e["unknown_ranks"]
+    return "%d rank%s' summaries predate the figure" % (n, "" if n == 1 else "s") if n else ""
+
+
+def _findings_explain_line(e):
+    """The line under the findings' heading: the ranks' "findings_explain"
+    figures summed (html.py says the same with the seconds in bold)."""
+    if not e["ranks"]:
+        return "how much of the GPU's idle they explain is unknown: %s" % findings_explain_unknown(e)
+    return "they explain %s of the GPU's %s idle on %d rank%s (%s%s)" % (
+        fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]), e["ranks"], "" if e["ranks"] == 1 else "s",
+        fmt.share(e["explained_share"]), "; " + findings_explain_unknown(e) if e["unknown_ranks"] else "")
+
+
 def _findings(rep):
     fs, n = rep["findings"], rep["ranks"]
     old = rep["missing"]["findings"]
@@ -117,10 +134,7 @@ def _findings(rep):
     if not fs:
         return ["findings: none%s" % predate]
     L = ["findings (%d, most costly first)%s:" % (len(fs), predate)]
-    e = rep.get("findings_explain")  # aggregate._findings_explain
-    L += _wrap("they explain %s of the GPU's %s idle on %d rank%s (%s)" % (
-        fmt.seconds(e["explained_s"]), fmt.seconds(e["gpu_idle_s"]), e["ranks"], "" if e["ranks"] == 1 else "s",
-        fmt.share(e["explained_share"])), 2) if e else []
+    L += _wrap(_findings_explain_line(rep["findings_explain"]), 2) if rep.get("findings_explain") else []
     for i, f in enumerate(fs[:FINDINGS_SHOWN]):
         L += _wrap("%d. %s [%s]" % (i + 1, f["title"], f["rule"]), 2, 3)
         L += _wrap(fmt.finding_cost(f, n), 5)

@@ -372,5 +372,13 @@ bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size) {
   return true;
 }
 
+namespace testing {
+void while_holding_ipc_locks(void (*during)(void*), void* arg) {
+  std::lock_guard<std::mutex> e(exports().mu);
+  std::lock_guard<std::mutex> i(imports().mu);
+  ipc_socket::testing::while_holding_lock(during, arg);
+}
+}  // namespace testing
+
 }  // namespace alloc
 }  // namespace gpuslack

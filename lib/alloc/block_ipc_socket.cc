@@ -125,12 +125,14 @@ void answer(int conn, const std::function<bool(uint64_t, Chunks*)>& lookup) {
   for (int fd : c.fds) close(fd);
 }
 
+std::mutex g_serve_mu;
+int g_listening = -2;  // the server's socket; -2: not tried yet, -1: failed. Under g_serve_mu
+
 }  // namespace
 
 bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
-  static std::mutex mu;
-  static int listening = -2;  // -2: not tried yet
-  std::lock_guard<std::mutex> l(mu);
+  std::lock_guard<std::mutex> l(g_serve_mu);
+  int& listening = g_listening;
   if (listening != -2) return listening >= 0;
   listening = -1;
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -179,6 +181,13 @@ bool fetch(pid_t pid, uint64_t id, Chunks* out) {
   }
   return ok;
 }
+
+namespace testing {
+void while_holding_lock(void (*during)(void*), void* arg) {
+  std::lock_guard<std::mutex> l(g_serve_mu);
+  during(arg);
+}
+}  // namespace testing
 
 }  // namespace ipc_socket
 }  // namespace alloc

@@ -102,5 +102,12 @@ void host_copy(void* dst, const void* src, size_t n, int threads) {
   while (left.load(std::memory_order_acquire) > 0) std::this_thread::yield();
 }
 
+namespace testing {
+void while_holding_host_copy_lock(absl::FunctionRef<void()> during) {
+  std::lock_guard<std::mutex> lock(helpers().mu);
+  during();
+}
+}  // namespace testing
+
 }  // namespace stage
 }  // namespace gpuslack

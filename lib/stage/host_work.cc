@@ -176,5 +176,12 @@ size_t host_work_entries() {
   return entries().size();
 }
 
+namespace testing {
+void while_holding_host_work_lock(absl::FunctionRef<void()> during) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  during();
+}
+}  // namespace testing
+
 }  // namespace stage
 }  // namespace gpuslack

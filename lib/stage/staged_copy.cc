@@ -491,6 +491,20 @@ Stager& stager() {
   return *s;
 }
 
+void Stager::while_locked(absl::FunctionRef<void()> during) {
+  pool_.while_locked([&] { chooser_.while_locked(during); });
+}
+
+namespace testing {
+void while_holding_stager_locks(absl::FunctionRef<void()> during) {
+  Stager& s = stager();
+  std::lock_guard<std::mutex> lock(g_stager_mu);
+  s.while_locked([&] {
+    while_holding_host_work_lock([&] { while_holding_host_copy_lock(during); });
+  });
+}
+}  // namespace testing
+
 const Stager* existing_stager() { return g_stager.load(std::memory_order_acquire); }
 
 void note_host_work(cudaStream_t stream, bool per_thread_default, bool always) {

@@ -11,6 +11,7 @@
 // The children start a thread (their own socket server), which TSan refuses
 // after a multi-threaded fork unless told: die_after_fork=0
 // (tests/lib/CMakeLists.txt).
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -60,7 +62,8 @@ int in_own_process(const std::function<int()>& body, double seconds) {
 }
 
 // The exporter's pid and the export's id, as a handle carries them (the
-// layout of block_ipc.cc's Wire: magic[8], pid, layout fd, id).
+// layout of block_ipc.cc's Wire: magic[8], pid, layout fd, id; the layout
+// fd is read in parent_exports).
 int32_t pid_of(const cudaIpcMemHandle_t& h) {
   int32_t pid;
   std::memcpy(&pid, h.reserved + 8, sizeof(pid));
@@ -74,10 +77,14 @@ uint64_t id_of(const cudaIpcMemHandle_t& h) {
 
 DeviceAllocator* g_allocator = nullptr;
 void* g_exported = nullptr;  // the parent's exported block
+int g_parent_layout_fd = -1;  // its layout's descriptor, in the parent
 
 // What a child does with block IPC; each step takes a lock the parent's
 // holder may hold. 0 when all went as it should.
 int child_uses_ipc() {
+  // The child's copies of the parent's export descriptors are closed: left
+  // open, they would hold the parent's chunks for as long as the child lives.
+  if (fcntl(g_parent_layout_fd, F_GETFD) != -1 || errno != EBADF) return 9;
   // The parent's export is not the child's: the same block exported here
   // gets a handle naming the child.
   cudaIpcMemHandle_t h;
@@ -111,8 +118,11 @@ bool parent_exports() {
   if (!g_allocator->ok()) return false;
   g_exported = g_allocator->allocate(4 * kMiB);
   cudaIpcMemHandle_t h;
-  return g_exported && ipc_get_handle(g_allocator, g_exported, &h) == cudaSuccess &&
-         pid_of(h) == static_cast<int32_t>(getpid());
+  if (!g_exported || ipc_get_handle(g_allocator, g_exported, &h) != cudaSuccess ||
+      pid_of(h) != static_cast<int32_t>(getpid()))
+    return false;
+  std::memcpy(&g_parent_layout_fd, h.reserved + 12, sizeof(g_parent_layout_fd));
+  return fcntl(g_parent_layout_fd, F_GETFD) != -1;
 }
 
 int fork_and_wait() {

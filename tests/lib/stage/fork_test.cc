@@ -207,6 +207,19 @@ TEST(StagerFork, TheChildsHostCopiesRunOnHelpersOfItsOwn) {
                    kChildSeconds + 30));
 }
 
+// A child whose parent never made a stager stages as any process does
+// (a launcher that forks its workers before any copy).
+int child_of_a_parent_that_never_staged() { return stager().config().enabled ? 0 : 2; }
+
+TEST(StagerFork, AChildOfAProcessThatNeverStagedStages) {
+  EXPECT_EQ(0, in_own_process(
+                   [] {
+                     if (existing_stager() != nullptr || !stager_config_from_options().enabled) return 20;
+                     return fork_and_wait(child_of_a_parent_that_never_staged);
+                   },
+                   kChildSeconds + 30));
+}
+
 }  // namespace
 }  // namespace stage
 }  // namespace gpuslack

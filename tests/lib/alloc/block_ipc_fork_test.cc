@@ -13,6 +13,7 @@
 // (tests/lib/CMakeLists.txt).
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,6 +62,34 @@ int in_own_process(const std::function<int()>& body, double seconds) {
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Runs `body` on a thread of its own whose stack no thread of the default
+// size reuses: a thread the child starts takes the stack of one of its
+// parent's (glibc caches them at the fork), hence its pthread_t, and TSan,
+// which still counts the parent's joinable threads, dies on the duplicate
+// ("dup thread with used id"). The holder is the one joinable thread.
+class Holder {
+ public:
+  explicit Holder(std::function<void()> body) : body_(std::move(body)) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64u << 20);  // more than 4x the default 8 MiB
+    started_ = pthread_create(&thread_, &attr, &Holder::run, this) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  void join() {
+    if (started_) pthread_join(thread_, nullptr);
+  }
+
+ private:
+  static void* run(void* self) {
+    static_cast<Holder*>(self)->body_();
+    return nullptr;
+  }
+  std::function<void()> body_;
+  pthread_t thread_{};
+  bool started_ = false;
+};
+
 // The exporter's pid and the export's id, as a handle carries them (the
 // layout of block_ipc.cc's Wire: magic[8], pid, layout fd, id; the layout
 // fd is read in parent_exports).
@@ -82,11 +111,18 @@ int g_parent_layout_fd = -1;  // its layout's descriptor, in the parent
 // What a child does with block IPC; each step takes a lock the parent's
 // holder may hold. 0 when all went as it should.
 int child_uses_ipc() {
+  // Not a block opened here: the runtime's (the imports' lock).
+  cudaError_t r;
+  if (ipc_close_handle(g_exported, &r)) return 7;
+  uintptr_t base;
+  size_t size;
+  if (ipc_imported_range(g_exported, &base, &size)) return 8;
   // The child's copies of the parent's export descriptors are closed: left
-  // open, they would hold the parent's chunks for as long as the child lives.
+  // open, they would hold the parent's chunks for as long as the child
+  // lives. (Before the child's own export, which may reuse the numbers.)
   if (fcntl(g_parent_layout_fd, F_GETFD) != -1 || errno != EBADF) return 9;
   // The parent's export is not the child's: the same block exported here
-  // gets a handle naming the child.
+  // gets a handle naming the child (the exports' lock).
   cudaIpcMemHandle_t h;
   if (ipc_get_handle(g_allocator, g_exported, &h) != cudaSuccess) return 2;
   if (pid_of(h) != static_cast<int32_t>(getpid())) return 3;
@@ -102,12 +138,6 @@ int child_uses_ipc() {
   std::memcpy(gone.reserved + 8, &no_such_pid, sizeof(no_such_pid));
   void* p = nullptr;
   if (ipc_open_handle(gone, 0, &p) != cudaErrorInvalidValue) return 6;
-  // Not a block opened here: the runtime's.
-  cudaError_t r;
-  if (ipc_close_handle(g_exported, &r)) return 7;
-  uintptr_t base;
-  size_t size;
-  if (ipc_imported_range(g_exported, &base, &size)) return 8;
   ipc_block_freed(g_exported);
   return 0;
 }
@@ -140,7 +170,7 @@ TEST(BlockIpcFork, TheChildNeverWaitsForTheIpcLocks) {
                    [] {
                      if (!parent_exports()) return 20;
                      std::atomic<int> stage{0};
-                     std::thread holder([&] {
+                     Holder holder([&] {
                        std::function<void()> f = [&] {
                          stage = 1;
                          while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));

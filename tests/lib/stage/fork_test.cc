@@ -18,6 +18,7 @@
 // a multi-threaded fork unless told: die_after_fork=0 (tests/lib/CMakeLists.txt).
 #include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,6 +79,34 @@ int fork_and_wait(int (*in_child)()) {
   if (status == -1) return 10;
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 11;
 }
+
+// Runs `body` on a thread of its own whose stack no thread of the default
+// size reuses: a thread the child starts takes the stack of one of its
+// parent's (glibc caches them at the fork), hence its pthread_t, and TSan,
+// which still counts the parent's joinable threads, dies on the duplicate
+// ("dup thread with used id"). The holder is the one joinable thread.
+class Holder {
+ public:
+  explicit Holder(std::function<void()> body) : body_(std::move(body)) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64u << 20);  // more than 4x the default 8 MiB
+    started_ = pthread_create(&thread_, &attr, &Holder::run, this) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  void join() {
+    if (started_) pthread_join(thread_, nullptr);
+  }
+
+ private:
+  static void* run(void* self) {
+    static_cast<Holder*>(self)->body_();
+    return nullptr;
+  }
+  std::function<void()> body_;
+  pthread_t thread_{};
+  bool started_ = false;
+};
 
 std::atomic<int> g_native_calls{0};
 
@@ -162,7 +191,7 @@ TEST(StagerFork, TheChildNeverWaitsForTheStagersLocksAndCopiesNatively) {
                    [] {
                      if (!parent_copies()) return 20;
                      std::atomic<int> stage{0};
-                     std::thread holder([&] {
+                     Holder holder([&] {
                        testing::while_holding_stager_locks([&] {
                          stage = 1;
                          while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -140,9 +140,9 @@ void close_export(Export* e) {
 // (Note [Fork] in session/session.cc). And what the locks guard is the
 // parent's: its exports, whose handles name the parent's pid and the
 // parent's descriptors; its imports, whose mappings the child did not
-// open. So this handler, registered when the library loads (Note [The
-// stager after a fork] in stage/staged_copy.cc says why not at first use),
-// forgets both (left behind, never read again): in the child, a block's
+// open. So this handler, registered when the library loads (See
+// Note [The stager after a fork] in stage/staged_copy.cc for why not at
+// first use), forgets both (left behind, never read again): in the child, a block's
 // first cudaIpcGetMemHandle exports it anew, naming the child; a close of
 // a block its parent opened is the runtime's to answer, as for the
 // allocators' blocks (Note [The allocators after a fork]). It closes the

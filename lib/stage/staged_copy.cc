@@ -505,10 +505,9 @@ std::atomic<bool> g_forked_child{false};  // a forked child of a process that ma
 // the helpers' queue, lock and threads too (the parent's helper threads
 // are not in the child: a host copy there starts helpers of its own).
 // Each handler takes no lock and allocates nothing, and each is registered
-// when the library loads, not at first use: a thread registering at first
-// use under the room's lock would hold that lock while pthread_atfork
-// waits for a fork in progress (glibc holds its atfork lock from the
-// prepare handlers to the child's), and the child would inherit it held.
+// when the library loads, not at first use: registered at first use, under
+// the room's lock, a fork between the lock's taking and the registration
+// would leave the child with the lock held and no handler to make it anew.
 // Test: tests/lib/stage/fork_test.cc (a fork while another thread holds
 // every one of these locks; a host copy in a child whose parent had
 // helpers).

@@ -142,10 +142,10 @@ void close_export(Export* e) {
 // parent's descriptors; its imports, whose mappings the child did not
 // open. So this handler, registered when the library loads (See
 // Note [The stager after a fork] in stage/staged_copy.cc for why not at
-// first use), forgets both (left behind, never read again): in the child, a block's
-// first cudaIpcGetMemHandle exports it anew, naming the child; a close of
-// a block its parent opened is the runtime's to answer, as for the
-// allocators' blocks (Note [The allocators after a fork]). It closes the
+// first use), forgets both (left behind, never read again): in the child,
+// a block's first cudaIpcGetMemHandle exports it anew, naming the child; a
+// close of a block its parent opened is the runtime's to answer, as for
+// the allocators' blocks (Note [The allocators after a fork]). It closes the
 // child's copies of the exports' descriptors, found in g_export_fds: left
 // open, a long-lived child (a data-loader worker) would hold the parent's
 // exported chunks, device memory, after the parent freed them. The socket

@@ -495,9 +495,10 @@ std::atomic<bool> g_forked_child{false};  // a forked child of a process that ma
 // it: this handler unpublishes it (left behind, never read again) and
 // makes its mutex anew; the child's own stager, made at its first copy, is
 // off (as under stage_copies:false), so every copy of the child is the
-// runtime's own call, as its pinned calls are (See Note [The allocators
-// after a fork]): a real CUDA context is not usable after a fork anyway,
-// and the runtime's answer is what the child would get without gpuslack.
+// runtime's own call, as its pinned calls are
+// (See Note [The allocators after a fork]): a real CUDA context is not
+// usable after a fork anyway, and the runtime's answer is what the child
+// would get without gpuslack.
 // note_host_work records nothing in the child. A child whose parent never
 // made a stager stages as any process does. The pending host work
 // (host_work.cc) and the host copy helpers (host_copy.cc) forget theirs in

@@ -3,6 +3,7 @@
 #include "alloc/block_ipc.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -88,25 +90,82 @@ struct Exports {
 std::atomic<bool> g_any_export{false};
 std::atomic<bool> g_any_import{false};  // cuMemGetAddressRange's fast path
 
-Exports& exports() {
-  static Exports* e = new Exports();  // never destroyed: used until exit
-  return *e;
-}
-
 struct Imports {
   std::mutex mu;
   std::map<std::pair<int, uint64_t>, Import> by_key;  // (pid, id)
   std::map<uintptr_t, std::pair<int, uint64_t>> by_block;
 };
-Imports& imports() {
-  static Imports* i = new Imports();
-  return *i;
+
+// Made at first use, never destroyed (used until exit); a forked child's
+// are its own (Note [Block IPC after a fork]).
+std::atomic<Exports*> g_exports{nullptr};
+std::atomic<Imports*> g_imports{nullptr};
+
+template <typename T>
+T& made_once(std::atomic<T*>& slot) {
+  T* p = slot.load(std::memory_order_acquire);
+  if (__builtin_expect(p != nullptr, 1)) return *p;
+  auto* made = new T();
+  if (slot.compare_exchange_strong(p, made, std::memory_order_acq_rel)) return *made;
+  delete made;  // another thread's came first
+  return *p;
+}
+Exports& exports() { return made_once(g_exports); }
+Imports& imports() { return made_once(g_imports); }
+
+// The descriptors the exports hold (chunks and layouts), one bit each, for
+// the child of a fork to close without reading the exports' map. A bit is
+// set once its descriptor is open and cleared before it is closed, so a
+// bit set is always an export's descriptor. Descriptors past
+// kTrackedFds are not tracked (a child keeps its copy of them).
+constexpr int kTrackedFds = 1 << 16;
+std::atomic<uint64_t> g_export_fds[kTrackedFds / 64];
+
+void track_fd(int fd) {
+  if (fd >= 0 && fd < kTrackedFds) g_export_fds[fd / 64].fetch_or(1ull << (fd % 64), std::memory_order_relaxed);
+}
+void untrack_fd(int fd) {
+  if (fd >= 0 && fd < kTrackedFds) g_export_fds[fd / 64].fetch_and(~(1ull << (fd % 64)), std::memory_order_relaxed);
 }
 
 void close_export(Export* e) {
-  for (int fd : e->fds) close(fd);
-  if (e->layout_fd >= 0) close(e->layout_fd);
+  for (int fd : e->fds) untrack_fd(fd), close(fd);
+  if (e->layout_fd >= 0) untrack_fd(e->layout_fd), close(e->layout_fd);
 }
+
+// Note [Block IPC after a fork]: the child of a fork has one thread, the
+// one that forked; a lock another thread of the parent held stays held in
+// it (the imports' lock is held through a whole cudaIpcOpenMemHandle,
+// socket round trip included), and what it guarded may be half changed
+// (Note [Fork] in session/session.cc). And what the locks guard is the
+// parent's: its exports, whose handles name the parent's pid and the
+// parent's descriptors; its imports, whose mappings the child did not
+// open. So this handler, registered when the library loads (See
+// Note [The stager after a fork] in stage/staged_copy.cc for why not at
+// first use), forgets both (left behind, never read again): in the child,
+// a block's first cudaIpcGetMemHandle exports it anew, naming the child; a
+// close of a block its parent opened is the runtime's to answer, as for
+// the allocators' blocks (Note [The allocators after a fork]). It closes the
+// child's copies of the exports' descriptors, found in g_export_fds: left
+// open, a long-lived child (a data-loader worker) would hold the parent's
+// exported chunks, device memory, after the parent freed them. The socket
+// server (block_ipc_socket.cc) forgets its own state in a handler of its
+// own: its thread is not in the child, and the socket it listened on bears
+// the parent's pid; the child's first export starts a server of its own.
+// No lock, no allocation. Test: tests/lib/alloc/block_ipc_fork_test.cc (a
+// fork while another thread holds every one of these locks; the child's
+// exports served by its own server).
+void forget_after_fork_child() {
+  g_exports.store(nullptr, std::memory_order_relaxed);
+  g_imports.store(nullptr, std::memory_order_relaxed);
+  g_any_export.store(false, std::memory_order_relaxed);
+  g_any_import.store(false, std::memory_order_relaxed);
+  for (int w = 0; w < kTrackedFds / 64; ++w) {
+    uint64_t bits = g_export_fds[w].exchange(0, std::memory_order_relaxed);
+    for (; bits; bits &= bits - 1) close(w * 64 + __builtin_ctzll(bits));
+  }
+}
+[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
 
 // The socket server's lookup: copies of export `id`'s descriptors.
 bool lookup(uint64_t id, ipc_socket::Chunks* out) {
@@ -133,6 +192,7 @@ bool write_layout(Export* e) {
   std::string name = "gpuslack-ipc-" + std::to_string(e->wire.id);
   e->layout_fd = memfd_create(name.c_str(), MFD_CLOEXEC);
   if (e->layout_fd < 0) return false;
+  track_fd(e->layout_fd);
   std::vector<char> buf(sizeof(LayoutHeader) + e->fds.size() * sizeof(LayoutChunk));
   LayoutHeader h{kLayoutMagic, e->wire.id, e->fds.size()};
   std::memcpy(buf.data(), &h, sizeof(h));
@@ -212,6 +272,7 @@ cudaError_t ipc_get_handle(DeviceAllocator* a, void* p, cudaIpcMemHandle_t* out)
                   static_cast<int>(r));
       return cudaErrorNotSupported;
     }
+    track_fd(fd);
     e.fds.push_back(fd);
     e.bytes.push_back(c.bytes);
   }
@@ -371,6 +432,14 @@ bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size) {
   *size = im.size;
   return true;
 }
+
+namespace testing {
+void while_holding_ipc_locks(void (*during)(void*), void* arg) {
+  std::lock_guard<std::mutex> e(exports().mu);
+  std::lock_guard<std::mutex> i(imports().mu);
+  ipc_socket::testing::while_holding_lock(during, arg);
+}
+}  // namespace testing
 
 }  // namespace alloc
 }  // namespace gpuslack

@@ -75,5 +75,12 @@ bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size);
 // while nothing was ever exported.
 void ipc_block_freed(const void* p);
 
+namespace testing {
+// Tests of Note [Block IPC after a fork] (block_ipc.cc) only: runs
+// `during(arg)` while the calling thread holds the exports', the imports'
+// and the socket server's locks.
+void while_holding_ipc_locks(void (*during)(void*), void* arg);
+}  // namespace testing
+
 }  // namespace alloc
 }  // namespace gpuslack

@@ -1,14 +1,17 @@
 #include "alloc/block_ipc_socket.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -125,14 +128,30 @@ void answer(int conn, const std::function<bool(uint64_t, Chunks*)>& lookup) {
   for (int fd : c.fds) close(fd);
 }
 
+std::mutex g_serve_mu;
+// The server's socket; -2: not tried yet, -1: failed. Written under g_serve_mu.
+std::atomic<int> g_listening{-2};
+
+// In the child of a fork (Note [Block IPC after a fork] in block_ipc.cc):
+// the server's thread is not there, and its socket bears the parent's pid
+// (importers asking for the child's exports would find no one). The child
+// closes its copy of the socket (the parent's server keeps its own) and
+// makes the lock anew: its first export starts a server of its own. No
+// lock, no allocation.
+void forget_after_fork_child() {
+  int s = g_listening.exchange(-2, std::memory_order_relaxed);
+  if (s >= 0) close(s);
+  new (&g_serve_mu) std::mutex();
+}
+[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+
 }  // namespace
 
 bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
-  static std::mutex mu;
-  static int listening = -2;  // -2: not tried yet
-  std::lock_guard<std::mutex> l(mu);
-  if (listening != -2) return listening >= 0;
-  listening = -1;
+  std::lock_guard<std::mutex> l(g_serve_mu);
+  const int tried = g_listening.load(std::memory_order_relaxed);
+  if (tried != -2) return tried >= 0;
+  g_listening.store(-1, std::memory_order_relaxed);
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return false;
   sockaddr_un a;
@@ -141,7 +160,7 @@ bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
     close(s);
     return false;
   }
-  listening = s;
+  g_listening.store(s, std::memory_order_relaxed);
   // The server lives as long as the process (a daemon thread, detached).
   start_quiet_thread([s, lookup = std::move(lookup)] {
     for (;;) {
@@ -179,6 +198,13 @@ bool fetch(pid_t pid, uint64_t id, Chunks* out) {
   }
   return ok;
 }
+
+namespace testing {
+void while_holding_lock(void (*during)(void*), void* arg) {
+  std::lock_guard<std::mutex> l(g_serve_mu);
+  during(arg);
+}
+}  // namespace testing
 
 }  // namespace ipc_socket
 }  // namespace alloc

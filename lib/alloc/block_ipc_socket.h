@@ -34,6 +34,12 @@ bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup);
 // when the exporter does not answer or has no such export.
 bool fetch(pid_t pid, uint64_t id, Chunks* out);
 
+namespace testing {
+// Tests of Note [Block IPC after a fork] (block_ipc.cc) only: runs
+// `during(arg)` while the calling thread holds the server's lock.
+void while_holding_lock(void (*during)(void*), void* arg);
+}  // namespace testing
+
 }  // namespace ipc_socket
 }  // namespace alloc
 }  // namespace gpuslack

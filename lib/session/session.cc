@@ -109,7 +109,9 @@ void at_exit() {
 // held by another thread at the fork) and summary_test.py
 // (test_forks_under_load_never_hang: 2,000 forks with 4 threads calling).
 // The VMM allocators forget the parent's in a handler of their own (See
-// Note [The allocators after a fork]).
+// Note [The allocators after a fork]); the staged copies and block IPC
+// likewise (See Note [The stager after a fork] and
+// Note [Block IPC after a fork]).
 void on_fork_child() {
   new (&g_start_mu) std::mutex();
   new (&g_write_mu) std::mutex();

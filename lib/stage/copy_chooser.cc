@@ -37,5 +37,10 @@ double CopyChooser::estimate_ns(CopyWay way, size_t bytes) const {
   return c.samples[w] ? c.ns_per_byte[w] * static_cast<double>(bytes) : 0;
 }
 
+void CopyChooser::while_locked(absl::FunctionRef<void()> during) {
+  std::lock_guard<std::mutex> lock(mu_);
+  during();
+}
+
 }  // namespace stage
 }  // namespace gpuslack

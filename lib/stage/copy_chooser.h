@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "absl/functional/function_ref.h"
+
 namespace gpuslack {
 namespace stage {
 
@@ -33,6 +35,9 @@ class CopyChooser {
   void record(CopyWay way, size_t bytes, uint64_t ns);
   // The measured host time of `way` for `bytes`, in ns; 0 when not measured.
   double estimate_ns(CopyWay way, size_t bytes) const;
+  // Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
+  // `during` while the calling thread holds the chooser's lock.
+  void while_locked(absl::FunctionRef<void()> during);
 
  private:
   struct Class {

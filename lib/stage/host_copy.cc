@@ -1,5 +1,7 @@
 #include "stage/host_copy.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -28,18 +30,34 @@ struct Helpers {
   int started = 0;
 };
 
+// Leaked: helpers run until exit.
+std::atomic<Helpers*> g_helpers{nullptr};
+
 Helpers& helpers() {
-  static Helpers* h = new Helpers();  // leaked: helpers run until exit
+  Helpers* h = g_helpers.load(std::memory_order_acquire);
+  if (__builtin_expect(h != nullptr, 1)) return *h;
+  auto* made = new Helpers();
+  if (g_helpers.compare_exchange_strong(h, made, std::memory_order_acq_rel)) return *made;
+  delete made;  // another thread's came first
   return *h;
 }
+
+// In the child of a fork (Note [The stager after a fork] in
+// staged_copy.cc) the parent's helper threads are gone, and their queue,
+// its lock and condition variable with them (a thread may have held the
+// lock; dead waiters may be counted in the condition variable): the child
+// leaves them behind unread, and its first host copy on several threads
+// starts helpers of its own. No lock, no allocation.
+void forget_after_fork_child() { g_helpers.store(nullptr, std::memory_order_relaxed); }
+[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
 
 void run(const Part& p) {
   std::memcpy(p.dst, p.src, p.n);
   p.left->fetch_sub(1, std::memory_order_release);
 }
 
-void helper_loop() {
-  Helpers& h = helpers();
+void helper_loop(Helpers* helpers) {
+  Helpers& h = *helpers;
   for (;;) {
     Part p;
     {
@@ -69,7 +87,7 @@ void host_copy(void* dst, const void* src, size_t n, int threads) {
   {
     std::lock_guard<std::mutex> lock(h.mu);
     while (h.started < static_cast<int>(parts) - 1 && h.started < kMaxCopyThreads - 1) {
-      start_quiet_thread(helper_loop).detach();
+      start_quiet_thread(helper_loop, &h).detach();
       ++h.started;
     }
     for (size_t i = 1; i < parts; ++i) {
@@ -101,6 +119,13 @@ void host_copy(void* dst, const void* src, size_t n, int threads) {
   }
   while (left.load(std::memory_order_acquire) > 0) std::this_thread::yield();
 }
+
+namespace testing {
+void while_holding_host_copy_lock(absl::FunctionRef<void()> during) {
+  std::lock_guard<std::mutex> lock(helpers().mu);
+  during();
+}
+}  // namespace testing
 
 }  // namespace stage
 }  // namespace gpuslack

@@ -13,6 +13,8 @@
 
 #include <cstddef>
 
+#include "absl/functional/function_ref.h"
+
 namespace gpuslack {
 namespace stage {
 
@@ -22,6 +24,12 @@ inline constexpr size_t kMinPartBytes = 256 * 1024;
 
 // Copies n bytes (non-overlapping) with up to `threads` threads.
 void host_copy(void* dst, const void* src, size_t n, int threads);
+
+namespace testing {
+// Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
+// `during` while the calling thread holds the helpers' lock.
+void while_holding_host_copy_lock(absl::FunctionRef<void()> during);
+}  // namespace testing
 
 }  // namespace stage
 }  // namespace gpuslack

@@ -1,9 +1,12 @@
 #include "stage/host_work.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "cuda/runtime_api.h"
@@ -31,6 +34,17 @@ std::vector<Entry>& entries() {
   return *g_entries;
 }
 
+// In the child of a fork (Note [The stager after a fork] in
+// staged_copy.cc): the parent's entries, their events and the lock a thread
+// of the parent may have held are left behind unread; the child starts
+// with none. No lock, no allocation.
+void forget_after_fork_child() {
+  new (&g_mu) std::mutex();
+  g_entries = nullptr;
+  g_count.store(0, std::memory_order_relaxed);
+}
+[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+
 void publish_count() { g_count.store(static_cast<int>(entries().size()), std::memory_order_release); }
 
 // Entries of finished work are dropped when a staged copy waits; a program
@@ -38,7 +52,7 @@ void publish_count() { g_count.store(static_cast<int>(entries().size()), std::me
 // streams come and go with threads (Note [Exited threads] in
 // ledger/ledger.h). So when the list reaches g_reap_at, finished entries go
 // (their events back to the pool) and the mark doubles past what is left.
-size_t g_reap_at = 64;  // guarded by g_mu
+size_t g_reap_at = 64;  // guarded by g_mu; the parent's in a forked child (harmless: a mark)
 
 void reap_finished_locked() {
   auto& all = entries();
@@ -175,6 +189,13 @@ size_t host_work_entries() {
   std::lock_guard<std::mutex> lock(g_mu);
   return entries().size();
 }
+
+namespace testing {
+void while_holding_host_work_lock(absl::FunctionRef<void()> during) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  during();
+}
+}  // namespace testing
 
 }  // namespace stage
 }  // namespace gpuslack

@@ -44,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "stage/stream_ref.h"
 
 namespace gpuslack {
@@ -78,6 +79,12 @@ void reset_host_work();
 // Streams with an entry (tests: entries of finished work do not pile up as
 // threads come and go with their per-thread streams).
 size_t host_work_entries();
+
+namespace testing {
+// Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
+// `during` while the calling thread holds the lock of the pending work.
+void while_holding_host_work_lock(absl::FunctionRef<void()> during);
+}  // namespace testing
 
 }  // namespace stage
 }  // namespace gpuslack

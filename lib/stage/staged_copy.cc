@@ -4,11 +4,14 @@
 // is below, one function per direction.
 #include "stage/staged_copy.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <new>
 
 #include "sync/stream_registry.h"
 #include "config/options.h"
@@ -477,6 +480,46 @@ StagingStats Stager::stats() const {
 namespace {
 std::atomic<Stager*> g_stager{nullptr};
 std::mutex g_stager_mu;
+std::atomic<bool> g_made{false};          // a stager was made (or is being made), here or in a parent
+std::atomic<bool> g_forked_child{false};  // a forked child of a process that made one
+
+// Note [The stager after a fork]: the child of a fork (a data-loader
+// worker, a subprocess about to exec) has one thread, the one that forked.
+// The parent's other threads are gone, and with them any lock they held:
+// the pool's (held while a copy takes or gives back a block), the
+// chooser's, the pending host work's (held while its events are queried),
+// the host copy helpers' queue lock (Note [Fork] in session/session.cc
+// says why a child must never wait for one). What those locks guarded is
+// the parent's anyway: its staging memory, events recorded on its streams,
+// copies in flight. So the child of a process that made a stager forgets
+// it: this handler unpublishes it (left behind, never read again) and
+// makes its mutex anew; the child's own stager, made at its first copy, is
+// off (as under stage_copies:false), so every copy of the child is the
+// runtime's own call, as its pinned calls are
+// (See Note [The allocators after a fork]): a real CUDA context is not
+// usable after a fork anyway, and the runtime's answer is what the child
+// would get without gpuslack.
+// note_host_work records nothing in the child. A child whose parent never
+// made a stager stages as any process does. The pending host work
+// (host_work.cc) and the host copy helpers (host_copy.cc) forget theirs in
+// handlers of their own: the pending work's list and lock start anew, and
+// the helpers' queue, lock and threads too (the parent's helper threads
+// are not in the child: a host copy there starts helpers of its own).
+// Each handler takes no lock and allocates nothing, and each is registered
+// when the library loads, not at first use: registered at first use, under
+// the room's lock, a fork between the lock's taking and the registration
+// would leave the child with the lock held and no handler to make it anew.
+// Test: tests/lib/stage/fork_test.cc (a fork while another thread holds
+// every one of these locks; a host copy in a child whose parent had
+// helpers).
+void forget_after_fork_child() {
+  new (&g_stager_mu) std::mutex();
+  if (!g_made.load(std::memory_order_relaxed)) return;  // a child that may stage, as its parent never did
+  g_forked_child.store(true, std::memory_order_relaxed);
+  g_stager.store(nullptr, std::memory_order_relaxed);
+}
+[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+
 }  // namespace
 
 Stager& stager() {
@@ -485,16 +528,33 @@ Stager& stager() {
   std::lock_guard<std::mutex> lock(g_stager_mu);
   s = g_stager.load(std::memory_order_relaxed);
   if (!s) {
-    s = new Stager(stager_config_from_options());  // leaked: host functions may use it until exit
+    g_made.store(true, std::memory_order_relaxed);
+    StagerConfig config = stager_config_from_options();
+    if (g_forked_child.load(std::memory_order_relaxed)) config.enabled = false;  // Note [The stager after a fork]
+    s = new Stager(config);  // leaked: host functions may use it until exit
     g_stager.store(s, std::memory_order_release);
   }
   return *s;
 }
 
+void Stager::while_locked(absl::FunctionRef<void()> during) {
+  pool_.while_locked([&] { chooser_.while_locked(during); });
+}
+
+namespace testing {
+void while_holding_stager_locks(absl::FunctionRef<void()> during) {
+  Stager& s = stager();
+  std::lock_guard<std::mutex> lock(g_stager_mu);
+  s.while_locked([&] {
+    while_holding_host_work_lock([&] { while_holding_host_copy_lock(during); });
+  });
+}
+}  // namespace testing
+
 const Stager* existing_stager() { return g_stager.load(std::memory_order_acquire); }
 
 void note_host_work(cudaStream_t stream, bool per_thread_default, bool always) {
-  if (!options().stage_copies) return;
+  if (!options().stage_copies || g_forked_child.load(std::memory_order_relaxed)) return;
   if (!always && !host_work_pending()) return;
   // With an error pending, gpuslack may not call the runtime (a failure
   // would replace the application's error): the work is recorded unknown.

@@ -167,6 +167,10 @@ class Stager {
 
   StagingStats stats() const;
   const StagerConfig& config() const { return config_; }
+  // Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
+  // `during` while the calling thread holds the pool's and the chooser's
+  // locks.
+  void while_locked(absl::FunctionRef<void()> during);
 
  private:
   struct Counter {
@@ -221,6 +225,14 @@ const Stager* existing_stager();
 // staged copies (host_work.h). Nothing when staging is off, the stream
 // captures, or `always` is false and nothing is pending anywhere.
 void note_host_work(cudaStream_t stream, bool per_thread_default, bool always = true);
+
+namespace testing {
+// Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
+// `during` while the calling thread holds every lock of the staged copies:
+// the process stager's (made if need be), its pool's and chooser's, the
+// pending host work's and the host copy helpers'.
+void while_holding_stager_locks(absl::FunctionRef<void()> during);
+}  // namespace testing
 
 }  // namespace stage
 }  // namespace gpuslack

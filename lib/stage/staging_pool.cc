@@ -216,6 +216,11 @@ void StagingPool::release_after(StagingBlock block, const StreamRef& stream) {
   q->entries.push_back({block, e, next_seq_++});
 }
 
+void StagingPool::while_locked(absl::FunctionRef<void()> during) {
+  std::lock_guard<std::mutex> lock(mu_);
+  during();
+}
+
 StagingPoolStats StagingPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;

@@ -40,6 +40,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "sync/event_pool.h"
 #include "stage/stream_ref.h"
 
@@ -91,6 +92,9 @@ class StagingPool {
 
   size_t max_block() const { return max_block_; }
   StagingPoolStats stats() const;
+  // Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
+  // `during` while the calling thread holds the pool's lock.
+  void while_locked(absl::FunctionRef<void()> during);
 
  private:
   struct Slab {

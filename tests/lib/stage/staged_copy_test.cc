@@ -97,7 +97,7 @@ struct DeviceBuffer {
 // Every direction and API at one size, with unaligned starts: the staged
 // copy must land the bytes the runtime's own copy lands.
 void round_trip(Stager& st, size_t n, size_t src_off, size_t dst_off, cudaStream_t s, unsigned seed) {
-  SCOPED_TRACE(testing::Message() << "n=" << n << " src_off=" << src_off << " dst_off=" << dst_off);
+  SCOPED_TRACE(::testing::Message() << "n=" << n << " src_off=" << src_off << " dst_off=" << dst_off);
   std::vector<char> host = random_bytes(n + src_off, seed);
   DeviceBuffer staged(n + 64), native_dev(n + 64);
   // H2D, asynchronous: staged against native.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "cuda/loader_section.h"
 #include "cuda/real_dl.h"
 #include "cuda/runtime_symbols.h"
 
@@ -55,7 +56,12 @@ void* open_cupti(std::string* path, std::string* tried) {
   int major = loaded_runtime(&cudart);
   for (const std::string& candidate :
        cupti_candidates(cudart.c_str(), g_cuda_home, major)) {
-    if (void* h = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    void* h = nullptr;
+    {
+      LoaderSection section;  // Note [gpuslack's loader calls and fork]
+      h = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    if (h) {
       *path = candidate;
       Dl_info info{};
       // The loader's own search: name the file it found.

@@ -1,4 +1,5 @@
 #include "cuda/driver_api.h"
+#include "cuda/loader_section.h"
 #include "cuda/real_dl.h"
 
 #include <dlfcn.h>
@@ -23,8 +24,12 @@ bool resolve(void* lib, const char* name, Fn* slot, std::string* why) {
 
 void load() {
   g_why = new std::string();
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* lib = nullptr;
+  {
+    LoaderSection section;  // Note [gpuslack's loader calls and fork]
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  }
   if (!lib) {
     *g_why = std::string("cannot load libcuda.so.1: ") + dlerror();
     return;

@@ -1,4 +1,5 @@
 #include "cuda/nvml_api.h"
+#include "cuda/loader_section.h"
 
 #include <dlfcn.h>
 
@@ -25,7 +26,11 @@ bool resolve(void* lib, const char* name, Fn* slot) {
 
 void load() {
   g_why = new std::string();
-  void* lib = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+  void* lib = nullptr;
+  {
+    LoaderSection section;  // Note [gpuslack's loader calls and fork]
+    lib = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+  }
   if (!lib) {
     *g_why = std::string(kSoname) + " not found";
     return;

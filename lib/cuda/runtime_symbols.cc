@@ -1,4 +1,5 @@
 #include "cuda/runtime_symbols.h"
+#include "cuda/loader_section.h"
 #include "cuda/real_dl.h"
 
 #include <cuda_runtime_api.h>
@@ -80,11 +81,14 @@ void* loaded_library(Library lib, const char** path) {
   }
   Scan scan{};
   scan.prefix = library_prefix(lib);
-  GPUSLACK_LOADER_READS_BEGIN();
-  dl_iterate_phdr(find_library, &scan);
-  GPUSLACK_LOADER_READS_END();
-  if (!scan.found) return nullptr;
-  void* h = dlopen(scan.path, RTLD_LAZY | RTLD_NOLOAD);
+  void* h = nullptr;
+  {
+    LoaderSection section;  // Note [gpuslack's loader calls and fork]
+    GPUSLACK_LOADER_READS_BEGIN();
+    dl_iterate_phdr(find_library, &scan);
+    GPUSLACK_LOADER_READS_END();
+    if (scan.found) h = dlopen(scan.path, RTLD_LAZY | RTLD_NOLOAD);
+  }
   if (!h) return nullptr;
   auto* mine = new (std::nothrow) Loaded;  // once per library: the slow path
   if (!mine) {

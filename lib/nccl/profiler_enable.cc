@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "config/environment.h"
+#include "cuda/loader_section.h"
 #include "log/escape.h"
 #include "log/log.h"
 #include "nccl/profiler_records.h"
@@ -67,7 +68,11 @@ std::string own_library_path() {
 // Where libnccl-profiler.so would load from, or "" when the loader finds
 // none. NCCL dlopens it a moment later anyway.
 std::string find_default_library() {
-  void* h = dlopen(kDefaultLibrary, RTLD_LAZY | RTLD_LOCAL);
+  void* h = nullptr;
+  {
+    cuda::LoaderSection section;  // Note [gpuslack's loader calls and fork]
+    h = dlopen(kDefaultLibrary, RTLD_LAZY | RTLD_LOCAL);
+  }
   if (!h) return "";
   std::string path = kDefaultLibrary;
   struct link_map* lm = nullptr;

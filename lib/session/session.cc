@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "alloc/process_allocators.h"
 #include "config/options.h"
+#include "cuda/loader_section.h"
 #include "cuda/nccl_api.h"
 #include "findings/findings.h"
 #include "base/clock.h"
@@ -291,7 +292,11 @@ report::RunInfo run_info(const char* reason) {
 // be publishing it, under the loader's own lock that ThreadSanitizer does
 // not see: a reported race on every such overlap.
 bool libtorch_loaded() {
-  void* handle = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD);
+  void* handle = nullptr;
+  {
+    cuda::LoaderSection section;  // Note [gpuslack's loader calls and fork]
+    handle = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD);
+  }
   if (handle == nullptr) {
     dlerror();  // the miss is ours: leave no message for the thread's next dlerror()
     return false;

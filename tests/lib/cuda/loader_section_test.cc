@@ -1,0 +1,107 @@
+// Note [gpuslack's loader calls and fork] (lib/cuda/loader_section.h): a
+// child forked while another thread is inside one of gpuslack's loader
+// calls does not inherit the loader's lock.
+//
+// Each case runs in a process of its own (forked from the test binary), so
+// that its threads and forks stay there. A child that hangs is killed after
+// kChildSeconds and fails the case.
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "cuda/loader_section.h"
+
+namespace gpuslack {
+namespace cuda {
+namespace {
+
+constexpr double kChildSeconds = 20;
+
+// `pid`'s exit code within `seconds`, or -1 (then it is killed).
+int exit_code_within(pid_t pid, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+    if (r < 0) return -3;
+    poll(nullptr, 0, 5);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+int in_own_process(const std::function<int()>& body) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  return exit_code_within(pid, 3 * kChildSeconds);
+}
+
+int count_objects(dl_phdr_info*, size_t, void* n) {
+  ++*static_cast<int*>(n);
+  return 0;
+}
+
+// What a child's first exception or symbol lookup does: walk the loaded objects.
+int child_walks_the_loader() {
+  int n = 0;
+  dl_iterate_phdr(count_objects, &n);
+  return n > 0 ? 0 : 5;
+}
+
+void hold_for_a_while(void* entered) {
+  static_cast<std::atomic<int>*>(entered)->store(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+
+TEST(LoaderSection, AForkWaitsUntilNoLoaderCallOfOursIsInProgress) {
+  EXPECT_EQ(0, in_own_process([] {
+              std::atomic<int> entered{0};
+              std::thread walker([&] { testing::inside_loader_walk(hold_for_a_while, &entered); });
+              while (entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+              // The walker is inside dl_iterate_phdr, holding the loader's lock.
+              const auto t0 = std::chrono::steady_clock::now();
+              pid_t child = fork();
+              if (child == 0) _exit(child_walks_the_loader());
+              const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              int code = exit_code_within(child, kChildSeconds);
+              walker.join();
+              if (code != 0) return code == -1 ? 10 : 11;  // 10: the child hung
+              return waited > 0.1 ? 0 : 12;  // the fork waited for the walk to end
+            }));
+}
+
+TEST(LoaderSection, SectionsNestAndAForkFromInsideOneDoesNotWaitForItself) {
+  EXPECT_EQ(0, in_own_process([] {
+              LoaderSection outer;
+              {
+                LoaderSection inner;  // a dlopen's constructor calling back into gpuslack
+              }
+              pid_t child = fork();
+              if (child == 0) _exit(child_walks_the_loader());
+              return exit_code_within(child, kChildSeconds) == 0 ? 0 : 13;
+            }));
+}
+
+TEST(LoaderSection, AForkWithNoSectionInProgressDoesNotWait) {
+  EXPECT_EQ(0, in_own_process([] {
+              { LoaderSection done; }
+              pid_t child = fork();
+              if (child == 0) _exit(child_walks_the_loader());
+              return exit_code_within(child, kChildSeconds);
+            }));
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace gpuslack

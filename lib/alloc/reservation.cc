@@ -93,6 +93,7 @@ uint64_t Reservation::trim() {
   // Copy: unmapping does not change the free ranges, but be plain about it.
   std::vector<std::pair<uint64_t, uint64_t>> ranges(blocks_.large_free().ranges().begin(),
                                                     blocks_.large_free().ranges().end());
+  ranges.insert(ranges.end(), blocks_.small_free().ranges().begin(), blocks_.small_free().ranges().end());
   for (const auto& [offset, size] : ranges) released += map_.unmap(offset, size) * map_.granularity();
   return released;
 }
@@ -102,6 +103,7 @@ uint64_t Reservation::release_free(uint64_t want, bool keep) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [offset, size] : blocks_.large_free().ranges())
     if (size >= map_.granularity()) ranges.emplace_back(offset, size);
+  for (const auto& [offset, size] : blocks_.small_free().ranges()) ranges.emplace_back(offset, size);  // empty pages
   std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   uint64_t released = 0;
   for (const auto& [offset, size] : ranges) {

@@ -63,7 +63,7 @@ std::optional<uint64_t> BlockManager::take_from(base::RangeSet& space, uint64_t 
   return best;
 }
 
-// Note [The small pool apart]: the small pool's ranges are multiples of
+// See Note [The small pool apart]. The small pool's ranges are multiples of
 // kPageSize from 0, so a page taken at either end of one is granule-aligned.
 // While it has any free range a page goes nowhere else (a placement that
 // costs too much there fails, and the caller maps one there).

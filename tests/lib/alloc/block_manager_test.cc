@@ -39,7 +39,7 @@ TEST(BlockManager, RoundsTo512AndPacksSmallBlocksIntoPages) {
   EXPECT_EQ("", m.check());
 }
 
-// Note [The small pool apart]: pages go to the small pool, each at a
+// See Note [The small pool apart]. Pages go to the small pool, each at a
 // multiple of kPageSize, large blocks never; an emptied page goes back
 // there; only a full pool sends pages to the large space.
 TEST(BlockManager, SmallPoolHoldsThePagesApartFromLargeBlocks) {

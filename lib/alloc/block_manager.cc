@@ -16,8 +16,9 @@ BlockManager::BlockManager(uint64_t capacity, uint64_t small_pool) : capacity_(c
 
 std::optional<uint64_t> BlockManager::allocate(uint64_t bytes) { return place(bytes, nullptr); }
 
-std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost) {
-  Placement placement{cost, max_cost};
+std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost,
+                                               bool at_granule_edges) {
+  Placement placement{cost, max_cost, at_granule_edges};
   return place(bytes, &placement);
 }
 
@@ -45,11 +46,24 @@ std::optional<uint64_t> BlockManager::take_from(base::RangeSet& space, uint64_t 
   const uint64_t ceiling = placement->max_cost == kAnyCost ? kAnyCost : placement->max_cost + 1;
   std::optional<uint64_t> best;
   uint64_t best_cost = ceiling;  // what a placement must cost less than to be chosen
+  // See Note [Whole granules at granule edges].
+  const bool edges = placement->at_granule_edges && size % kPageSize == 0;
   space.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
-    for (uint64_t at : {start, start + range - size}) {
-      uint64_t c = placement->cost(at, size, best_cost);
+    uint64_t at[4], n = 0;
+    if (edges) {
+      uint64_t first = (start + kPageSize - 1) / kPageSize * kPageSize;
+      if (first + size <= start + range) {
+        at[n++] = first;
+        uint64_t last = (start + range - size) / kPageSize * kPageSize;
+        if (last != first) at[n++] = last;
+      }
+    }
+    for (uint64_t end : {start, start + range - size})
+      if (std::find(at, at + n, end) == at + n) at[n++] = end;
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t c = placement->cost(at[k], size, best_cost);
       if (c < best_cost || (!best && ceiling == kAnyCost)) {
-        best = at;
+        best = at[k];
         best_cost = c;
       }
       if (c == 0 || range == size) break;
@@ -197,16 +211,16 @@ std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes)
 }
 
 std::optional<uint64_t> BlockManager::allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost,
-                                                       uint64_t max_cost, Ranges* from_held) {
+                                                       uint64_t max_cost, Ranges* from_held, bool at_granule_edges) {
   uint64_t size = round_up(bytes);
   auto h = held_.find(owner);
-  if (size <= kSmallLimit || bytes > capacity_ || h == held_.end()) return allocate(bytes, cost, max_cost);
+  if (size <= kSmallLimit || bytes > capacity_ || h == held_.end()) return allocate(bytes, cost, max_cost, at_granule_edges);
   // Lend the owner's ranges to the free space for one placement, then take
   // back what the block left of them. Bounded by the owner's range count,
   // and only on a miss: the cached path is allocate_held().
   std::vector<std::pair<uint64_t, uint64_t>> lent(h->second.all.ranges().begin(), h->second.all.ranges().end());
   for (const auto& [start, n] : lent) large_free_.insert(start, n);
-  Placement placement{cost, max_cost};
+  Placement placement{cost, max_cost, at_granule_edges};
   std::optional<uint64_t> at = take_large(size, &placement);
   base::RangeSet kept;
   auto keep = [&](uint64_t from, uint64_t to) {

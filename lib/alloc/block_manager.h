@@ -56,6 +56,24 @@
 // much as the cheapest so far (or more than the ceiling); the cached path
 // never gets here.
 //
+// Note [Whole granules at granule edges]: a large block whose size is a
+// whole number of kPageSize (2 MiB, the driver's granule) placed at a
+// range's start or end lies across one granule more than it needs when that
+// end is not at a granule edge, and the space it leaves beside it is a
+// granule shared with a live neighbour, which can never be released. On a
+// trace of growing KV caches (gpt-decode-bf16), 6 MiB and 2 MiB blocks
+// after a 62.5 MiB one lay at odd-MiB offsets, with thirteen 2 MiB holes
+// each straddling two granules: 26 MiB mapped, free, and unreleasable when
+// the device was full. So a caller that maps granule by granule may ask
+// (`at_granule_edges`) that such a block also be offered each candidate
+// range's first and last granule edges, before its ends: at the same cost
+// it goes there, covers exactly its own granules, and whatever it leaves is
+// whole granules or a piece of a neighbour's. The VMM allocator asks it
+// only when the miss maps granule by granule (GranuleMap's Note [Pages
+// mapped whole]): while it maps 20 MiB pages, holes in a page are the
+// page's, and there the edges raised peak reserved on the recorded traces
+// (bench/README.md, "The small pool apart").
+//
 // Note [Space held for an owner]: a large block freed in an owner's order
 // (the VMM allocator's owners are streams: a block freed on stream S may be
 // reused by later work on S at once, by anything else only after a fence)
@@ -138,8 +156,10 @@ class BlockManager {
   // `cost` is lowest (Note [Placement by cost]); nullopt, and nothing
   // changes, if the cheapest costs more than `max_cost`. A small block that
   // fits a page in use goes there as allocate() would put it: the cost is
-  // not asked.
-  std::optional<uint64_t> allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost);
+  // not asked. With `at_granule_edges`, Note [Whole granules at granule
+  // edges].
+  std::optional<uint64_t> allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost,
+                                   bool at_granule_edges = false);
   // Frees the block that starts at `offset`; returns its (rounded) size, or
   // 0 if no live block starts there (nothing changes).
   uint64_t release(uint64_t offset);
@@ -173,7 +193,7 @@ class BlockManager {
   // again.
   using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // (offset, size)
   std::optional<uint64_t> allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost, uint64_t max_cost,
-                                           Ranges* from_held = nullptr);
+                                           Ranges* from_held = nullptr, bool at_granule_edges = false);
   // Moves [offset, offset + size), which must lie in free space, into
   // `owner`'s held ranges. False (nothing changes) if it does not.
   bool hold(Owner owner, uint64_t offset, uint64_t size);
@@ -242,6 +262,7 @@ class BlockManager {
   struct Placement {
     PlacementCost cost;
     uint64_t max_cost;
+    bool at_granule_edges = false;  // Note [Whole granules at granule edges]
   };
   // Takes `size` bytes of `space`: best fit, or by `placement`.
   static std::optional<uint64_t> take_from(base::RangeSet& space, uint64_t size, const Placement* placement);

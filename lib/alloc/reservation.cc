@@ -39,9 +39,11 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
                                                        std::optional<Owner> owner, uint64_t growth_allowed,
                                                        bool in_pages) {
   BlockManager::Ranges from_held;
+  // Granule by granule, a block of whole granules goes at a granule edge at
+  // the same price (BlockManager's Note [Whole granules at granule edges]).
   std::optional<uint64_t> at =
-      owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held)
-            : blocks_.allocate(bytes, unmapped_cost(), BlockManager::kAnyCost);
+      owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held, !in_pages)
+            : blocks_.allocate(bytes, unmapped_cost(), BlockManager::kAnyCost, !in_pages);
   if (!at) {
     *result = CUDA_ERROR_NOT_FOUND;
     return std::nullopt;

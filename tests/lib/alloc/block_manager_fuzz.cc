@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return c;
       };
       uint64_t cap = op & 0x40 ? 0 : BlockManager::kAnyCost;
-      std::optional<uint64_t> at = (op & 0x80) ? m.allocate(bytes, odd_granules, cap) : m.allocate(bytes);
+      // Bit 5 asks for granule edges (Note [Whole granules at granule edges]).
+      std::optional<uint64_t> at = (op & 0x80) ? m.allocate(bytes, odd_granules, cap, op & 0x20) : m.allocate(bytes);
       if (at && (op & 0x80) && m.size_of(*at) > BlockManager::kSmallLimit && odd_granules(*at, m.size_of(*at)) > cap)
         std::abort();  // placed over its price
       if (at) {

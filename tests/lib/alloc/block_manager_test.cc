@@ -93,6 +93,39 @@ TEST(BlockManager, SmallPoolHoldsThePagesApartFromLargeBlocks) {
   EXPECT_EQ("", m.check());
 }
 
+// See Note [Whole granules at granule edges]: asked, a block of whole
+// granules goes to a granule edge at the same price; other sizes, and
+// callers that do not ask, keep the range's ends.
+TEST(BlockManager, WholeGranulesGoToGranuleEdgesWhenAsked) {
+  BlockManager m(64 * kMiB);
+  auto free_everywhere = [](uint64_t, uint64_t, uint64_t) -> uint64_t { return 0; };
+  auto a = m.allocate(3 * kMiB);  // [0, 3): the free range starts mid-granule
+  ASSERT_TRUE(a);
+  auto b = m.allocate(4 * kMiB, free_everywhere, BlockManager::kAnyCost, true);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(4 * kMiB, *b);  // not 3 MiB, across three granules
+  auto c = m.allocate(4 * kMiB + 512, free_everywhere, BlockManager::kAnyCost, true);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(8 * kMiB, *c);  // not whole granules: the range's start
+  m.release(*c);
+  auto d = m.allocate(4 * kMiB, free_everywhere, BlockManager::kAnyCost);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(8 * kMiB, *d);  // not asked: the range's start
+  m.release(*d);
+  // The last edge of a range, when the first costs more.
+  auto first_costs = [](uint64_t offset, uint64_t, uint64_t) -> uint64_t { return offset < 20 * kMiB ? 1 : 0; };
+  auto e = m.allocate(2 * kMiB, first_costs, BlockManager::kAnyCost, true);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(62 * kMiB, *e);  // [8, 64) ends at an edge
+  EXPECT_EQ("", m.check());
+  // A range too short for an edge placement still takes the block.
+  m.release(*e);
+  m.release(*b);
+  auto f = m.allocate(60 * kMiB + 512);  // [3, 63 MiB + 512): a 1 MiB - 512 hole at its end
+  ASSERT_TRUE(f);
+  EXPECT_EQ("", m.check());
+}
+
 TEST(BlockManager, LargeBlocksAreBestFitAndCoalesceOnFree) {
   BlockManager m(100 * kMiB);
   auto a = m.allocate(10 * kMiB), b = m.allocate(20 * kMiB), c = m.allocate(10 * kMiB);
@@ -188,7 +221,7 @@ void random_run(unsigned seed, uint64_t capacity, int ops, uint64_t small_pool =
         uint64_t allocated = m.allocated(), free_total = m.large_free().total() + m.small_free().total();
         size_t ranges = m.large_free().count(), pages = m.small_pages();
         uint64_t max_cost = rng() % 2 ? BlockManager::kAnyCost : rng() % 8;
-        at = m.allocate(bytes, cost, max_cost);
+        at = m.allocate(bytes, cost, max_cost, rng() % 2);  // Note [Whole granules at granule edges] or not
         if (!at) {  // refused: nothing changed
           ASSERT_EQ(allocated, m.allocated()) << "seed " << seed << " op " << i;
           ASSERT_EQ(free_total, m.large_free().total() + m.small_free().total()) << "seed " << seed << " op " << i;

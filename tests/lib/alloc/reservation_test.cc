@@ -147,6 +147,33 @@ TEST(SmallPool, AnEmptiedPageServesTheNextWithoutMapping) {
   EXPECT_EQ(mapped, r.map().granules_mapped_total());
 }
 
+// Mapping granule by granule, a block of whole granules goes to a granule
+// edge (BlockManager's Note [Whole granules at granule edges]): freed, it
+// leaves whole granules that a trim releases, where at the range's start it
+// would have left a granule shared with its neighbour.
+TEST(GranuleEdges, AMissMappingGranulesPutsWholeGranulesAtAnEdge) {
+  Reservation r(api(), 0, 64 * kMiB, 20 * kMiB);
+  ASSERT_TRUE(r.ok()) << r.why();
+  const uintptr_t large = r.map().base() + r.small_pool();
+  CUresult e = CUDA_SUCCESS;
+  auto granules = [&](uint64_t bytes) {
+    return r.allocate_mapping(bytes, Reservation::kNoBudget, &e, std::nullopt, Reservation::kNoBudget, false);
+  };
+  std::optional<uintptr_t> a = granules(3 * kMiB);
+  ASSERT_TRUE(a) << e;
+  EXPECT_EQ(large, *a);
+  std::optional<uintptr_t> b = granules(4 * kMiB);
+  ASSERT_TRUE(b) << e;
+  EXPECT_EQ(large + 4 * kMiB, *b);  // at the edge: the same two granules to map as at 3 MiB, none shared
+  std::optional<uintptr_t> c = granules(2 * kMiB);
+  ASSERT_TRUE(c) << e;
+  EXPECT_EQ(large + 8 * kMiB, *c);
+  EXPECT_EQ(10 * kMiB, r.mapped_bytes());
+  EXPECT_EQ(4 * kMiB, r.release(*b));
+  EXPECT_EQ(4 * kMiB, r.trim());  // b's two granules, whole
+  EXPECT_EQ(6 * kMiB, r.mapped_bytes());
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

@@ -7,14 +7,18 @@
 namespace gpuslack {
 namespace alloc {
 
-BlockManager::BlockManager(uint64_t capacity) : capacity_(capacity / kAlignment * kAlignment) {
-  if (capacity_) large_free_.insert(0, capacity_);
+BlockManager::BlockManager(uint64_t capacity, uint64_t small_pool) : capacity_(capacity / kAlignment * kAlignment) {
+  // See Note [The small pool apart].
+  small_end_ = std::min(small_pool, capacity_) / kPageSize * kPageSize;
+  if (small_end_) small_free_.insert(0, small_end_);
+  if (capacity_ > small_end_) large_free_.insert(small_end_, capacity_ - small_end_);
 }
 
 std::optional<uint64_t> BlockManager::allocate(uint64_t bytes) { return place(bytes, nullptr); }
 
-std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost) {
-  Placement placement{cost, max_cost};
+std::optional<uint64_t> BlockManager::allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost,
+                                               bool at_granule_edges) {
+  Placement placement{cost, max_cost, at_granule_edges};
   return place(bytes, &placement);
 }
 
@@ -36,17 +40,30 @@ void BlockManager::add_live(uint64_t at, const Block& block) {
 }
 
 // Note [Placement by cost].
-std::optional<uint64_t> BlockManager::take_large(uint64_t size, const Placement* placement) {
-  if (!placement) return large_free_.take_best_fit(size);
+std::optional<uint64_t> BlockManager::take_from(base::RangeSet& space, uint64_t size, const Placement* placement) {
+  if (!placement) return space.take_best_fit(size);
   // Above the ceiling nothing is chosen: the cost may stop counting there.
   const uint64_t ceiling = placement->max_cost == kAnyCost ? kAnyCost : placement->max_cost + 1;
   std::optional<uint64_t> best;
   uint64_t best_cost = ceiling;  // what a placement must cost less than to be chosen
-  large_free_.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
-    for (uint64_t at : {start, start + range - size}) {
-      uint64_t c = placement->cost(at, size, best_cost);
+  // See Note [Whole granules at granule edges].
+  const bool edges = placement->at_granule_edges && size % kPageSize == 0;
+  space.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
+    uint64_t at[4], n = 0;
+    if (edges) {
+      uint64_t first = (start + kPageSize - 1) / kPageSize * kPageSize;
+      if (first + size <= start + range) {
+        at[n++] = first;
+        uint64_t last = (start + range - size) / kPageSize * kPageSize;
+        if (last != first) at[n++] = last;
+      }
+    }
+    for (uint64_t end : {start, start + range - size})
+      if (std::find(at, at + n, end) == at + n) at[n++] = end;
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t c = placement->cost(at[k], size, best_cost);
       if (c < best_cost || (!best && ceiling == kAnyCost)) {
-        best = at;
+        best = at[k];
         best_cost = c;
       }
       if (c == 0 || range == size) break;
@@ -54,10 +71,19 @@ std::optional<uint64_t> BlockManager::take_large(uint64_t size, const Placement*
     return !best || best_cost != 0;
   });
   if (!best) return std::nullopt;
-  bool taken = large_free_.take(*best, size);
+  bool taken = space.take(*best, size);
   assert(taken);  // for_each_fit offered a free range that holds it
   (void)taken;
   return best;
+}
+
+// See Note [The small pool apart]. The small pool's ranges are multiples of
+// kPageSize from 0, so a page taken at either end of one is granule-aligned.
+// While it has any free range a page goes nowhere else (a placement that
+// costs too much there fails, and the caller maps one there).
+std::optional<uint64_t> BlockManager::take_page(const Placement* placement) {
+  if (small_free_.count()) return take_from(small_free_, kPageSize, placement);
+  return take_large(kPageSize, placement);
 }
 
 std::optional<uint64_t> BlockManager::allocate_small(uint64_t size, uint64_t requested, const Placement* placement) {
@@ -67,7 +93,7 @@ std::optional<uint64_t> BlockManager::allocate_small(uint64_t size, uint64_t req
   uint32_t id = best_page(size);
   bool fresh = id == kNoPage;
   if (fresh) {
-    std::optional<uint64_t> page_at = take_large(kPageSize, placement);
+    std::optional<uint64_t> page_at = take_page(placement);
     if (!page_at) return std::nullopt;
     id = new_page(*page_at);
   }
@@ -118,11 +144,11 @@ uint64_t BlockManager::release_small(uint64_t offset, const Block& block) {
   page.free.insert(offset, block.size);
   page.used -= block.size;
   page.mark_start(offset, false);
-  if (page.used == 0) {  // the page's last block: back to the large space
+  if (page.used == 0) {  // the page's last block: back to where it came from
     occupants_.erase(page.at);
     index_remove(block.page);
     page.free.take(page.at, kPageSize);  // empty, its base::RangeSet kept for the slot's next page
-    large_free_.insert(page.at, kPageSize);
+    (page.at < small_end_ ? small_free_ : large_free_).insert(page.at, kPageSize);
     page.in_use = false;
     unused_pages_.push_back(block.page);
   } else if (uint32_t bucket = static_cast<uint32_t>(page.free.largest() / kAlignment); bucket != page.bucket) {
@@ -185,16 +211,16 @@ std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes)
 }
 
 std::optional<uint64_t> BlockManager::allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost,
-                                                       uint64_t max_cost, Ranges* from_held) {
+                                                       uint64_t max_cost, Ranges* from_held, bool at_granule_edges) {
   uint64_t size = round_up(bytes);
   auto h = held_.find(owner);
-  if (size <= kSmallLimit || bytes > capacity_ || h == held_.end()) return allocate(bytes, cost, max_cost);
+  if (size <= kSmallLimit || bytes > capacity_ || h == held_.end()) return allocate(bytes, cost, max_cost, at_granule_edges);
   // Lend the owner's ranges to the free space for one placement, then take
   // back what the block left of them. Bounded by the owner's range count,
   // and only on a miss: the cached path is allocate_held().
   std::vector<std::pair<uint64_t, uint64_t>> lent(h->second.all.ranges().begin(), h->second.all.ranges().end());
   for (const auto& [start, n] : lent) large_free_.insert(start, n);
-  Placement placement{cost, max_cost};
+  Placement placement{cost, max_cost, at_granule_edges};
   std::optional<uint64_t> at = take_large(size, &placement);
   base::RangeSet kept;
   auto keep = [&](uint64_t from, uint64_t to) {
@@ -376,11 +402,20 @@ void BlockManager::set_requested(uint64_t offset, uint64_t bytes) {
   if (it != live_.end() && bytes <= it->second.size) it->second.requested = bytes;
 }
 
-// Walks the space in address order: the large space's free ranges, live
-// large blocks and pages partition [0, capacity); within each page, its
-// free ranges and its small blocks partition the page. Then the page index.
+// Walks the space in address order: the small pool's and the large space's
+// free ranges, live large blocks and pages partition [0, capacity), the
+// small pool holding pages only, at multiples of kPageSize; within each
+// page, its free ranges and its small blocks partition the page. Then the
+// page index.
 std::string BlockManager::check() const {
   if (std::string e = large_free_.check(); !e.empty()) return "large space: " + e;
+  if (std::string e = small_free_.check(); !e.empty()) return "small pool: " + e;
+  if (small_end_ % kPageSize || small_end_ > capacity_) return "the small pool is not whole pages";
+  for (const auto& [start, n] : small_free_.ranges())
+    if (start % kPageSize || n % kPageSize || start + n > small_end_)
+      return "a small pool free range out of place at " + std::to_string(start);
+  if (large_free_.count() && large_free_.ranges().begin()->first < small_end_)
+    return "a large space free range in the small pool";
   struct Span {
     uint64_t at, size;
     uint32_t page;  // the page it is, or the page it is in; kNoPage: a large block
@@ -432,9 +467,16 @@ std::string BlockManager::check() const {
   }
   if (held != held_bytes_) return "held() disagrees with the held ranges";
   std::sort(large.begin(), large.end(), by_address);
+  for (const Span& l : large) {
+    if (l.at >= small_end_) break;
+    if (l.page == kNoPage || l.page == kHeldSpan || l.at % kPageSize)
+      return "a large block, a held range or a misaligned page in the small pool at " + std::to_string(l.at);
+  }
 
   uint64_t cursor = 0;
-  auto free_it = large_free_.ranges().begin(), free_end = large_free_.ranges().end();
+  std::vector<std::pair<uint64_t, uint64_t>> free_ranges(small_free_.ranges().begin(), small_free_.ranges().end());
+  free_ranges.insert(free_ranges.end(), large_free_.ranges().begin(), large_free_.ranges().end());
+  auto free_it = free_ranges.begin(), free_end = free_ranges.end();
   auto taken = large.begin();
   auto block = small.begin();
   while (free_it != free_end || taken != large.end()) {

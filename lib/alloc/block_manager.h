@@ -12,8 +12,13 @@
 //     them, lowest address among equals) of the address-ordered free
 //     ranges, and a freed block merges with its free neighbours at once:
 //     two free ranges are never adjacent (base::RangeSet).
-//   - A small-pool page goes back to the large space when its last block
-//     is freed.
+//   - With a small pool (the constructor's `small_pool`), pages lie in
+//     their own range [0, small_pool), granule-aligned, and no large block
+//     ever goes there; so a small block never shares a physical page with a
+//     large one (Note [The small pool apart]). Only when that range is full
+//     does a page go to the large space.
+//   - A small-pool page goes back to where it came from (the small pool's
+//     range or the large space) when its last block is freed.
 //   - The caller may price placements (Note [Placement by cost]).
 //
 // Note [The cached path]: an allocation or a free that maps nothing costs a
@@ -51,6 +56,24 @@
 // much as the cheapest so far (or more than the ceiling); the cached path
 // never gets here.
 //
+// Note [Whole granules at granule edges]: a large block whose size is a
+// whole number of kPageSize (2 MiB, the driver's granule) placed at a
+// range's start or end lies across one granule more than it needs when that
+// end is not at a granule edge, and the space it leaves beside it is a
+// granule shared with a live neighbour, which can never be released. On a
+// trace of growing KV caches (gpt-decode-bf16), 6 MiB and 2 MiB blocks
+// after a 62.5 MiB one lay at odd-MiB offsets, with thirteen 2 MiB holes
+// each straddling two granules: 26 MiB mapped, free, and unreleasable when
+// the device was full. So a caller that maps granule by granule may ask
+// (`at_granule_edges`) that such a block also be offered each candidate
+// range's first and last granule edges, before its ends: at the same cost
+// it goes there, covers exactly its own granules, and whatever it leaves is
+// whole granules or a piece of a neighbour's. The VMM allocator asks it
+// only when the miss maps granule by granule (GranuleMap's Note [Pages
+// mapped whole]): while it maps 20 MiB pages, holes in a page are the
+// page's, and there the edges raised peak reserved on the recorded traces
+// (bench/README.md, "The small pool apart").
+//
 // Note [Space held for an owner]: a large block freed in an owner's order
 // (the VMM allocator's owners are streams: a block freed on stream S may be
 // reused by later work on S at once, by anything else only after a fence)
@@ -69,6 +92,25 @@
 // unhold() makes each held range a live block again, for the caller to
 // fence and release() (pressure, a stream's end). Small blocks live in
 // pages shared by every owner and are never held.
+//
+// Note [The small pool apart]: the VMM allocator maps large blocks in
+// 20 MiB pages, one physical handle each, released only whole (GranuleMap's
+// Note [Pages mapped whole]), and releases cached memory only where a whole
+// handle lies in free space. A small-pool page placed in the large space
+// lands, by cost, in the cached free part of such a page (nothing to map
+// there), and then one small block that lives on pins the whole 20 MiB
+// after every large block on it is freed; a page placed at an offset that
+// is not a multiple of 2 MiB spans two granules; and pages scattered in the
+// large space leave holes whose edge granules are partly used. PyTorch keeps
+// its small pool in segments of its own (2 MiB, against 20 MiB pages in the
+// large pool) for the same reason. So the allocator gives BlockManager a
+// small pool: the first `small_pool` bytes of the range, where only pages
+// go, each at a multiple of kPageSize (one granule, one handle of its own:
+// the allocator never maps small pages in 20 MiB pages), and the large
+// space begins after it, at a page edge. An empty page goes back to the
+// small pool's free ranges, still mapped (a cache for the next page, priced
+// by Note [Placement by cost]), and is released like any cached granule.
+// Only a full small pool sends pages to the large space, as before.
 //
 // Plain data, no locking: the caller serializes. check() verifies every
 // invariant (blocks never overlap, free and used bytes partition the space,
@@ -94,8 +136,10 @@ class BlockManager {
   static constexpr uint64_t kSmallLimit = 1ull << 20;
   static constexpr uint64_t kPageSize = 2ull << 20;
 
-  // Manages [0, capacity), capacity rounded down to kAlignment.
-  explicit BlockManager(uint64_t capacity);
+  // Manages [0, capacity), capacity rounded down to kAlignment; its first
+  // `small_pool` bytes (rounded down to kPageSize) hold small-pool pages
+  // only (Note [The small pool apart]; 0: pages share the large space).
+  explicit BlockManager(uint64_t capacity, uint64_t small_pool = 0);
 
   // The offset of a new block of at least `bytes` (0 bytes: a 512-byte
   // block), or nullopt if no free range holds it.
@@ -112,8 +156,10 @@ class BlockManager {
   // `cost` is lowest (Note [Placement by cost]); nullopt, and nothing
   // changes, if the cheapest costs more than `max_cost`. A small block that
   // fits a page in use goes there as allocate() would put it: the cost is
-  // not asked.
-  std::optional<uint64_t> allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost);
+  // not asked. With `at_granule_edges`, Note [Whole granules at granule
+  // edges].
+  std::optional<uint64_t> allocate(uint64_t bytes, PlacementCost cost, uint64_t max_cost,
+                                   bool at_granule_edges = false);
   // Frees the block that starts at `offset`; returns its (rounded) size, or
   // 0 if no live block starts there (nothing changes).
   uint64_t release(uint64_t offset);
@@ -147,7 +193,7 @@ class BlockManager {
   // again.
   using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // (offset, size)
   std::optional<uint64_t> allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost, uint64_t max_cost,
-                                           Ranges* from_held = nullptr);
+                                           Ranges* from_held = nullptr, bool at_granule_edges = false);
   // Moves [offset, offset + size), which must lie in free space, into
   // `owner`'s held ranges. False (nothing changes) if it does not.
   bool hold(Owner owner, uint64_t offset, uint64_t size);
@@ -171,8 +217,12 @@ class BlockManager {
   uint64_t allocated() const { return allocated_; }  // live blocks, rounded sizes
   uint64_t largest_free() const { return large_free_.largest(); }
   size_t small_pages() const { return pages_.size() - unused_pages_.size(); }
-  // The large space's free ranges (where a new large block or page can go).
+  // The large space's free ranges (where a new large block can go).
   const base::RangeSet& large_free() const { return large_free_; }
+  // The small pool's free ranges (where a new page goes first; empty
+  // without a small pool). Note [The small pool apart].
+  const base::RangeSet& small_free() const { return small_free_; }
+  uint64_t small_pool() const { return small_end_; }
 
   std::string check() const;
 
@@ -212,9 +262,15 @@ class BlockManager {
   struct Placement {
     PlacementCost cost;
     uint64_t max_cost;
+    bool at_granule_edges = false;  // Note [Whole granules at granule edges]
   };
-  // Takes `size` bytes of the large space: best fit, or by `placement`.
-  std::optional<uint64_t> take_large(uint64_t size, const Placement* placement);
+  // Takes `size` bytes of `space`: best fit, or by `placement`.
+  static std::optional<uint64_t> take_from(base::RangeSet& space, uint64_t size, const Placement* placement);
+  std::optional<uint64_t> take_large(uint64_t size, const Placement* placement) {
+    return take_from(large_free_, size, placement);
+  }
+  // A new page's place: the small pool while it has room, else the large space.
+  std::optional<uint64_t> take_page(const Placement* placement);
   std::optional<uint64_t> place(uint64_t bytes, const Placement* placement);
   std::optional<uint64_t> allocate_small(uint64_t size, uint64_t requested, const Placement* placement);
   void add_live(uint64_t at, const Block& block);
@@ -233,6 +289,8 @@ class BlockManager {
   uint64_t capacity_;
   uint64_t allocated_ = 0;
   base::RangeSet large_free_;                        // pages are live 2 MiB blocks in it
+  uint64_t small_end_ = 0;                           // the small pool: [0, small_end_)
+  base::RangeSet small_free_;                        // its free ranges
   absl::flat_hash_map<uint64_t, Block> live_;  // offset -> every live block (not pages)
   absl::btree_map<uint64_t, uint32_t> occupants_;  // offset -> large block (kNoPage) or page (its id)
   std::vector<Page> pages_;                    // indexed by Block::page; slots reused

@@ -287,7 +287,8 @@ class DeviceAllocator {
  private:
   // Frees fenced per epoch at most; a fuller epoch is closed at free time.
   static constexpr size_t kEpochBlocks = 64;
-  // Reservations per device at most (each 1.125x the device's memory).
+  // Reservations per device at most (each 1.125x the device's memory for
+  // large blocks, and a small pool as large: reservation.h).
   static constexpr int kMaxReservations = 8;
 
   Reservation* reservation_of(uintptr_t a) const;

@@ -107,6 +107,9 @@ class GranuleMap {
   CUdeviceptr base() const { return base_; }
   uint64_t size() const { return size_; }
   uint64_t granularity() const { return granularity_; }
+  // A page's bytes (Note [Pages mapped whole]): `max_chunk_bytes` rounded
+  // down to granules, at least one.
+  uint64_t page_bytes() const { return max_chunk_ * granularity_; }
 
   // Maps every granule that overlaps [offset, offset + bytes) and is not
   // mapped yet, each run of them in chunks. CUDA_SUCCESS, or the error of

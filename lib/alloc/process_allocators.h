@@ -9,8 +9,9 @@
 // never switches the allocator off. Pointers the VMM allocators do not own go to the
 // real cudaFree: owner() tells, lock-free.
 //
-// Each device reserves 1.125 times its memory of virtual address space, so
-// that fragmentation of the address space can never be what runs out.
+// Each device reserves 1.125 times its memory of virtual address space for
+// large blocks, so that fragmentation of the address space can never be
+// what runs out, and as much again for the small pool (Reservation).
 //
 // Thread safety: any thread. device_allocator() creates under a mutex, once
 // per device; owner() reads published pointers.

@@ -39,9 +39,11 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
                                                        std::optional<Owner> owner, uint64_t growth_allowed,
                                                        bool in_pages) {
   BlockManager::Ranges from_held;
+  // Granule by granule, a block of whole granules goes at a granule edge at
+  // the same price (BlockManager's Note [Whole granules at granule edges]).
   std::optional<uint64_t> at =
-      owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held)
-            : blocks_.allocate(bytes, unmapped_cost(), BlockManager::kAnyCost);
+      owner ? blocks_.allocate_growing(*owner, bytes, unmapped_cost(), BlockManager::kAnyCost, &from_held, !in_pages)
+            : blocks_.allocate(bytes, unmapped_cost(), BlockManager::kAnyCost, !in_pages);
   if (!at) {
     *result = CUDA_ERROR_NOT_FOUND;
     return std::nullopt;
@@ -93,6 +95,7 @@ uint64_t Reservation::trim() {
   // Copy: unmapping does not change the free ranges, but be plain about it.
   std::vector<std::pair<uint64_t, uint64_t>> ranges(blocks_.large_free().ranges().begin(),
                                                     blocks_.large_free().ranges().end());
+  ranges.insert(ranges.end(), blocks_.small_free().ranges().begin(), blocks_.small_free().ranges().end());
   for (const auto& [offset, size] : ranges) released += map_.unmap(offset, size) * map_.granularity();
   return released;
 }
@@ -102,6 +105,7 @@ uint64_t Reservation::release_free(uint64_t want, bool keep) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [offset, size] : blocks_.large_free().ranges())
     if (size >= map_.granularity()) ranges.emplace_back(offset, size);
+  for (const auto& [offset, size] : blocks_.small_free().ranges()) ranges.emplace_back(offset, size);  // empty pages
   std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   uint64_t released = 0;
   for (const auto& [offset, size] : ranges) {

@@ -7,6 +7,12 @@
 // of the ones it has can hold a block (the address space, not the memory,
 // ran out); a block never spans two.
 //
+// Its range begins with a small pool as large as the large space
+// (BlockManager's Note [The small pool apart]): `bytes` of address space
+// for large blocks and as much again, rounded to pages, where only
+// small-pool pages go, so that no small block shares a physical page with
+// a large one. Address space costs no memory.
+//
 // Not thread-safe: the allocator serializes calls. holds() reads only
 // what never changes after construction.
 #pragma once
@@ -23,8 +29,12 @@ namespace alloc {
 
 class Reservation {
  public:
+  // `bytes` of address space for large blocks, and a small pool before
+  // them; physical memory in pages of `map_chunk` (GranuleMap).
   Reservation(const cuda::DriverApi* api, int device, uint64_t bytes, uint64_t map_chunk)
-      : map_(api, device, bytes, map_chunk), base_(static_cast<uintptr_t>(map_.base())), blocks_(map_.size()) {}
+      : map_(api, device, 2 * bytes + map_chunk, map_chunk),
+        base_(static_cast<uintptr_t>(map_.base())),
+        blocks_(map_.size(), small_pool(map_, bytes)) {}
 
   bool ok() const { return map_.ok(); }
   const std::string& why() const { return map_.why(); }
@@ -84,7 +94,8 @@ class Reservation {
   }
   void set_requested(uintptr_t a, uint64_t bytes) { blocks_.set_requested(a - base_, bytes); }
 
-  // Unmaps every chunk lying wholly in free space; returns the bytes released.
+  // Unmaps every chunk lying wholly in free space (the large space's and
+  // the small pool's); returns the bytes released.
   uint64_t trim();
   // Unmaps chunks lying wholly in free ranges, smallest ranges first, until
   // at least `want` bytes are released or none is left; returns the bytes
@@ -97,9 +108,18 @@ class Reservation {
   uint64_t allocated() const { return blocks_.allocated(); }  // live blocks, freed-but-held included
   uint64_t mapped_bytes() const { return map_.mapped_bytes(); }
   uint64_t largest_free() const { return blocks_.largest_free(); }
+  // The small pool's bytes at the range's start; the large space follows.
+  uint64_t small_pool() const { return blocks_.small_pool(); }
   const GranuleMap& map() const { return map_; }
 
  private:
+  // The small pool's bytes: what the range holds beyond `bytes` for large
+  // blocks, rounded down to the map's pages, so that the large space begins
+  // at a page edge and no page spans both.
+  static uint64_t small_pool(const GranuleMap& map, uint64_t bytes) {
+    if (!map.ok() || map.size() <= bytes) return 0;
+    return (map.size() - bytes) / map.page_bytes() * map.page_bytes();
+  }
   // A placement's price (Note [Placement by cost]): the bytes left to map.
   auto unmapped_cost() const {
     return [this](uint64_t offset, uint64_t size, uint64_t enough) { return map_.unmapped_bytes(offset, size, enough); };

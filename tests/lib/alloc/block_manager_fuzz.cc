@@ -14,7 +14,9 @@
 using gpuslack::alloc::BlockManager;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  BlockManager m(32ull << 20);
+  // A 4 MiB small pool (Note [The small pool apart]): pages there first,
+  // then in the large space.
+  BlockManager m(36ull << 20, 4ull << 20);
   std::map<uint64_t, uint64_t> live;
   for (size_t i = 0; i + 3 <= size; i += 3) {
     uint8_t op = data[i];
@@ -31,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return c;
       };
       uint64_t cap = op & 0x40 ? 0 : BlockManager::kAnyCost;
-      std::optional<uint64_t> at = (op & 0x80) ? m.allocate(bytes, odd_granules, cap) : m.allocate(bytes);
+      // Bit 5 asks for granule edges (Note [Whole granules at granule edges]).
+      std::optional<uint64_t> at = (op & 0x80) ? m.allocate(bytes, odd_granules, cap, op & 0x20) : m.allocate(bytes);
       if (at && (op & 0x80) && m.size_of(*at) > BlockManager::kSmallLimit && odd_granules(*at, m.size_of(*at)) > cap)
         std::abort();  // placed over its price
       if (at) {
@@ -51,6 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   for (auto& [offset, bytes] : live) m.release(offset);
-  if (m.allocated() != 0 || m.largest_free() != m.capacity()) std::abort();
+  if (m.allocated() != 0 || m.largest_free() != m.capacity() - m.small_pool() ||
+      m.small_free().total() != m.small_pool())
+    std::abort();
   return 0;
 }

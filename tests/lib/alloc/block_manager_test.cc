@@ -39,6 +39,93 @@ TEST(BlockManager, RoundsTo512AndPacksSmallBlocksIntoPages) {
   EXPECT_EQ("", m.check());
 }
 
+// See Note [The small pool apart]. Pages go to the small pool, each at a
+// multiple of kPageSize, large blocks never; an emptied page goes back
+// there; only a full pool sends pages to the large space.
+TEST(BlockManager, SmallPoolHoldsThePagesApartFromLargeBlocks) {
+  BlockManager m(64 * kMiB, 4 * kMiB + 512);  // rounded down: two pages
+  EXPECT_EQ(4 * kMiB, m.small_pool());
+  EXPECT_EQ(4 * kMiB, m.small_free().total());
+  EXPECT_EQ(60 * kMiB, m.largest_free());
+  auto large = m.allocate(3 * kMiB);
+  ASSERT_TRUE(large);
+  EXPECT_EQ(4 * kMiB, *large);  // the large space begins after the pool
+  auto a = m.allocate(kMiB), b = m.allocate(kMiB), c = m.allocate(kMiB);  // a and b share the first page
+  ASSERT_TRUE(a && b && c);
+  EXPECT_LT(*a, 4 * kMiB);
+  EXPECT_LT(*b, 4 * kMiB);
+  EXPECT_LT(*c, 4 * kMiB);
+  EXPECT_EQ(2u, m.small_pages());
+  EXPECT_EQ(0u, m.small_free().count());
+  auto d = m.allocate(kMiB + 512);  // a page's worth does not fit the two: the large space
+  auto e = m.allocate(kMiB);        // the fourth megabyte of the pool
+  ASSERT_TRUE(d && e);
+  EXPECT_LT(*e, 4 * kMiB);
+  auto f = m.allocate(512);  // the pool is full: a page in the large space
+  ASSERT_TRUE(f);
+  EXPECT_GE(*f, 4 * kMiB);
+  EXPECT_EQ(3u, m.small_pages());
+  EXPECT_EQ("", m.check());
+  // Emptied, each page goes back where it came from.
+  m.release(*f);
+  EXPECT_EQ(2u, m.small_pages());
+  m.release(*a);
+  m.release(*b);
+  m.release(*c);
+  m.release(*e);
+  EXPECT_EQ(0u, m.small_pages());
+  EXPECT_EQ(4 * kMiB, m.small_free().total());
+  EXPECT_EQ(1u, m.small_free().count());
+  EXPECT_EQ("", m.check());
+  // Placement by cost over the pool: a page goes where the price is lowest
+  // (here: the second page slot), never outside the pool while it has room.
+  auto second_slot_free = [](uint64_t offset, uint64_t, uint64_t) -> uint64_t { return offset == 2 * kMiB ? 0 : 1; };
+  auto nowhere = [](uint64_t, uint64_t, uint64_t) -> uint64_t { return 1; };
+  EXPECT_FALSE(m.allocate(kMiB, nowhere, 0));  // no slot at the price: nothing, not the large space
+  EXPECT_EQ(0u, m.small_pages());
+  auto g = m.allocate(4096, second_slot_free, 0);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(2 * kMiB, *g);
+  m.release(*g);
+  m.release(*large);
+  m.release(*d);
+  EXPECT_EQ(60 * kMiB, m.largest_free());
+  EXPECT_EQ("", m.check());
+}
+
+// See Note [Whole granules at granule edges]: asked, a block of whole
+// granules goes to a granule edge at the same price; other sizes, and
+// callers that do not ask, keep the range's ends.
+TEST(BlockManager, WholeGranulesGoToGranuleEdgesWhenAsked) {
+  BlockManager m(64 * kMiB);
+  auto free_everywhere = [](uint64_t, uint64_t, uint64_t) -> uint64_t { return 0; };
+  auto a = m.allocate(3 * kMiB);  // [0, 3): the free range starts mid-granule
+  ASSERT_TRUE(a);
+  auto b = m.allocate(4 * kMiB, free_everywhere, BlockManager::kAnyCost, true);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(4 * kMiB, *b);  // not 3 MiB, across three granules
+  auto c = m.allocate(4 * kMiB + 512, free_everywhere, BlockManager::kAnyCost, true);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(8 * kMiB, *c);  // not whole granules: the range's start
+  m.release(*c);
+  auto d = m.allocate(4 * kMiB, free_everywhere, BlockManager::kAnyCost);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(8 * kMiB, *d);  // not asked: the range's start
+  m.release(*d);
+  // The last edge of a range, when the first costs more.
+  auto first_costs = [](uint64_t offset, uint64_t, uint64_t) -> uint64_t { return offset < 20 * kMiB ? 1 : 0; };
+  auto e = m.allocate(2 * kMiB, first_costs, BlockManager::kAnyCost, true);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(62 * kMiB, *e);  // [8, 64) ends at an edge
+  EXPECT_EQ("", m.check());
+  // A range too short for an edge placement still takes the block.
+  m.release(*e);
+  m.release(*b);
+  auto f = m.allocate(60 * kMiB + 512);  // [3, 63 MiB + 512): a 1 MiB - 512 hole at its end
+  ASSERT_TRUE(f);
+  EXPECT_EQ("", m.check());
+}
+
 TEST(BlockManager, LargeBlocksAreBestFitAndCoalesceOnFree) {
   BlockManager m(100 * kMiB);
   auto a = m.allocate(10 * kMiB), b = m.allocate(20 * kMiB), c = m.allocate(10 * kMiB);
@@ -102,9 +189,11 @@ TEST(BlockManager, FindsTheBlockHoldingAnInteriorAddressAndItsRequestedBytes) {
 
 // One random run: allocate and free at random, sizes spanning small and
 // large, checking invariants and the model after every operation.
-void random_run(unsigned seed, uint64_t capacity, int ops) {
+// With `small_pool`, its first bytes are the small pool (Note [The small
+// pool apart]).
+void random_run(unsigned seed, uint64_t capacity, int ops, uint64_t small_pool = 0) {
   std::mt19937_64 rng(seed);
-  BlockManager m(capacity);
+  BlockManager m(capacity, small_pool);
   std::map<uint64_t, uint64_t> live;  // the model: offset -> requested size
   auto random_size = [&]() -> uint64_t {
     switch (rng() % 4) {
@@ -129,13 +218,13 @@ void random_run(unsigned seed, uint64_t capacity, int ops) {
       uint64_t bytes = random_size();
       std::optional<uint64_t> at;
       if (rng() % 3 == 0) {
-        uint64_t allocated = m.allocated(), free_total = m.large_free().total();
+        uint64_t allocated = m.allocated(), free_total = m.large_free().total() + m.small_free().total();
         size_t ranges = m.large_free().count(), pages = m.small_pages();
         uint64_t max_cost = rng() % 2 ? BlockManager::kAnyCost : rng() % 8;
-        at = m.allocate(bytes, cost, max_cost);
+        at = m.allocate(bytes, cost, max_cost, rng() % 2);  // Note [Whole granules at granule edges] or not
         if (!at) {  // refused: nothing changed
           ASSERT_EQ(allocated, m.allocated()) << "seed " << seed << " op " << i;
-          ASSERT_EQ(free_total, m.large_free().total()) << "seed " << seed << " op " << i;
+          ASSERT_EQ(free_total, m.large_free().total() + m.small_free().total()) << "seed " << seed << " op " << i;
           ASSERT_EQ(ranges, m.large_free().count()) << "seed " << seed << " op " << i;
           ASSERT_EQ(pages, m.small_pages()) << "seed " << seed << " op " << i;
         } else if (m.size_of(*at) > BlockManager::kSmallLimit) {
@@ -190,7 +279,9 @@ void random_run(unsigned seed, uint64_t capacity, int ops) {
   EXPECT_EQ(0u, m.allocated());
   EXPECT_EQ(0u, m.small_pages());
   EXPECT_EQ(1u, m.large_free().count());
-  EXPECT_EQ(m.capacity(), m.largest_free());
+  EXPECT_EQ(m.capacity() - m.small_pool(), m.largest_free());
+  EXPECT_EQ(m.small_pool(), m.small_free().total());
+  EXPECT_EQ(m.small_pool() ? 1u : 0u, m.small_free().count());
 }
 
 // Sanitizer builds slow check() (run after every op) by 50x or more:
@@ -244,6 +335,12 @@ TEST(BlockManager, PricedPlacementTakesTheCheapestRangeThenTheBestFit) {
 
 TEST(BlockManager, RandomSequencesKeepEveryInvariant) {
   for (unsigned seed = 1; seed <= 20 / kSeedDivisor; ++seed) random_run(seed, 256 * kMiB, 2000);
+}
+
+TEST(BlockManager, RandomSequencesWithASmallPool) {
+  // Pages in the pool, and past it in the large space once it is full.
+  for (unsigned seed = 300; seed < 300 + 10 / kSeedDivisor; ++seed) random_run(seed, 256 * kMiB, 2000, 6 * kMiB);
+  for (unsigned seed = 400; seed < 400 + 10 / kSeedDivisor; ++seed) random_run(seed, 40 * kMiB, 3000, 8 * kMiB);
 }
 
 TEST(BlockManager, RandomSequencesUnderPressure) {

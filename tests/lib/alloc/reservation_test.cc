@@ -1,5 +1,7 @@
 // Reservation on the simulated driver: where blocks go against what is
-// mapped (Note [Placement by cost] in lib/alloc/block_manager.h).
+// mapped (Note [Placement by cost] in lib/alloc/block_manager.h), and the
+// small pool kept apart from large blocks' pages (Note [The small pool
+// apart]).
 #include "alloc/reservation.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +25,8 @@ class MappedAndUnmappedHoles : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(r_.ok()) << r_.why();
-    base_ = r_.map().base();
+    large_ = r_.small_pool();  // the large space begins after the small pool
+    base_ = r_.map().base() + large_;
     for (uint64_t mib : {4, 8, 4, 16, 4}) {
       CUresult e = CUDA_SUCCESS;
       std::optional<uintptr_t> a = r_.allocate_mapping(mib * kMiB, Reservation::kNoBudget, &e);
@@ -45,12 +48,13 @@ class MappedAndUnmappedHoles : public ::testing::Test {
 
   Reservation r_{api(), 0, 64 * kMiB, 2 * kMiB};
   uintptr_t base_ = 0;
+  uint64_t large_ = 0;
   std::vector<uintptr_t> at_;
   uint64_t mapped_before_ = 0;
 };
 
 TEST_F(MappedAndUnmappedHoles, AllocateMappedFindsTheMappedRangeBehindTheBestFit) {
-  EXPECT_FALSE(r_.map().mapped_range(4 * kMiB, 8 * kMiB));
+  EXPECT_FALSE(r_.map().mapped_range(large_ + 4 * kMiB, 8 * kMiB));
   std::optional<uintptr_t> a = r_.allocate_mapped(8 * kMiB);
   ASSERT_TRUE(a);
   EXPECT_EQ(base_ + 16 * kMiB, *a);
@@ -79,6 +83,95 @@ TEST_F(MappedAndUnmappedHoles, AllocateMappingMapsNothingWhenAMappedRangeHoldsTh
   ASSERT_TRUE(c) << e;
   EXPECT_EQ(base_ + 4 * kMiB, *c);
   EXPECT_EQ(mapped_before_ + 4, r_.map().granules_mapped_total());
+}
+
+// A small block allocated between large ones, in a reservation that maps
+// 20 MiB pages: after the large ones are freed and the cache trimmed, only
+// the small block's own granule stays mapped. Before the small pool was
+// kept apart, its page went, by cost, into the cached rest of the first
+// large block's 20 MiB page, and held all 20 MiB mapped.
+TEST(SmallPool, ASmallBlockDoesNotKeepALargePageMapped) {
+  Reservation r(api(), 0, 64 * kMiB, 20 * kMiB);
+  ASSERT_TRUE(r.ok()) << r.why();
+  const uint64_t granule = r.map().granularity();
+  ASSERT_EQ(2 * kMiB, granule);
+  ASSERT_GE(r.small_pool(), 64 * kMiB);
+  EXPECT_EQ(0u, r.small_pool() % r.map().page_bytes());  // the large space begins at a page edge
+  CUresult e = CUDA_SUCCESS;
+  std::optional<uintptr_t> a = r.allocate_mapping(8 * kMiB, Reservation::kNoBudget, &e);
+  ASSERT_TRUE(a) << e;
+  EXPECT_EQ(20 * kMiB, r.mapped_bytes());  // its page, whole
+  // The page's cached rest costs nothing to map; the small block goes to
+  // the small pool all the same, on a granule of its own.
+  std::optional<uintptr_t> small = r.allocate_mapped(4096);
+  EXPECT_FALSE(small);  // nothing mapped in the small pool yet
+  small = r.allocate_mapping(4096, Reservation::kNoBudget, &e, std::nullopt, Reservation::kNoBudget, false);
+  ASSERT_TRUE(small) << e;
+  const uintptr_t base = r.map().base();
+  EXPECT_LT(*small - base, r.small_pool());
+  EXPECT_EQ(0u, (*small - base) % granule);  // the page is one granule
+  std::optional<uintptr_t> b = r.allocate_mapping(8 * kMiB, Reservation::kNoBudget, &e);
+  ASSERT_TRUE(b) << e;
+  EXPECT_GE(*b - base, r.small_pool());
+  EXPECT_EQ(22 * kMiB, r.mapped_bytes());  // b in a's page, the small page apart
+  EXPECT_EQ(8 * kMiB, r.release(*a));
+  EXPECT_EQ(8 * kMiB, r.release(*b));
+  EXPECT_EQ(20 * kMiB, r.trim());
+  EXPECT_EQ(granule, r.mapped_bytes());  // the small block's granule alone
+  std::vector<GranuleMap::Chunk> chunks;
+  ASSERT_TRUE(r.chunks(*small, 4096, &chunks));
+  ASSERT_EQ(1u, chunks.size());
+  EXPECT_EQ(granule, chunks[0].bytes);  // a handle of its own
+  // Freed too, its page stays cached in the small pool and is released
+  // like any cached granule.
+  EXPECT_EQ(4096u, r.release(*small));
+  EXPECT_EQ(granule, r.mapped_bytes());
+  EXPECT_EQ(granule, r.release_free(1));
+  EXPECT_EQ(0u, r.mapped_bytes());
+}
+
+// An emptied small-pool page stays mapped and serves the next page with no
+// driver call.
+TEST(SmallPool, AnEmptiedPageServesTheNextWithoutMapping) {
+  Reservation r(api(), 0, 64 * kMiB, 20 * kMiB);
+  ASSERT_TRUE(r.ok()) << r.why();
+  CUresult e = CUDA_SUCCESS;
+  std::optional<uintptr_t> s = r.allocate_mapping(64 * 1024, Reservation::kNoBudget, &e, std::nullopt,
+                                                  Reservation::kNoBudget, false);
+  ASSERT_TRUE(s) << e;
+  EXPECT_EQ(64u * 1024, r.release(*s));
+  const uint64_t mapped = r.map().granules_mapped_total();
+  std::optional<uintptr_t> t = r.allocate_mapped(512 * 1024);
+  ASSERT_TRUE(t);
+  EXPECT_LT(*t - r.map().base(), r.small_pool());
+  EXPECT_EQ(mapped, r.map().granules_mapped_total());
+}
+
+// Mapping granule by granule, a block of whole granules goes to a granule
+// edge (BlockManager's Note [Whole granules at granule edges]): freed, it
+// leaves whole granules that a trim releases, where at the range's start it
+// would have left a granule shared with its neighbour.
+TEST(GranuleEdges, AMissMappingGranulesPutsWholeGranulesAtAnEdge) {
+  Reservation r(api(), 0, 64 * kMiB, 20 * kMiB);
+  ASSERT_TRUE(r.ok()) << r.why();
+  const uintptr_t large = r.map().base() + r.small_pool();
+  CUresult e = CUDA_SUCCESS;
+  auto granules = [&](uint64_t bytes) {
+    return r.allocate_mapping(bytes, Reservation::kNoBudget, &e, std::nullopt, Reservation::kNoBudget, false);
+  };
+  std::optional<uintptr_t> a = granules(3 * kMiB);
+  ASSERT_TRUE(a) << e;
+  EXPECT_EQ(large, *a);
+  std::optional<uintptr_t> b = granules(4 * kMiB);
+  ASSERT_TRUE(b) << e;
+  EXPECT_EQ(large + 4 * kMiB, *b);  // at the edge: the same two granules to map as at 3 MiB, none shared
+  std::optional<uintptr_t> c = granules(2 * kMiB);
+  ASSERT_TRUE(c) << e;
+  EXPECT_EQ(large + 8 * kMiB, *c);
+  EXPECT_EQ(10 * kMiB, r.mapped_bytes());
+  EXPECT_EQ(4 * kMiB, r.release(*b));
+  EXPECT_EQ(4 * kMiB, r.trim());  // b's two granules, whole
+  EXPECT_EQ(6 * kMiB, r.mapped_bytes());
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fork_handler.h"
 #include "alloc/block_ipc_socket.h"
 #include "alloc/device_allocator.h"
 #include "config/options.h"
@@ -140,9 +141,9 @@ void close_export(Export* e) {
 // (Note [Fork] in session/session.cc). And what the locks guard is the
 // parent's: its exports, whose handles name the parent's pid and the
 // parent's descriptors; its imports, whose mappings the child did not
-// open. So this handler, registered when the library loads (See
-// Note [The stager after a fork] in stage/staged_copy.cc for why not at
-// first use), forgets both (left behind, never read again): in the child,
+// open. So this handler, registered by session::start
+// (register_block_ipc_fork_handlers; See Note [The stager after a fork] in
+// stage/staged_copy.cc for why then), forgets both (left behind, never read again): in the child,
 // a block's first cudaIpcGetMemHandle exports it anew, naming the child; a
 // close of a block its parent opened is the runtime's to answer, as for
 // the allocators' blocks (Note [The allocators after a fork]). It closes the
@@ -165,7 +166,7 @@ void forget_after_fork_child() {
     for (; bits; bits &= bits - 1) close(w * 64 + __builtin_ctzll(bits));
   }
 }
-[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+std::atomic<bool> g_fork_handler_registered{false};
 
 // The socket server's lookup: copies of export `id`'s descriptors.
 bool lookup(uint64_t id, ipc_socket::Chunks* out) {
@@ -239,6 +240,11 @@ bool take_with_pidfd(const Wire& w, ipc_socket::Chunks* out) {
 }
 
 }  // namespace
+
+void register_block_ipc_fork_handlers() {
+  register_fork_child_once(g_fork_handler_registered, forget_after_fork_child);
+  ipc_socket::register_fork_handler();
+}
 
 bool ipc_is_block_handle(const cudaIpcMemHandle_t& h) { return std::memcmp(h.reserved, kMagic, sizeof(kMagic)) == 0; }
 
@@ -435,6 +441,7 @@ bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size) {
 
 namespace testing {
 void while_holding_ipc_locks(void (*during)(void*), void* arg) {
+  register_block_ipc_fork_handlers();  // as session::start would have
   std::lock_guard<std::mutex> e(exports().mu);
   std::lock_guard<std::mutex> i(imports().mu);
   ipc_socket::testing::while_holding_lock(during, arg);

@@ -75,6 +75,12 @@ bool ipc_imported_range(const void* p, uintptr_t* base, size_t* size);
 // while nothing was ever exported.
 void ipc_block_freed(const void* p);
 
+// Registers block IPC's fork child handlers (the exports' and imports', the
+// socket server's: Note [Block IPC after a fork], block_ipc.cc); once,
+// idempotent; never under their locks (base/fork_handler.h).
+// session::start calls it.
+void register_block_ipc_fork_handlers();
+
 namespace testing {
 // Tests of Note [Block IPC after a fork] (block_ipc.cc) only: runs
 // `during(arg)` while the calling thread holds the exports', the imports'

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "base/fork_handler.h"
 #include "base/quiet_thread.h"
 
 namespace gpuslack {
@@ -143,9 +144,11 @@ void forget_after_fork_child() {
   if (s >= 0) close(s);
   new (&g_serve_mu) std::mutex();
 }
-[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+std::atomic<bool> g_fork_handler_registered{false};
 
 }  // namespace
+
+void register_fork_handler() { register_fork_child_once(g_fork_handler_registered, forget_after_fork_child); }
 
 bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
   std::lock_guard<std::mutex> l(g_serve_mu);

@@ -34,6 +34,9 @@ bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup);
 // when the exporter does not answer or has no such export.
 bool fetch(pid_t pid, uint64_t id, Chunks* out);
 
+// Its fork child handler, once (register_block_ipc_fork_handlers in block_ipc.h).
+void register_fork_handler();
+
 namespace testing {
 // Tests of Note [Block IPC after a fork] (block_ipc.cc) only: runs
 // `during(arg)` while the calling thread holds the server's lock.

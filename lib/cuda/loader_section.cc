@@ -4,6 +4,7 @@
 #include <link.h>
 #include <pthread.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace gpuslack {
@@ -26,14 +27,21 @@ void after_fork() {
   g_mu.unlock();  // a normal mutex: the child's thread may unlock what its parent's took
 }
 
-// At load, not at first use: registered under g_mu at first use, a fork
-// between its taking and the registration would leave the child the lock.
-const bool g_registered = pthread_atfork(before_fork, after_fork, after_fork) == 0;
+// At the first section, before its lock is taken: libgpuslack.so runs
+// nothing at load (base/fork_handler.h says why, and why never under the lock).
+std::atomic<bool> g_registered{false};
+
+void register_once() {
+  if (g_registered.load(std::memory_order_acquire)) return;
+  if (!g_registered.exchange(true, std::memory_order_acq_rel)) pthread_atfork(before_fork, after_fork, after_fork);
+}
 
 }  // namespace
 
 LoaderSection::LoaderSection() : outermost_(t_depth++ == 0) {
-  if (outermost_) g_mu.lock();
+  if (!outermost_) return;
+  register_once();
+  g_mu.lock();
 }
 
 LoaderSection::~LoaderSection() {
@@ -59,7 +67,6 @@ int call_once(dl_phdr_info*, size_t, void* data) {
 }  // namespace
 
 void inside_loader_walk(void (*during)(void*), void* arg) {
-  (void)g_registered;
   LoaderSection section;
   Walk w{during, arg, false};
   dl_iterate_phdr(call_once, &w);

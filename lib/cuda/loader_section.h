@@ -13,8 +13,8 @@
 // does not choose: a child of a process that forked then hung (the test
 // Fork.TheChildNeverWaitsForTheSessionsLocks, 1 in 25 runs under TSan).
 // Every loader call of gpuslack's now runs inside a LoaderSection, and a
-// fork handler registered at load waits, before the fork, until no thread
-// is inside one: no child inherits the lock from gpuslack. (A lock held by
+// fork handler (registered by the first section, before its lock) waits,
+// before the fork, until no thread is inside one: no child inherits the lock from gpuslack. (A lock held by
 // the program's own threads stays the program's, as without gpuslack.)
 //
 // Sections nest on one thread (a dlopen's constructors may call back into

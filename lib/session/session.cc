@@ -12,6 +12,7 @@
 #include <new>
 
 #include "absl/strings/str_format.h"
+#include "alloc/block_ipc.h"
 #include "alloc/process_allocators.h"
 #include "config/options.h"
 #include "cuda/loader_section.h"
@@ -211,6 +212,9 @@ void start(const ApiCall* const* calls, int n_calls) {
     std::atexit(at_exit);
     pthread_atfork(nullptr, nullptr, on_fork_child);
   }
+  // Before any hooked call can take their locks (base/fork_handler.h).
+  stage::register_fork_handlers();
+  alloc::register_block_ipc_fork_handlers();
   // A forked child starts here too: its periodic failures are its own. No
   // reporter runs yet to write it concurrently.
   g_periodic_failures = report::PeriodicFailures();

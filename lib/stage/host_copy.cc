@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/fork_handler.h"
 #include "base/quiet_thread.h"
 
 namespace gpuslack {
@@ -49,7 +50,7 @@ Helpers& helpers() {
 // leaves them behind unread, and its first host copy on several threads
 // starts helpers of its own. No lock, no allocation.
 void forget_after_fork_child() { g_helpers.store(nullptr, std::memory_order_relaxed); }
-[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+std::atomic<bool> g_fork_handler_registered{false};
 
 void run(const Part& p) {
   std::memcpy(p.dst, p.src, p.n);
@@ -71,6 +72,8 @@ void helper_loop(Helpers* helpers) {
 }
 
 }  // namespace
+
+void register_host_copy_fork_handler() { register_fork_child_once(g_fork_handler_registered, forget_after_fork_child); }
 
 void host_copy(void* dst, const void* src, size_t n, int threads) {
   threads = std::clamp(threads, 1, kMaxCopyThreads);

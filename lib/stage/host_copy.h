@@ -25,6 +25,9 @@ inline constexpr size_t kMinPartBytes = 256 * 1024;
 // Copies n bytes (non-overlapping) with up to `threads` threads.
 void host_copy(void* dst, const void* src, size_t n, int threads);
 
+// Its fork child handler, once (register_fork_handlers in staged_copy.h).
+void register_host_copy_fork_handler();
+
 namespace testing {
 // Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
 // `during` while the calling thread holds the helpers' lock.

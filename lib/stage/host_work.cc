@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "base/fork_handler.h"
 #include "cuda/runtime_api.h"
 #include "sync/event_pool.h"
 
@@ -43,7 +44,7 @@ void forget_after_fork_child() {
   g_entries = nullptr;
   g_count.store(0, std::memory_order_relaxed);
 }
-[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+std::atomic<bool> g_fork_handler_registered{false};
 
 void publish_count() { g_count.store(static_cast<int>(entries().size()), std::memory_order_release); }
 
@@ -80,6 +81,8 @@ bool covers(const StreamRef& s, bool s_blocking, const Entry& e) {
 }
 
 }  // namespace
+
+void register_host_work_fork_handler() { register_fork_child_once(g_fork_handler_registered, forget_after_fork_child); }
 
 void host_work_enqueued(const StreamRef& s, bool may_call_runtime) {
   bool blocking = may_call_runtime ? is_blocking(s) : !s.legacy;

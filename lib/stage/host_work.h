@@ -80,6 +80,9 @@ void reset_host_work();
 // threads come and go with their per-thread streams).
 size_t host_work_entries();
 
+// Its fork child handler, once (register_fork_handlers in staged_copy.h).
+void register_host_work_fork_handler();
+
 namespace testing {
 // Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
 // `during` while the calling thread holds the lock of the pending work.

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <new>
 
+#include "base/fork_handler.h"
 #include "sync/stream_registry.h"
 #include "config/options.h"
 #include "cuda/pointer_kind.h"
@@ -505,10 +506,11 @@ std::atomic<bool> g_forked_child{false};  // a forked child of a process that ma
 // handlers of their own: the pending work's list and lock start anew, and
 // the helpers' queue, lock and threads too (the parent's helper threads
 // are not in the child: a host copy there starts helpers of its own).
-// Each handler takes no lock and allocates nothing, and each is registered
-// when the library loads, not at first use: registered at first use, under
-// the room's lock, a fork between the lock's taking and the registration
-// would leave the child with the lock held and no handler to make it anew.
+// Each handler takes no lock and allocates nothing. Each is registered by
+// session::start (register_fork_handlers), before a hooked call can take
+// the rooms' locks, never under them (base/fork_handler.h: a fork between a
+// lock's taking and the registration would leave the child the lock held
+// and no handler; and libgpuslack.so registers nothing when it loads).
 // Test: tests/lib/stage/fork_test.cc (a fork while another thread holds
 // every one of these locks; a host copy in a child whose parent had
 // helpers).
@@ -518,9 +520,15 @@ void forget_after_fork_child() {
   g_forked_child.store(true, std::memory_order_relaxed);
   g_stager.store(nullptr, std::memory_order_relaxed);
 }
-[[maybe_unused]] const bool g_forget_at_fork = pthread_atfork(nullptr, nullptr, forget_after_fork_child) == 0;
+std::atomic<bool> g_fork_handler_registered{false};
 
 }  // namespace
+
+void register_fork_handlers() {
+  register_fork_child_once(g_fork_handler_registered, forget_after_fork_child);
+  register_host_copy_fork_handler();
+  register_host_work_fork_handler();
+}
 
 Stager& stager() {
   Stager* s = g_stager.load(std::memory_order_acquire);
@@ -543,6 +551,7 @@ void Stager::while_locked(absl::FunctionRef<void()> during) {
 
 namespace testing {
 void while_holding_stager_locks(absl::FunctionRef<void()> during) {
+  register_fork_handlers();  // as session::start would have
   Stager& s = stager();
   std::lock_guard<std::mutex> lock(g_stager_mu);
   s.while_locked([&] {

@@ -226,6 +226,12 @@ const Stager* existing_stager();
 // captures, or `always` is false and nothing is pending anywhere.
 void note_host_work(cudaStream_t stream, bool per_thread_default, bool always = true);
 
+// Registers the child handlers of the staged copies' rooms (this one,
+// host_copy, host_work) for a fork (Note [The stager after a fork],
+// staged_copy.cc); once, idempotent; never under their locks
+// (base/fork_handler.h). session::start calls it.
+void register_fork_handlers();
+
 namespace testing {
 // Tests of Note [The stager after a fork] (staged_copy.cc) only: runs
 // `during` while the calling thread holds every lock of the staged copies:

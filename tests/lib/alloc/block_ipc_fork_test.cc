@@ -57,7 +57,10 @@ int wait_for(pid_t pid, double seconds) {
 
 int in_own_process(const std::function<int()>& body, double seconds) {
   pid_t pid = fork();
-  if (pid == 0) _exit(body());
+  if (pid == 0) {
+    alloc::register_block_ipc_fork_handlers();  // as session::start does under gpuslack (base/fork_handler.h)
+    _exit(body());
+  }
   int status = wait_for(pid, seconds);
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -65,7 +65,10 @@ int wait_for(pid_t pid, double seconds) {
 // Runs `body` in a process of its own: its exit code, or -1 if it did not exit.
 int in_own_process(const std::function<int()>& body, double seconds) {
   pid_t pid = fork();
-  if (pid == 0) _exit(body());
+  if (pid == 0) {
+    stage::register_fork_handlers();  // as session::start does under gpuslack (base/fork_handler.h)
+    _exit(body());
+  }
   int status = wait_for(pid, seconds);
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

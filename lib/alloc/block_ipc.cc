@@ -156,9 +156,15 @@ void close_export(Export* e) {
 // No lock, no allocation. Test: tests/lib/alloc/block_ipc_fork_test.cc (a
 // fork while another thread holds every one of these locks; the child's
 // exports served by its own server).
+// The parent's state the child leaves behind, kept reachable (never read,
+// never freed: a thread of the parent may have held its locks), so that a
+// leak checker in the child does not report it.
+Exports* g_parents_exports = nullptr;
+Imports* g_parents_imports = nullptr;
+
 void forget_after_fork_child() {
-  g_exports.store(nullptr, std::memory_order_relaxed);
-  g_imports.store(nullptr, std::memory_order_relaxed);
+  g_parents_exports = g_exports.exchange(nullptr, std::memory_order_relaxed);
+  g_parents_imports = g_imports.exchange(nullptr, std::memory_order_relaxed);
   g_any_export.store(false, std::memory_order_relaxed);
   g_any_import.store(false, std::memory_order_relaxed);
   for (int w = 0; w < kTrackedFds / 64; ++w) {

@@ -49,7 +49,11 @@ Helpers& helpers() {
 // lock; dead waiters may be counted in the condition variable): the child
 // leaves them behind unread, and its first host copy on several threads
 // starts helpers of its own. No lock, no allocation.
-void forget_after_fork_child() { g_helpers.store(nullptr, std::memory_order_relaxed); }
+// The parent's helpers the child leaves behind, kept reachable (never read,
+// never freed: a thread of the parent may have held its locks), so that a
+// leak checker in the child does not report it.
+Helpers* g_parents_helpers = nullptr;
+void forget_after_fork_child() { g_parents_helpers = g_helpers.exchange(nullptr, std::memory_order_relaxed); }
 std::atomic<bool> g_fork_handler_registered{false};
 
 void run(const Part& p) {

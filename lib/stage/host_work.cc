@@ -39,8 +39,14 @@ std::vector<Entry>& entries() {
 // staged_copy.cc): the parent's entries, their events and the lock a thread
 // of the parent may have held are left behind unread; the child starts
 // with none. No lock, no allocation.
+// The parent's entries the child leaves behind, kept reachable (never read,
+// never freed: a thread of the parent may have held its locks), so that a
+// leak checker in the child does not report it.
+std::vector<Entry>* g_parents_entries = nullptr;
+
 void forget_after_fork_child() {
   new (&g_mu) std::mutex();
+  g_parents_entries = g_entries;
   g_entries = nullptr;
   g_count.store(0, std::memory_order_relaxed);
 }

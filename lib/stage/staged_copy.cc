@@ -514,11 +514,16 @@ std::atomic<bool> g_forked_child{false};  // a forked child of a process that ma
 // Test: tests/lib/stage/fork_test.cc (a fork while another thread holds
 // every one of these locks; a host copy in a child whose parent had
 // helpers).
+// The parent's state the child leaves behind, kept reachable (never read,
+// never freed: a thread of the parent may have held its locks), so that a
+// leak checker in the child does not report it.
+Stager* g_parents_stager = nullptr;
+
 void forget_after_fork_child() {
   new (&g_stager_mu) std::mutex();
   if (!g_made.load(std::memory_order_relaxed)) return;  // a child that may stage, as its parent never did
   g_forked_child.store(true, std::memory_order_relaxed);
-  g_stager.store(nullptr, std::memory_order_relaxed);
+  g_parents_stager = g_stager.exchange(nullptr, std::memory_order_relaxed);
 }
 std::atomic<bool> g_fork_handler_registered{false};
 

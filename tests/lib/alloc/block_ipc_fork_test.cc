@@ -29,6 +29,7 @@
 #include <functional>
 #include <thread>
 
+#include "child_process.h"
 #include "alloc/block_ipc.h"
 #include "alloc/block_ipc_socket.h"
 #include "alloc/device_allocator.h"
@@ -41,28 +42,8 @@ namespace {
 using test_support::kMiB;
 constexpr double kChildSeconds = 20;
 
-int wait_for(pid_t pid, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0) return -2;
-    poll(nullptr, 0, 5);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
-}
-
 int in_own_process(const std::function<int()>& body, double seconds) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    alloc::register_block_ipc_fork_handlers();  // as session::start does under gpuslack (base/fork_handler.h)
-    _exit(body());
-  }
-  int status = wait_for(pid, seconds);
-  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test::in_own_process(body, seconds, alloc::register_block_ipc_fork_handlers);  // as session::start does under gpuslack
 }
 
 // Runs `body` on a thread of its own whose stack no thread of the default
@@ -161,7 +142,7 @@ bool parent_exports() {
 int fork_and_wait() {
   pid_t child = fork();
   if (child == 0) std::exit(child_uses_ipc());
-  int status = wait_for(child, kChildSeconds);
+  int status = test::wait_for_child(child, kChildSeconds);
   if (status == -1) return 10;  // hung
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 11;
 }

@@ -18,6 +18,7 @@
 #include <functional>
 #include <thread>
 
+#include "child_process.h"
 #include "cuda/loader_section.h"
 
 namespace gpuslack {
@@ -26,26 +27,7 @@ namespace {
 
 constexpr double kChildSeconds = 20;
 
-// `pid`'s exit code within `seconds`, or -1 (then it is killed).
-int exit_code_within(pid_t pid, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
-    if (r < 0) return -3;
-    poll(nullptr, 0, 5);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
-}
-
-int in_own_process(const std::function<int()>& body) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(body());
-  return exit_code_within(pid, 3 * kChildSeconds);
-}
+int in_own_process(const std::function<int()>& body) { return test::in_own_process(body, 3 * kChildSeconds); }
 
 int count_objects(dl_phdr_info*, size_t, void* n) {
   ++*static_cast<int*>(n);
@@ -74,7 +56,7 @@ TEST(LoaderSection, AForkWaitsUntilNoLoaderCallOfOursIsInProgress) {
               pid_t child = fork();
               if (child == 0) _exit(child_walks_the_loader());
               const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-              int code = exit_code_within(child, kChildSeconds);
+              int code = test::child_exit_code(child, kChildSeconds);
               walker.join();
               if (code != 0) return code == -1 ? 10 : 11;  // 10: the child hung
               return waited > 0.1 ? 0 : 12;  // the fork waited for the walk to end
@@ -89,7 +71,7 @@ TEST(LoaderSection, SectionsNestAndAForkFromInsideOneDoesNotWaitForItself) {
               }
               pid_t child = fork();
               if (child == 0) _exit(child_walks_the_loader());
-              return exit_code_within(child, kChildSeconds) == 0 ? 0 : 13;
+              return test::child_exit_code(child, kChildSeconds) == 0 ? 0 : 13;
             }));
 }
 
@@ -98,7 +80,7 @@ TEST(LoaderSection, AForkWithNoSectionInProgressDoesNotWait) {
               { LoaderSection done; }
               pid_t child = fork();
               if (child == 0) _exit(child_walks_the_loader());
-              return exit_code_within(child, kChildSeconds);
+              return test::child_exit_code(child, kChildSeconds);
             }));
 }
 

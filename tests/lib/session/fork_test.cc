@@ -26,6 +26,7 @@
 #include <functional>
 #include <thread>
 
+#include "child_process.h"
 #include "nccl/collectives.h"
 #include "ledger/host_activity.h"
 #include "ledger/ledger.h"
@@ -39,30 +40,6 @@ constexpr double kChildSeconds = 30;
 // Ids far from the ones other tests use.
 const ApiCall kCall{110, "forkTestCall", Category::kAllocation};
 const ApiCall* const kCalls[] = {&kCall};
-
-// Waits for `pid` up to `seconds`: its wait status, or -1 if it was still
-// running (then it is killed).
-int wait_for(pid_t pid, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0) return -2;
-    poll(nullptr, 0, 5);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
-}
-
-// Runs `body` in a process of its own: its exit code, or -1 if it did not exit.
-int in_own_process(const std::function<int()>& body, double seconds) {
-  pid_t pid = fork();
-  if (pid == 0) _exit(body());
-  int status = wait_for(pid, seconds);
-  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 // Calls f() from a plain function pointer taking void*.
 void call(void* f) { (*static_cast<std::function<void()>*>(f))(); }
@@ -126,7 +103,7 @@ int fork_while_another_thread_holds(const std::function<void(const std::function
   while (stage.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   pid_t child = fork();
   if (child == 0) _exit(in_child());
-  int status = wait_for(child, kChildSeconds);
+  int status = test::wait_for_child(child, kChildSeconds);
   stage = 2;
   holder.join();
   if (status == -1) return 10;  // hung
@@ -134,7 +111,7 @@ int fork_while_another_thread_holds(const std::function<void(const std::function
 }
 
 TEST(Fork, TheChildNeverWaitsForTheLedgersLocks) {
-  EXPECT_EQ(0, in_own_process(
+  EXPECT_EQ(0, test::in_own_process(
                    [] {
                      return fork_while_another_thread_holds([](const std::function<void()>& during) {
                        std::function<void()> f = during;
@@ -145,7 +122,7 @@ TEST(Fork, TheChildNeverWaitsForTheLedgersLocks) {
 }
 
 TEST(Fork, TheChildNeverWaitsForTheCollectivesLocks) {
-  EXPECT_EQ(0, in_own_process(
+  EXPECT_EQ(0, test::in_own_process(
                    [] {
                      return fork_while_another_thread_holds([](const std::function<void()>& during) {
                        std::function<void()> f = during;
@@ -156,7 +133,7 @@ TEST(Fork, TheChildNeverWaitsForTheCollectivesLocks) {
 }
 
 TEST(Fork, TheChildNeverWaitsForTheHostActivitysLocksAndForgetsItsParents) {
-  EXPECT_EQ(0, in_own_process(
+  EXPECT_EQ(0, test::in_own_process(
                    [] {
                      return fork_while_another_thread_holds(
                          [](const std::function<void()>& during) {
@@ -169,7 +146,7 @@ TEST(Fork, TheChildNeverWaitsForTheHostActivitysLocksAndForgetsItsParents) {
 }
 
 TEST(Fork, TheChildNeverWaitsForTheSessionsLocks) {
-  EXPECT_EQ(0, in_own_process(
+  EXPECT_EQ(0, test::in_own_process(
                    [] {
                      return fork_while_another_thread_holds([](const std::function<void()>& during) {
                        std::function<void()> f = during;

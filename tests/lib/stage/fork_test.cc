@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "cuda/pointer_kind.h"
 #include "stage/host_copy.h"
 #include "stage/host_work.h"
@@ -46,31 +47,9 @@ namespace {
 constexpr double kChildSeconds = 20;
 constexpr size_t kMiB = 1024 * 1024;
 
-// Waits for `pid` up to `seconds`: its wait status, or -1 if it was still
-// running (then it is killed).
-int wait_for(pid_t pid, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0) return -2;
-    poll(nullptr, 0, 5);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return -1;
-}
-
 // Runs `body` in a process of its own: its exit code, or -1 if it did not exit.
 int in_own_process(const std::function<int()>& body, double seconds) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    stage::register_fork_handlers();  // as session::start does under gpuslack (base/fork_handler.h)
-    _exit(body());
-  }
-  int status = wait_for(pid, seconds);
-  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test::in_own_process(body, seconds, stage::register_fork_handlers);  // as session::start does under gpuslack
 }
 
 // Forks; the child runs `in_child` and exits through exit(). The child's
@@ -78,7 +57,7 @@ int in_own_process(const std::function<int()>& body, double seconds) {
 int fork_and_wait(int (*in_child)()) {
   pid_t child = fork();
   if (child == 0) std::exit(in_child());
-  int status = wait_for(child, kChildSeconds);
+  int status = test::wait_for_child(child, kChildSeconds);
   if (status == -1) return 10;
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 11;
 }

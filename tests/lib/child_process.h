@@ -1,0 +1,55 @@
+// Forked children for the tests of what a fork does (session/fork_test.cc,
+// stage/fork_test.cc, alloc/block_ipc_fork_test.cc, cuda/loader_section_test.cc):
+// waits with a deadline, so that a child that hangs fails its test instead
+// of hanging the suite.
+#pragma once
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+
+namespace gpuslack {
+namespace test {
+
+// Waits for child `pid` up to `seconds`: its wait status; -1 if it was
+// still running (it is then killed and reaped); -2 if waitpid failed.
+inline int wait_for_child(pid_t pid, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return -2;
+    poll(nullptr, 0, 5);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+// Child `pid`'s exit code within `seconds`; -1 if it hung (killed), -2 if
+// it did not exit normally.
+inline int child_exit_code(pid_t pid, double seconds) {
+  const int status = wait_for_child(pid, seconds);
+  if (status == -1) return -1;
+  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+// Runs `body` in a process of its own (after `first`, when given): its exit
+// code, or a negative number if it did not exit within `seconds` or not
+// normally.
+inline int in_own_process(const std::function<int()>& body, double seconds, void (*first)() = nullptr) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (first) first();
+    _exit(body());
+  }
+  return child_exit_code(pid, seconds);
+}
+
+}  // namespace test
+}  // namespace gpuslack

@@ -158,13 +158,16 @@ void item_end() {
 
 void pressure_loop() {
   // Each step: free the previous step's buffer (pending behind its kernel),
-  // allocate one of another size, run a kernel on it.
+  // allocate one of another size, run a kernel on it. The kernel (150 ms)
+  // outlasts a step's host work even under TSan on a loaded machine (about
+  // 55 ms there): with 30 ms kernels the host came late, the free had
+  // settled, and nothing waited.
   void* prev = nullptr;
-  for (int i = 0; i < 25; ++i) {
+  for (int i = 0; i < 12; ++i) {
     const size_t bytes = static_cast<size_t>(20 + (i % 3) * 6) << 20;
     void* buf;
     CHECK(cudaMalloc(&buf, bytes));
-    CHECK(gpusim_busy_kernel(g_stream, buf, 4096, 30000, 1, nullptr));
+    CHECK(gpusim_busy_kernel(g_stream, buf, 4096, 150000, 1, nullptr));
     if (prev) CHECK(cudaFree(prev));
     prev = buf;
     usleep(5000);

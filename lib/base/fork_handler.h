@@ -18,9 +18,15 @@
 
 namespace gpuslack {
 
-inline void register_fork_child_once(std::atomic<bool>& registered, void (*child)()) {
+// Registers the three handlers (any may be null) once per `registered`.
+inline void register_fork_handlers_once(std::atomic<bool>& registered, void (*prepare)(), void (*parent)(),
+                                        void (*child)()) {
   if (registered.load(std::memory_order_acquire)) return;
-  if (!registered.exchange(true, std::memory_order_acq_rel)) pthread_atfork(nullptr, nullptr, child);
+  if (!registered.exchange(true, std::memory_order_acq_rel)) pthread_atfork(prepare, parent, child);
+}
+
+inline void register_fork_child_once(std::atomic<bool>& registered, void (*child)()) {
+  register_fork_handlers_once(registered, nullptr, nullptr, child);
 }
 
 }  // namespace gpuslack

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <mutex>
 
+#include "base/fork_handler.h"
+
 namespace gpuslack {
 namespace cuda {
 namespace {
@@ -27,20 +29,15 @@ void after_fork() {
   g_mu.unlock();  // a normal mutex: the child's thread may unlock what its parent's took
 }
 
-// At the first section, before its lock is taken: libgpuslack.so runs
-// nothing at load (base/fork_handler.h says why, and why never under the lock).
+// Registered by the first section, before its lock is taken
+// (base/fork_handler.h: never at load, never under the lock).
 std::atomic<bool> g_registered{false};
-
-void register_once() {
-  if (g_registered.load(std::memory_order_acquire)) return;
-  if (!g_registered.exchange(true, std::memory_order_acq_rel)) pthread_atfork(before_fork, after_fork, after_fork);
-}
 
 }  // namespace
 
 LoaderSection::LoaderSection() : outermost_(t_depth++ == 0) {
   if (!outermost_) return;
-  register_once();
+  register_fork_handlers_once(g_registered, before_fork, after_fork, after_fork);
   g_mu.lock();
 }
 

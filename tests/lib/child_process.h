@@ -5,12 +5,14 @@
 #pragma once
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
+#include <utility>
 
 namespace gpuslack {
 namespace test {
@@ -50,6 +52,37 @@ inline int in_own_process(const std::function<int()>& body, double seconds, void
   }
   return child_exit_code(pid, seconds);
 }
+
+// Runs `body` on a thread of its own whose stack no thread of the default
+// size reuses: a thread a forked child starts takes the stack of one of its
+// parent's (glibc caches them at the fork), hence its pthread_t, and TSan,
+// which still counts the parent's joinable threads, dies on the duplicate
+// ("dup thread with used id"). Meant as the one joinable thread at a fork.
+class BigStackThread {
+ public:
+  explicit BigStackThread(std::function<void()> body) : body_(std::move(body)) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64u << 20);  // more than 4x the default 8 MiB
+    started_ = pthread_create(&thread_, &attr, &BigStackThread::run, this) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  BigStackThread(const BigStackThread&) = delete;
+  BigStackThread& operator=(const BigStackThread&) = delete;
+  void join() {
+    if (started_) pthread_join(thread_, nullptr);
+    started_ = false;
+  }
+
+ private:
+  static void* run(void* self) {
+    static_cast<BigStackThread*>(self)->body_();
+    return nullptr;
+  }
+  std::function<void()> body_;
+  pthread_t thread_{};
+  bool started_ = false;
+};
 
 }  // namespace test
 }  // namespace gpuslack

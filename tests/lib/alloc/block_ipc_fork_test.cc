@@ -46,34 +46,6 @@ int in_own_process(const std::function<int()>& body, double seconds) {
   return test::in_own_process(body, seconds, alloc::register_block_ipc_fork_handlers);  // as session::start does under gpuslack
 }
 
-// Runs `body` on a thread of its own whose stack no thread of the default
-// size reuses: a thread the child starts takes the stack of one of its
-// parent's (glibc caches them at the fork), hence its pthread_t, and TSan,
-// which still counts the parent's joinable threads, dies on the duplicate
-// ("dup thread with used id"). The holder is the one joinable thread.
-class Holder {
- public:
-  explicit Holder(std::function<void()> body) : body_(std::move(body)) {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 64u << 20);  // more than 4x the default 8 MiB
-    started_ = pthread_create(&thread_, &attr, &Holder::run, this) == 0;
-    pthread_attr_destroy(&attr);
-  }
-  void join() {
-    if (started_) pthread_join(thread_, nullptr);
-  }
-
- private:
-  static void* run(void* self) {
-    static_cast<Holder*>(self)->body_();
-    return nullptr;
-  }
-  std::function<void()> body_;
-  pthread_t thread_{};
-  bool started_ = false;
-};
-
 // The exporter's pid and the export's id, as a handle carries them (the
 // layout of block_ipc.cc's Wire: magic[8], pid, layout fd, id; the layout
 // fd is read in parent_exports).
@@ -142,9 +114,8 @@ bool parent_exports() {
 int fork_and_wait() {
   pid_t child = fork();
   if (child == 0) std::exit(child_uses_ipc());
-  int status = test::wait_for_child(child, kChildSeconds);
-  if (status == -1) return 10;  // hung
-  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 11;
+  const int code = test::child_exit_code(child, kChildSeconds);
+  return code == -1 ? 10 : code == -2 ? 11 : code;  // 10: hung
 }
 
 void call(void* f) { (*static_cast<std::function<void()>*>(f))(); }
@@ -154,7 +125,7 @@ TEST(BlockIpcFork, TheChildNeverWaitsForTheIpcLocks) {
                    [] {
                      if (!parent_exports()) return 20;
                      std::atomic<int> stage{0};
-                     Holder holder([&] {
+                     test::BigStackThread holder([&] {
                        std::function<void()> f = [&] {
                          stage = 1;
                          while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -57,38 +57,9 @@ int in_own_process(const std::function<int()>& body, double seconds) {
 int fork_and_wait(int (*in_child)()) {
   pid_t child = fork();
   if (child == 0) std::exit(in_child());
-  int status = test::wait_for_child(child, kChildSeconds);
-  if (status == -1) return 10;
-  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 11;
+  const int code = test::child_exit_code(child, kChildSeconds);
+  return code == -1 ? 10 : code == -2 ? 11 : code;  // 10: hung
 }
-
-// Runs `body` on a thread of its own whose stack no thread of the default
-// size reuses: a thread the child starts takes the stack of one of its
-// parent's (glibc caches them at the fork), hence its pthread_t, and TSan,
-// which still counts the parent's joinable threads, dies on the duplicate
-// ("dup thread with used id"). The holder is the one joinable thread.
-class Holder {
- public:
-  explicit Holder(std::function<void()> body) : body_(std::move(body)) {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 64u << 20);  // more than 4x the default 8 MiB
-    started_ = pthread_create(&thread_, &attr, &Holder::run, this) == 0;
-    pthread_attr_destroy(&attr);
-  }
-  void join() {
-    if (started_) pthread_join(thread_, nullptr);
-  }
-
- private:
-  static void* run(void* self) {
-    static_cast<Holder*>(self)->body_();
-    return nullptr;
-  }
-  std::function<void()> body_;
-  pthread_t thread_{};
-  bool started_ = false;
-};
 
 std::atomic<int> g_native_calls{0};
 
@@ -173,7 +144,7 @@ TEST(StagerFork, TheChildNeverWaitsForTheStagersLocksAndCopiesNatively) {
                    [] {
                      if (!parent_copies()) return 20;
                      std::atomic<int> stage{0};
-                     Holder holder([&] {
+                     test::BigStackThread holder([&] {
                        testing::while_holding_stager_locks([&] {
                          stage = 1;
                          while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -189,7 +189,7 @@ void reporter_tick() {
 
 }  // namespace
 
-// Note [Last samples before the runtime's teardown]: the hooks' half.
+// The hooks' half of Note [Last samples before the runtime's teardown].
 void detail::register_last_reads_if_runtime_ready() {
   if (!active() || g_forked_child) return;
   int saved_errno = errno;  // the application may read errno after its call

@@ -269,6 +269,8 @@ HookedCalls hooked_calls() { return {kCalls, kCallCount}; }
     uint64_t ticks = scope.stop();                                                            \
     track_end(tracked, result, ticks);                                                        \
     scope.record(ticks, succeeded(result) ? CallInfo(info) : CallInfo{});                     \
+    if constexpr (cuda::Library::lib == cuda::Library::kCudaRuntime)                          \
+      if (succeeded(result)) session::after_runtime_call();                                   \
     return result;                                                                            \
   }
 GPUSLACK_ALL_HOOKS(GPUSLACK_DEFINE_HOOK)

@@ -12,6 +12,7 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 std::atomic<CUcontext> g_primary[kMaxDevices];
+thread_local bool t_bound = false;
 
 // The primary context of `device`, retained the first time (cold: under a
 // mutex, so that two threads never retain it twice).
@@ -44,8 +45,12 @@ CUresult bind_runtime_context(int device) {
   if (c) return CUDA_SUCCESS;  // the application's, or one bound before: used as it is
   if (CUresult r = primary(api, device, &c); r != CUDA_SUCCESS) return r;
   // cuCtxSetCurrent, as the runtime binds it: the thread's stack was empty.
-  return api->ctx_set_current(c);
+  CUresult r = api->ctx_set_current(c);
+  if (r == CUDA_SUCCESS) t_bound = true;
+  return r;
 }
+
+bool bound_by_gpuslack_on_this_thread() { return t_bound; }
 
 CUresult bind_runtime_context() {
   int device = 0;

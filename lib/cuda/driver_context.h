@@ -52,6 +52,10 @@ CUresult bind_runtime_context(int device);
 // The same for the thread's runtime device (cudaGetDevice).
 CUresult bind_runtime_context();
 
+// True when bind_runtime_context() made the calling thread's current context
+// (so the runtime, finding a context current, may never have made one).
+bool bound_by_gpuslack_on_this_thread();
+
 class ScopedDeviceContext {
  public:
   explicit ScopedDeviceContext(int device);

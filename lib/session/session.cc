@@ -15,6 +15,8 @@
 #include "alloc/block_ipc.h"
 #include "alloc/process_allocators.h"
 #include "config/options.h"
+#include "cuda/driver_api.h"
+#include "cuda/driver_context.h"
 #include "cuda/loader_section.h"
 #include "cuda/nccl_api.h"
 #include "findings/findings.h"
@@ -47,7 +49,14 @@ namespace detail {
 std::atomic<bool> g_active{false};
 }
 
+namespace detail {
+// Note [Last samples before the runtime's teardown].
+std::atomic<bool> g_last_reads_registered{false};
+}  // namespace detail
+
 namespace {
+
+using detail::g_last_reads_registered;
 
 std::mutex g_start_mu;       // start()
 std::mutex g_write_mu;       // one summary at a time
@@ -56,8 +65,6 @@ char g_started_utc[32] = {};  // ISO 8601; written under g_start_mu
 std::atomic<uint64_t> g_threshold_ticks{~0ull};
 std::atomic<bool> g_threshold_refined{false};
 bool g_atexit_registered = false;
-// Note [Last samples before the runtime's teardown].
-std::atomic<bool> g_last_reads_registered{false};
 // Set once the summary at exit is written: a periodic summary the reporter
 // thread was about to write must not replace it.
 bool g_exit_written = false;
@@ -149,14 +156,26 @@ namespace {
 // reporter's tick: after the runtime made that device's context, so the
 // handler runs before the runtime's teardown; the exit summary then reads
 // nothing (health::take_last_samples, topology::take_last_read). A run
-// that ends before the reporter saw a device in use (within about a second
-// of its first context) has no such handler: its exit summary reads as it
-// did. As the timeline does for CUPTI (Note [Stopping before CUPTI's own
-// exit], timeline/timeline.cc).
+// that ends before the reporter's first tick (a second in) would have no
+// such handler, so the hooks register it too (after_runtime_call): after
+// the first runtime call that returns with a context current on its thread
+// that gpuslack did not bind there (cuda::bound_by_gpuslack_on_this_thread:
+// finding a context current, the runtime uses it and makes none). The
+// runtime makes a thread's context, and registers its teardown, inside such
+// a call; the handler registered after it runs before that teardown. A
+// context an application made with the driver API (cuCtxCreate) also
+// passes; there the runtime may register its teardown later still, and the
+// exit summary reads after it as before. As the timeline does for CUPTI
+// (Note [Stopping before CUPTI's own exit], timeline/timeline.cc).
 
 void last_reads_at_exit() {
   health::take_last_samples();
   topology::take_last_read();
+}
+
+void register_last_reads() {
+  if (g_last_reads_registered.exchange(true, std::memory_order_relaxed)) return;
+  if (std::atexit(last_reads_at_exit) != 0) log::debug("device health: atexit failed; the exit summary reads last");
 }
 
 // The reporter's once-a-second work (session/signals.h): the device health
@@ -164,11 +183,24 @@ void last_reads_at_exit() {
 void reporter_tick() {
   health::sample();
   topology::tick();
-  if (!g_last_reads_registered.load(std::memory_order_relaxed) && (health::device_read() || topology::device_read())) {
-    g_last_reads_registered.store(true, std::memory_order_relaxed);
-    if (std::atexit(last_reads_at_exit) != 0) log::debug("device health: atexit failed; the exit summary reads last");
-  }
+  if (!g_last_reads_registered.load(std::memory_order_relaxed) && (health::device_read() || topology::device_read()))
+    register_last_reads();
 }
+
+}  // namespace
+
+// The hooks' half of Note [Last samples before the runtime's teardown].
+void detail::register_last_reads_if_runtime_ready() {
+  if (!active() || g_forked_child) return;
+  int saved_errno = errno;  // the application may read errno after its call
+  CUcontext c = nullptr;
+  const cuda::DriverApi* drv = cuda::driver();
+  if (drv && drv->ctx_get_current(&c) == CUDA_SUCCESS && c && !cuda::bound_by_gpuslack_on_this_thread())
+    register_last_reads();
+  errno = saved_errno;
+}
+
+namespace {
 
 // Set while this thread runs start(): NVTX's first call may load a tool
 // whose initialization calls CUDA, which comes back through a hook; that

@@ -29,10 +29,21 @@ namespace session {
 
 namespace detail {
 extern std::atomic<bool> g_active;
-}
+extern std::atomic<bool> g_last_reads_registered;
+void register_last_reads_if_runtime_ready();
+}  // namespace detail
 
 // True once a session runs in this process.
 inline bool active() { return detail::g_active.load(std::memory_order_relaxed); }
+
+// Called by the runtime's hooks after a call that succeeded: registers the
+// exit's last device reads once the runtime has made a context (Note [Last
+// samples before the runtime's teardown], session.cc). One relaxed load once
+// registered.
+inline void after_runtime_call() {
+  if (__builtin_expect(!detail::g_last_reads_registered.load(std::memory_order_relaxed), 0))
+    detail::register_last_reads_if_runtime_ready();
+}
 
 // Starts the session (idempotent; racing first calls start it once).
 // `calls` lists every hooked call, for the ledger and NVTX to know by id.

@@ -35,11 +35,11 @@ CONF = "gpu_timeline:on"
 
 
 class DeviceHealth(OutDirTest):
-    def run_demo(self, extra=None, library_path=None):
+    def run_demo(self, extra=None, library_path=None, argv=ARGV, conf=CONF):
         env = dict(SIM)
         env["LD_LIBRARY_PATH"] = library_path or ENV["SIMCUDA_DIR"]
         env.update(extra or {})
-        r = preload_harness.run([ENV["TRAIN_LOOP"]] + ARGV, self.out, CONF, env, timeout=240)
+        r = preload_harness.run([ENV["TRAIN_LOOP"]] + argv, self.out, conf, env, timeout=240)
         self.assertEqual(0, r.returncode, r.stdout[-2000:] + r.stderr[-4000:])
         _, doc = summary_file(self.out)
         return r, doc
@@ -117,6 +117,24 @@ class DeviceHealth(OutDirTest):
         self.assertEqual("measured", h["status"], h)
         self.assertEqual([0, 1], sorted(d["device"] for d in h["devices"]), h)
         self.assertEqual([0, 1], [g["device"] for g in doc["topology"]["gpus"]], doc["topology"])
+
+    def test_a_run_shorter_than_the_first_tick_reads_before_the_teardown(self):
+        # The same, for a run that ends before the reporter's first tick
+        # (two steps, well under a second): the hooks register the last
+        # reads once the runtime made a context. Under allocator:vmm
+        # gpuslack binds the context itself on cudaMalloc's thread first.
+        short = ["--steps", "2", "--warmup", "1", "--grad-mib", "4", "--kernel-us", "100"]
+        for conf in (CONF, CONF + ",allocator:vmm"):
+            self.tearDown()
+            self.setUp()
+            r, doc = self.run_demo({"GPUSIM_CHECK_TEARDOWN": "1", "GPUSIM_COST_KERNEL_US": "100"}, argv=short,
+                                   conf=conf)
+            self.assertNotIn("after the CUDA runtime's teardown", r.stderr, conf)
+            self.assertLess(doc["wall_s"], 1.0, conf)
+            h = doc["device_health"]
+            self.assertEqual("measured", h["status"], (conf, h))
+            self.assertEqual([0, 1], sorted(d["device"] for d in h["devices"]), (conf, h))
+        self.tearDown()
 
     def test_a_mig_instance_is_read_by_its_own_handle(self):
         # See Note [A MIG device's own handle]: with every GPU in MIG mode, the

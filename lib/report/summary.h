@@ -1,4 +1,8 @@
 // The end-of-run summary, as data: what the text and JSON writers print.
+// Its sections' types are in their own headers (sections.h lists them):
+// the calls (calls.h), allocator (allocator.h), staging (staging.h), GPU
+// timeline (gpu_timeline.h), pinned heap (pinned.h) and job (job.h); the
+// collectives, device health, topology and series below.
 //
 // Built from the ledger's per-thread figures (ledger::snapshot()) and the
 // session's facts (wall time, host, pid, rank), with every duration turned
@@ -15,8 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "alloc/device_stats.h"
-#include "alloc/timeline.h"
 #include "health/sampler.h"
 #include "ledger/api_call.h"
 #include "nccl/collectives.h"
@@ -24,9 +26,14 @@
 #include "nccl/profiler_records.h"
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
+#include "report/allocator.h"
+#include "report/calls.h"
 #include "report/feature_counters.h"
 #include "report/finding.h"
+#include "report/gpu_timeline.h"
 #include "report/job.h"
+#include "report/pinned.h"
+#include "report/staging.h"
 #include "stage/staging_stats.h"
 #include "timeline/timeline.h"
 #include "topology/topology.h"
@@ -35,88 +42,6 @@ namespace gpuslack {
 namespace report {
 
 inline constexpr int kSchemaVersion = 1;
-
-struct CategoryTime {
-  Category category = Category::kOther;
-  double seconds = 0;
-  double share = 0;  // of wall time
-};
-
-struct CallRow {
-  std::string name;
-  Category category = Category::kOther;
-  uint64_t count = 0;
-  double total_s = 0;
-  double max_s = 0;
-  double p50_s = 0;
-  double p99_s = 0;
-  uint64_t bytes = 0;
-  // Of total_s, the calls past the call-site threshold that began in the
-  // middle of the run: after its first kSteadyFrom and before its last
-  // kSteadyFrom of wall time, counting only time buckets wholly inside
-  // (ledger::CallFigures::slow_time), less the costliest of those buckets,
-  // so that one event (a checkpoint, the last wait for queued work) is
-  // not taken for a habit. What tells a call that kept blocking in steady
-  // state from a burst at start-up, mid-run or teardown (findings/).
-  double steady_s = 0;
-};
-
-// The share of wall time at each end of the run that steady_s leaves out.
-inline constexpr double kSteadyFrom = 0.1;
-
-// Note [Copy rates]: a rate is bytes over the time the copy took. Host
-// time inside the call is that time only when the call returns once the
-// copy is done: a synchronous call (not ApiCall::async_api) between device
-// and host memory or host and host. (A pageable host-to-device cudaMemcpy
-// returns once the buffer is in the driver's staging memory, and its host
-// time includes the stream drain before it: a lower bound of the transfer
-// rate.) An asynchronous call returns once its copy is enqueued, and a
-// synchronous device-to-device copy, peer copy or memset does not wait for
-// the device either (Runtime API, "API synchronization behavior"): bytes
-// over their host time is an enqueue rate, not a transfer rate (issue 17
-// found "179,204 GB/s" device-to-device). Those rows give no rate. The GPU
-// timeline's copy records (timeline/gpu_activity.h) carry no byte counts,
-// so there is no GPU-side rate either.
-struct CopyRow {
-  CopyKind copy = CopyKind::kNone;
-  HostMemory host = HostMemory::kNone;
-  bool async_api = false;  // made by asynchronous calls (cudaMemcpyAsync, ...)
-  uint64_t count = 0;
-  uint64_t bytes = 0;
-  double total_s = 0;
-  // bytes / host time, GB/s, where that is a transfer rate (Note [Copy
-  // rates]: copy_host_time_is_transfer()); 0 otherwise or when no time.
-  double host_time_gbps = 0;
-};
-
-// Whether a row's host time is its copies' transfer time (Note [Copy rates]).
-bool copy_host_time_is_transfer(CopyKind copy, bool async_api);
-
-struct CallSiteRow {
-  Category category = Category::kOther;
-  std::string api;                  // the hooked call
-  double blocked_s = 0;
-  uint64_t count = 0;
-  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
-};
-
-struct ThreadRow {
-  int tid = 0;
-  std::string name;
-  bool exited = false;                     // one of the exited threads that lost most
-  double lost_s = 0;                       // allocation + copies + collectives
-  double lost_share = 0;                   // lost_s / wall time
-  std::vector<CategoryTime> categories;    // every category, in enum order
-};
-
-// The exited threads not listed by name (Note [Exited threads] in
-// ledger/ledger.h), summed.
-struct OtherThreadsRow {
-  uint64_t threads = 0;                    // 0: none
-  double lost_s = 0;
-  double lost_share = 0;
-  std::vector<CategoryTime> categories;    // every category, in enum order
-};
 
 // One (operation, datatype, log2 size bucket, communicator size) of NCCL
 // calls. GPU figures come from the timed calls only (collective_timing_every);
@@ -211,101 +136,6 @@ struct CollectivesSection {
   uint64_t profiler_records = 0, profiler_dropped = 0;
 };
 
-// The VMM allocator of one device (allocator:vmm), its counters copied
-// from alloc::DeviceStats (Note [Counters copied at the boundary] in
-// report/feature_counters.h) plus utilization = peak allocated / peak
-// reserved.
-struct AllocatorRow {
-  int device = 0;
-  AllocatorCounters stats;  // frees: each a device sync cudaFree would have done
-  double utilization = 0;
-  AllocatorSamples timeline;  // allocated/reserved over the run
-};
-
-// What the configuration selected (allocator: native or vmm) and, under
-// vmm, the devices it is off on and why (alloc::refusals(): Note [Saying
-// the allocator is off] in alloc/process_allocators.h).
-struct AllocatorOff {
-  int device = 0;
-  std::string why;
-};
-struct AllocatorStatus {
-  std::string selected = "native";
-  std::vector<AllocatorOff> off;
-};
-
-// One call site of pageable copies ("pin these buffers"), from the ledger's
-// byte-sampled sites (Note [Pageable call sites] in ledger/ledger.cc):
-// copies and bytes are what its samples stand for, an estimate.
-struct PageableSiteRow {
-  std::string api;
-  uint64_t samples = 0;
-  uint64_t copies = 0;
-  uint64_t bytes = 0;
-  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
-};
-
-// Copies between device and pageable host memory, and gpuslack's staging of
-// them (stage/staging_stats.h says what each figure means), copied from
-// stage::StagingStats (report/feature_counters.h).
-struct StagingSection {
-  bool present = false;  // a pageable copy was seen
-  StagingCounters stats;
-  std::vector<PageableSiteRow> sites;  // most bytes first, top_call_sites of them
-};
-
-// The pinned host heap (pin on), once it was made: its figures copied
-// from pin::PinnedStats (report/feature_counters.h).
-struct PinnedSection {
-  bool present = false;
-  PinnedCounters stats;
-};
-
-// Idle time of one device charged to one hooked call at one call site
-// (timeline/timeline.h, Note [Why the GPU idled]).
-struct IdleSiteRow {
-  std::string cause;                // idle_key(): "allocation", "copies", ...
-  std::string api;                  // the hooked call
-  double idle_s = 0;
-  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
-};
-
-// One device's GPU busy and idle time, as timeline::DeviceTimeline with the
-// call sites symbolized.
-struct GpuDeviceRow {
-  int device = 0;
-  double wall_s = 0;
-  double busy_s = 0;
-  double busy_by[timeline::kBusyCount] = {};
-  double idle_s = 0;
-  double idle_by[timeline::kIdleCount] = {};
-  std::vector<IdleSiteRow> idle_sites;  // most idle first, top_call_sites of them
-  std::vector<timeline::KernelRow> top_kernels;
-  double short_kernel_busy_s = 0;
-  uint64_t kernels = 0;
-  uint64_t launches = 0;
-  timeline::Steps steps;
-};
-
-// The GPU timeline (gpu_timeline): whether it measured, and per device what
-// the GPU was busy with and why it idled. In the text, the first line when
-// it measured.
-struct GpuTimelineSection {
-  timeline::Status status = timeline::Status::kNotStarted;
-  std::string detail;         // the tool holding CUPTI, or why it is unavailable
-  std::string how_to_enable;  // when gpu_timeline:auto did not measure
-  std::string stopped_by;     // a tool that took CUPTI from gpuslack mid-run; "" if none
-  double stopped_after_s = 0; // when, from the timeline's start
-  std::vector<GpuDeviceRow> devices;
-  uint64_t records = 0;
-  uint64_t dropped_by_pool = 0;
-  uint64_t buffers_beyond_cap = 0;  // lent past the pool's ceiling: this CUPTI crashes on a refusal
-  uint64_t dropped_by_cupti = 0;
-  uint64_t host_intervals_dropped = 0;
-  uint64_t buffer_bytes_limit = 0;
-  uint64_t buffer_bytes_peak = 0;
-};
-
 // NVML's view of each device (health/sampler.h): "device_health", each
 // row copied from health::DeviceHealth (report/feature_counters.h).
 struct DeviceHealthSection {
@@ -370,7 +200,7 @@ struct Summary {
 
   // Summed over threads: thread-seconds, and lost_share may exceed 1 when
   // several threads block at once. The text never shows a share above 100%
-  // (Note [Thread-seconds] in text.cc): it says thread-seconds and the
+  // (Note [Thread-seconds] in text_parts.h): it says thread-seconds and the
   // worst thread's share instead.
   double lost_s = 0;     // all threads, allocation + copies + collectives
   double lost_share = 0;  // lost_s / wall_s (may exceed 1 with many threads)
@@ -397,14 +227,6 @@ struct Summary {
   DeviceHealthSection device_health;
   TopologySection topology;
   SeriesSection series;
-};
-
-// One device's VMM allocator as the session read it, in the feature's own
-// types: build_summary copies them into an AllocatorRow.
-struct AllocatorRun {
-  int device = 0;
-  alloc::DeviceStats stats;
-  alloc::Timeline::Samples timeline;  // its origin_ticks places it in the series
 };
 
 // Facts about the process that the ledger does not hold, in the features'

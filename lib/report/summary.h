@@ -1,8 +1,8 @@
 // The end-of-run summary, as data: what the text and JSON writers print.
 // Its sections' types are in their own headers (sections.h lists them):
 // the calls (calls.h), allocator (allocator.h), staging (staging.h), GPU
-// timeline (gpu_timeline.h), pinned heap (pinned.h) and job (job.h); the
-// collectives, device health, topology and series below.
+// timeline (gpu_timeline.h), pinned heap (pinned.h), topology (topology.h)
+// and job (job.h); the collectives, device health and series below.
 //
 // Built from the ledger's per-thread figures (ledger::snapshot()) and the
 // session's facts (wall time, host, pid, rank), with every duration turned
@@ -34,6 +34,7 @@
 #include "report/job.h"
 #include "report/pinned.h"
 #include "report/staging.h"
+#include "report/topology.h"
 #include "stage/staging_stats.h"
 #include "timeline/timeline.h"
 #include "topology/topology.h"
@@ -142,31 +143,6 @@ struct DeviceHealthSection {
   health::Status status = health::Status::kOff;
   std::string detail;  // why unavailable
   std::vector<DeviceHealthRow> devices;
-};
-
-// What the links carry for one rank, for the collectives' model
-// (nccl/cost_model.h) and findings: each figure says where it came from,
-// "measured: <how>" (the topology read), "knob: fabric=<v>" (the findings
-// apply the knob on top) or "unknown: <reason>". report/topology.h fills it.
-struct TopologyLinks {
-  double intra_gbps = 0;       // one rank's link within its node, per direction, GB/s; 0 unknown
-  bool intra_is_nvlink = false;
-  std::string intra_from;      // "measured: <how>", "knob: fabric=<v>", "unknown: <reason>"
-  double inter_gbps = 0;       // one rank's share of the node's NICs, per direction, GB/s; 0 unknown
-  std::string inter_from;
-  int nodes = 0, ranks_per_node = 0;  // the job's shape; 0 unknown
-  std::string shape_from;
-};
-
-// The node as this rank read it (topology/topology.h) and what its links
-// carry: "topology" (null when not read: device_health:off, a secure
-// process).
-struct TopologySection {
-  bool present = false;
-  topology::Status status = topology::Status::kOff;  // kRead or kNotRead when present
-  std::string detail;                                // why not read
-  topology::NodeTopology node;
-  TopologyLinks links;
 };
 
 // Figures over time, all in buckets of interval_s from t0_s after

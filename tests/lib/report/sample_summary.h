@@ -228,10 +228,10 @@ inline Summary sample_summary_with_gpu_timeline() {
   // behind one switch; a second NIC down.
   s.topology.present = true;
   s.topology.status = topology::Status::kRead;
-  topology::NodeTopology& node = s.topology.node;
+  TopologyNode& node = s.topology.node;
   node.sysfs_root = "/";
   node.gpus_on_node = 8;
-  topology::Gpu gpu;
+  TopologyGpu gpu;
   gpu.device = 0;
   gpu.name = "NVIDIA H100 80GB HBM3";
   gpu.place.bus_id = "0000:18:00.0";
@@ -245,7 +245,7 @@ inline Summary sample_summary_with_gpu_timeline() {
   gpu.pcie_gbps = 63.0153846;
   gpu.peers = {1};
   node.gpus.push_back(gpu);
-  topology::Nic nic;
+  TopologyNic nic;
   nic.name = "mlx5_0";
   nic.port = 1;
   nic.link_layer = "InfiniBand";
@@ -263,11 +263,11 @@ inline Summary sample_summary_with_gpu_timeline() {
   nic.gbit_s = 0;
   nic.rate_from.clear();
   nic.unknown = "rate unreadable: 'x'";
-  nic.place = topology::PciPlace();
+  nic.place = TopologyPlace();
   nic.place.unknown = "cannot read /sys/bus/pci/devices/0000:2b:00.0/numa_node";
   node.nics.push_back(nic);
   node.corrupt = {"/sys/class/infiniband/mlx5_1/ports/1/rate: 'x'"};
-  node.affinity.push_back(topology::GpuNic{0, "mlx5_0", 1, topology::Closeness::kSamePcieSwitch});
+  node.affinity.push_back(TopologyGpuNic{0, "mlx5_0", 1, topology::Closeness::kSamePcieSwitch});
   TopologyLinks& links = s.topology.links;
   links.intra_gbps = 450;
   links.intra_is_nvlink = true;

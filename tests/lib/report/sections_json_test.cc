@@ -2,7 +2,8 @@
 // each section: sections.h), with every member of the section set: written
 // into a document, read back by the section's reader, written again the
 // same (write -> read -> write). And the copies at the boundary of the GPU
-// timeline's kernels and steps (gpu_timeline.h) keep every field.
+// timeline's kernels and steps (gpu_timeline.h) and of the topology's
+// node (topology.h) keep every field.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -20,6 +21,7 @@
 #include "report/staging_json.h"
 #include "report/summary.h"
 #include "report/summary_reader.h"
+#include "report/topology.h"
 
 namespace gpuslack {
 namespace report {
@@ -493,6 +495,88 @@ TEST(SectionsJson, TheTimelinesKernelsAndStepsAreCopiedWhole) {
   EXPECT_EQ(7, s.worst[0].wall_s);
   EXPECT_EQ(8, s.worst[0].busy_s);
   EXPECT_EQ(9, s.worst[0].idle_s);
+}
+
+// The copy at the boundary (topology.h): every field of the topology
+// room's node reaches the report's.
+TEST(SectionsJson, TheTopologysNodeIsCopiedWhole) {
+  topology::NodeTopology node;
+  topology::Gpu g;
+  g.device = 1;
+  g.name = "H100";
+  g.nvlink_links = 18;
+  g.nvlink_generation = 4;
+  g.nvlink_gbps = 450;
+  g.pcie_generation = 5;
+  g.pcie_width = 16;
+  g.pcie_max_generation = 6;
+  g.pcie_max_width = 32;
+  g.pcie_gbps = 63;
+  g.peers = {0, 2};
+  g.place = {"0000:18:00.0", 1, {"pci0000:17", "0000:18:00.0"}, "u"};
+  g.unknown = "gpu?";
+  node.gpus = {g};
+  node.gpus_unknown = "gu";
+  node.gpus_on_node = 8;
+  topology::Nic n;
+  n.name = "mlx5_0";
+  n.port = 2;
+  n.rdma = false;
+  n.link_layer = "Ethernet";
+  n.netdev = "eth0";
+  n.state = "up";
+  n.active = true;
+  n.gbit_s = 400;
+  n.rate_from = "rate";
+  n.place = {"0000:19:00.0", 0, {"pci0000:17"}, ""};
+  n.unknown = "nic?";
+  node.nics = {n};
+  node.nics_unknown = "nu";
+  node.affinity = {topology::GpuNic{1, "mlx5_0", 2, topology::Closeness::kSameNumaNode}};
+  node.sysfs_root = "/root";
+  node.corrupt = {"/x: 'y'"};
+  const TopologyNode r = topology_node(node);
+  ASSERT_EQ(1u, r.gpus.size());
+  const TopologyGpu& rg = r.gpus[0];
+  EXPECT_EQ(1, rg.device);
+  EXPECT_EQ("H100", rg.name);
+  EXPECT_EQ(18, rg.nvlink_links);
+  EXPECT_EQ(4, rg.nvlink_generation);
+  EXPECT_EQ(450, rg.nvlink_gbps);
+  EXPECT_EQ(5, rg.pcie_generation);
+  EXPECT_EQ(16, rg.pcie_width);
+  EXPECT_EQ(6, rg.pcie_max_generation);
+  EXPECT_EQ(32, rg.pcie_max_width);
+  EXPECT_EQ(63, rg.pcie_gbps);
+  EXPECT_EQ((std::vector<int>{0, 2}), rg.peers);
+  EXPECT_EQ("0000:18:00.0", rg.place.bus_id);
+  EXPECT_EQ(1, rg.place.numa_node);
+  EXPECT_EQ(2u, rg.place.path.size());
+  EXPECT_EQ("u", rg.place.unknown);
+  EXPECT_EQ("gpu?", rg.unknown);
+  EXPECT_EQ("gu", r.gpus_unknown);
+  EXPECT_EQ(8, r.gpus_on_node);
+  ASSERT_EQ(1u, r.nics.size());
+  const TopologyNic& rn = r.nics[0];
+  EXPECT_EQ("mlx5_0", rn.name);
+  EXPECT_EQ(2, rn.port);
+  EXPECT_FALSE(rn.rdma);
+  EXPECT_EQ("Ethernet", rn.link_layer);
+  EXPECT_EQ("eth0", rn.netdev);
+  EXPECT_EQ("up", rn.state);
+  EXPECT_TRUE(rn.active);
+  EXPECT_EQ(400, rn.gbit_s);
+  EXPECT_EQ("rate", rn.rate_from);
+  EXPECT_EQ("0000:19:00.0", rn.place.bus_id);
+  EXPECT_EQ("nic?", rn.unknown);
+  EXPECT_EQ("nu", r.nics_unknown);
+  ASSERT_EQ(1u, r.affinity.size());
+  EXPECT_EQ(1, r.affinity[0].device);
+  EXPECT_EQ("mlx5_0", r.affinity[0].nic);
+  EXPECT_EQ(2, r.affinity[0].port);
+  EXPECT_EQ(topology::Closeness::kSameNumaNode, r.affinity[0].closeness);
+  EXPECT_EQ("/root", r.sysfs_root);
+  EXPECT_EQ((std::vector<std::string>{"/x: 'y'"}), r.corrupt);
 }
 
 }  // namespace

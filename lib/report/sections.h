@@ -34,7 +34,7 @@
 // | GPU timeline | gpu_timeline                  | GpuTimelineSection, GpuDeviceRow, KernelRow, Steps, ... (gpu_timeline.h) | build_gpu_timeline (gpu_timeline.h) | write_gpu_timeline (gpu_timeline_json.h) | read_gpu_timeline (gpu_timeline_json.h) | gpu_timeline_headline, gpu_timeline_text (gpu_timeline.h) |
 // | pinned heap  | pinned                        | PinnedSection (pinned.h; PinnedCounters: feature_counters.h) | build_pinned (pinned.h) | write_pinned (pinned_json.h) | read_pinned (pinned_json.h) | pinned_text (pinned.h) |
 // | health       | device_health                 | DeviceHealthSection (summary.h; DeviceHealthRow: feature_counters.h) | build_summary (summary.cc) | write_device_health (health_series.h) | read_device_health (health_series.h) | device_health_lines (health_series.h) |
-// | topology     | topology                      | TopologySection (summary.h)   | build_topology_section (topology.h)       | write_topology (topology_json.h) | read_topology (topology_json.h) | topology_lines, topology_short_line (topology.h) |
+// | topology     | topology                      | TopologySection, TopologyLinks, TopologyNode (topology.h) | build_topology_section (topology.h)       | write_topology (topology_json.h) | read_topology (topology_json.h) | topology_lines, topology_short_line (topology.h) |
 // | series       | series                        | SeriesSection (summary.h)     | build_series (series.h)                   | write_series (health_series.h) | read_series (health_series.h)    | none (the job report draws it) |
 //
 // Every section's counters are the report's own types: a feature's live

@@ -1,8 +1,8 @@
 // The kernel rule (lib/findings/findings.h), only when the GPU timeline
-// measured and the device's limits were known (timeline::KernelLaunches):
+// measured and the device's limits were known (report::KernelLaunches):
 //
 // underfilled_kernels: kernels whose grids leave SMs idle. A top kernel
-//   counts when its launches that leave SMs idle (timeline::KernelLaunches::
+//   counts when its launches that leave SMs idle (report::KernelLaunches::
 //   underfilled_s: a wave efficiency under 75%, Note [Waves] in
 //   timeline/occupancy.h, or fewer blocks than the GPU has SMs) took at
 //   least kMinBusyShare of its device's busy time. Its cost is the SM time
@@ -47,7 +47,7 @@ bool contains_word(const std::string& name, std::initializer_list<const char*> w
 bool is_gemm(const std::string& name) { return contains_word(name, {"gemm", "xmma", "cutlass", "matmul"}); }
 
 struct Counted {
-  const timeline::KernelRow* kernel;
+  const report::KernelRow* kernel;
   double share;  // of busy, in underfilled launches
   double cost_s;
 };
@@ -55,8 +55,8 @@ struct Counted {
 std::vector<Counted> counted_kernels(const report::GpuDeviceRow& d) {
   std::vector<Counted> out;
   if (d.busy_s <= 0) return out;
-  for (const timeline::KernelRow& k : d.top_kernels) {
-    const timeline::KernelLaunches& l = k.launches;
+  for (const report::KernelRow& k : d.top_kernels) {
+    const report::KernelLaunches& l = k.launches;
     if (l.sm_count <= 0 || l.underfilled_s <= 0) continue;
     if (contains_word(k.name, {"nccl"})) continue;  // NCCL's, demangled or not
     const double share = l.underfilled_s / d.busy_s;
@@ -69,9 +69,9 @@ std::vector<Counted> counted_kernels(const report::GpuDeviceRow& d) {
 
 // The kernel's underfilled shapes among its top few: "192 blocks: 1.45
 // waves of 132 x 1, 73% (0.123 s)".
-std::string shapes_text(const timeline::KernelLaunches& l) {
+std::string shapes_text(const report::KernelLaunches& l) {
   std::string out;
-  for (const timeline::KernelShapeRow& r : l.top_shapes) {
+  for (const report::KernelShapeRow& r : l.top_shapes) {
     const bool below = r.blocks < static_cast<uint64_t>(l.sm_count);
     if (r.wave_efficiency <= 0 || (!below && r.wave_efficiency >= timeline::kUnderfilledEfficiency)) continue;
     out += absl::StrFormat("%s%u blocks of %u threads: %d/SM, %.2f waves on %d SMs, wave efficiency %.0f%%%s (%.3f s)",

@@ -35,7 +35,7 @@ struct ApiCall {
   // Whether the call is an asynchronous one (it takes a stream and may
   // return before its work is done: cudaMemcpyAsync, cuMemsetD8Async, ...):
   // the copy table gives no host-time rate for it (Note [Copy rates] in
-  // report/summary.h).
+  // report/calls.h).
   bool async_api = false;
   // Whether its pageable copies' call sites are sampled ("pin these
   // buffers": Note [Pageable call sites] in ledger/ledger.cc): the calls

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "report/collectives.h"
+#include "report/summary.h"
 
 namespace gpuslack {
 namespace report {

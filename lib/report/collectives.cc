@@ -5,7 +5,11 @@
 
 #include "absl/strings/str_format.h"
 #include "config/environment.h"
+#include "report/algorithms_text.h"
 #include "report/nccl_env.h"
+#include "report/summary.h"
+#include "report/text_parts.h"
+#include "report/units.h"
 
 namespace gpuslack {
 namespace report {
@@ -145,6 +149,93 @@ CollectivesSection build_collectives(const RunInfo& run, double tick_s, double w
     }
   }
   return c;
+}
+
+// The text.
+
+namespace {
+
+std::string nccl_version_text(int code) {
+  if (code <= 0) return "unknown";
+  // NCCL_VERSION(X,Y,Z): X*10000 + Y*100 + Z since 2.9 (X*1000 + Y*100 + Z before).
+  if (code >= 10000) return printf_string("%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+  return printf_string("%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
+}
+
+
+// Note: the GPU columns come from one call in `timing_every` (docs/collectives.md).
+}  // namespace
+
+void collectives_text(const CollectivesSection& c, std::string* out) {
+  if (!c.present) return;
+  const std::string host = over_wall(c.host_share) ? thread_seconds(c.host_s)  // Note [Thread-seconds]
+                                                  : headline_seconds(c.host_s) + " (" + percent_text(c.host_share) + " of wall)";
+  // Note [Estimated GPU time] (collectives.h): an estimate, from so many
+  // timed calls; over several devices a share of their wall time together
+  // (never past 100%: the estimate is capped there).
+  const int devices = std::max(1, c.gpu_estimate_devices);
+  const std::string gpu_share = devices > 1 ? percent_text(c.gpu_share / devices) + " of " + std::to_string(devices) +
+                                                  " devices x wall"
+                                            : percent_text(c.gpu_share) + " of wall";
+  line(out, "collectives: NCCL " + nccl_version_text(c.nccl_version) + ", host " + host + ", GPU ~" +
+                headline_seconds(c.gpu_s_estimated) + " (" + gpu_share + (c.gpu_estimate_capped ? ", capped" : "") +
+                "), estimated from " + count_text(c.gpu_estimate_timed) + " timed calls (1 in " +
+                std::to_string(c.timing_every) + ")");
+  for (const std::string& w : c.warnings) line(out, "  warning: " + printable(w));
+  if (!c.rows.empty()) {
+    Table table(6);
+    table.add({"op", "type", "size", "ranks", "NCCL", "count", "captured", "bytes", "host", "GPU", "GPU p50",
+               "GPU p99", "algbw GB/s", "busbw GB/s"});
+    for (const CollectiveRow& r : c.rows) {
+      table.add({printable(r.op), printable(r.datatype), size_bucket_text(r.bucket),
+                 r.nranks > 0 ? std::to_string(r.nranks) : "?",
+                 r.algo.empty() ? "-" : printable(r.algo + "/" + r.proto), count_text(r.count), count_text(r.captured),
+                 bytes_cell(r.bytes), seconds_text(r.host_s), r.timed > 0 ? seconds_text(r.gpu_s) : "-",
+                 r.timed > 0 ? seconds_text(r.gpu_p50_s) : "-", r.timed > 0 ? seconds_text(r.gpu_p99_s) : "-",
+                 r.mostly_captured ? "-" : gbps_text(r.algbw_gbps), r.mostly_captured ? "-" : gbps_text(r.busbw_gbps)});
+    }
+    table.render("  ", out);
+    // Note [Captured collectives] (collectives.h).
+    for (const CollectiveRow& r : c.rows) {
+      if (r.captured == 0) continue;
+      line(out, "  " + printable(r.op) + " " + printable(r.datatype) + " " +
+                    size_bucket_text(r.bucket) + ": " + count_text(r.captured) + " of " +
+                    count_text(r.count) + " calls captured in CUDA graphs, not timed" +
+                    (r.mostly_captured ? "; no algbw/busbw" : ""));
+    }
+    // The cost model's expectation per row (report/collective_expectations.h),
+    // then where its links came from, each source once.
+    std::vector<std::string> sources;
+    for (const CollectiveRow& r : c.rows) {
+      if (r.expected_busbw_gbps <= 0 && r.best_time_s <= 0) continue;
+      std::string l = "  expected: " + printable(r.op) + " " + printable(r.datatype) + " " +
+                      size_bucket_text(r.bucket) + ": " + gbps_text(r.expected_busbw_gbps) +
+                      " GB/s busbw";
+      if (r.best_time_s > 0) {
+        l += "; best " + printable(r.best_algo) + "/" + printable(r.best_proto) + " " + seconds_text(r.best_time_s) +
+             " a call";
+        if (r.chosen_time_s > 0) l += " against " + seconds_text(r.chosen_time_s) + " by NCCL's choice";
+      }
+      line(out, l);
+      if (std::find(sources.begin(), sources.end(), r.expected_from) == sources.end())
+        sources.push_back(r.expected_from);
+    }
+    for (const std::string& from : sources) line(out, "  expected from: " + printable(from));
+  }
+  std::string comms;
+  for (const CommunicatorRow& m : c.communicators) {
+    if (!comms.empty()) comms += ", ";
+    comms += "rank " + std::to_string(m.rank) + "/" + std::to_string(m.nranks) + " on device " +
+             std::to_string(m.device) + (m.aborted ? " (aborted)" : "");
+  }
+  if (!comms.empty()) line(out, "  communicators: " + comms);
+  for (const std::string& l : algorithm_lines(c)) line(out, "  " + l);
+  std::string env;
+  for (const auto& [k, v] : c.env) env += (env.empty() ? "" : " ") + printable(k) + "=" + printable(v);
+  if (!env.empty()) line(out, "  environment: " + env);
+  if (c.pending > 0 || c.dropped > 0)
+    line(out, "  timed calls still running: " + count_text(c.pending) + ", lost to failed events: " +
+                  count_text(c.dropped));
 }
 
 }  // namespace report

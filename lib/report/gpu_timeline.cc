@@ -1,11 +1,14 @@
+// See gpu_timeline.h.
 #include "report/gpu_timeline.h"
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
-#include "report/json_fields.h"
 #include "report/symbolize.h"
+#include "report/text_parts.h"
+#include "report/units.h"
 
 namespace gpuslack {
 namespace report {
@@ -14,6 +17,47 @@ namespace {
 double finite_or_zero(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 
 }  // namespace
+
+KernelRow kernel_row(const timeline::KernelRow& k) {
+  KernelRow r;
+  r.name = k.name;
+  r.count = k.count;
+  r.total_s = k.total_s;
+  r.mean_s = k.mean_s;
+  const timeline::KernelLaunches& l = k.launches;
+  KernelLaunches& o = r.launches;
+  o.sm_count = l.sm_count;
+  o.shapes = l.shapes;
+  o.blocks_min = l.blocks_min;
+  o.blocks_max = l.blocks_max;
+  o.blocks_per_sm_min = l.blocks_per_sm_min;
+  o.blocks_per_sm_max = l.blocks_per_sm_max;
+  o.waves_min = l.waves_min;
+  o.waves_max = l.waves_max;
+  o.wave_efficiency = l.wave_efficiency;
+  o.wave_efficiency_min = l.wave_efficiency_min;
+  o.shaped_s = l.shaped_s;
+  o.below_sms_s = l.below_sms_s;
+  o.underfilled_s = l.underfilled_s;
+  o.underfilled_idle_s = l.underfilled_idle_s;
+  for (const timeline::KernelShapeRow& x : l.top_shapes)
+    o.top_shapes.push_back(KernelShapeRow{x.blocks, x.threads_per_block, x.registers_per_thread,
+                                          x.shared_bytes_per_block, x.blocks_per_sm, x.waves, x.wave_efficiency,
+                                          x.count, x.total_s});
+  return r;
+}
+
+Steps steps_of(const timeline::Steps& s) {
+  Steps r;
+  r.from_marks = s.from_marks;
+  r.count = s.count;
+  r.busy_share_p50 = s.busy_share_p50;
+  r.busy_share_p99 = s.busy_share_p99;
+  r.wall_p50_s = s.wall_p50_s;
+  r.wall_p99_s = s.wall_p99_s;
+  for (const timeline::StepRow& w : s.worst) r.worst.push_back(StepRow{w.index, w.wall_s, w.busy_s, w.idle_s});
+  return r;
+}
 
 timeline::Idle idle_cause_of(Category category) {
   switch (category) {
@@ -48,11 +92,11 @@ GpuTimelineSection build_gpu_timeline(const timeline::Snapshot& snap, int top_ca
     row.idle_s = finite_or_zero(d.idle_s);
     for (int i = 0; i < timeline::kBusyCount; ++i) row.busy_by[i] = finite_or_zero(d.busy_by[i]);
     for (int i = 0; i < timeline::kIdleCount; ++i) row.idle_by[i] = finite_or_zero(d.idle_by[i]);
-    row.top_kernels = d.top_kernels;
+    for (const timeline::KernelRow& k : d.top_kernels) row.top_kernels.push_back(kernel_row(k));
     row.short_kernel_busy_s = finite_or_zero(d.short_kernel_busy_s);
     row.kernels = d.kernels;
     row.launches = d.launches;
-    row.steps = d.steps;
+    row.steps = steps_of(d.steps);
     // The timeline lists sites most idle first; only the kept ones are
     // symbolized.
     const size_t keep = static_cast<size_t>(std::max(top_call_sites, 0));
@@ -71,126 +115,141 @@ GpuTimelineSection build_gpu_timeline(const timeline::Snapshot& snap, int top_ca
   return g;
 }
 
+// The text.
+
 namespace {
 
-using detail::Fields;
-
-timeline::Status status_from(const Fields& f) {
-  const std::string key = f.text("status");
-  for (timeline::Status s : {timeline::Status::kOff, timeline::Status::kNotStarted, timeline::Status::kMeasured,
-                             timeline::Status::kHeldByOther, timeline::Status::kUnavailable})
-    if (key == timeline::status_key(s)) return s;
-  f.bad("status", "one of off, not_started, measured, held_by_other, unavailable");
+// "cudaFree+0x1a (train.so)" -> "cudaFree": the function, or the module
+// when no symbol was found, for a headline.
+std::string short_frame(const std::string& frame) {
+  std::string f = frame.substr(0, frame.find(" ("));
+  size_t plus = f.find("+0x");
+  if (plus != std::string::npos && plus > 0) f.resize(plus);
+  return f;
 }
 
-GpuDeviceRow read_device(const Fields& f) {
-  GpuDeviceRow d;
-  d.device = f.whole("device");
-  d.wall_s = f.number("wall_s");
-  d.busy_s = f.number("busy_s");
-  d.idle_s = f.number("idle_s");
-  const JsonValue* v = nullptr;
-  if (f.object("busy", &v)) {
-    Fields b(*v, f.where("busy"));
-    for (int i = 0; i < timeline::kBusyCount; ++i) d.busy_by[i] = b.number(timeline::busy_key(static_cast<timeline::Busy>(i)));
-  }
-  if (f.object("idle", &v)) {
-    Fields b(*v, f.where("idle"));
-    for (int i = 0; i < timeline::kIdleCount; ++i) d.idle_by[i] = b.number(timeline::idle_key(static_cast<timeline::Idle>(i)));
-  }
-  f.each("idle_sites", [&](const JsonValue& item, const std::string& at) {
-    Fields s(item, at);
-    IdleSiteRow r;
-    r.cause = s.text("cause");
-    r.api = s.text("api");
-    r.idle_s = s.number("idle_s");
-    r.frames = s.strings("frames");
-    d.idle_sites.push_back(std::move(r));
-  });
-  f.each("top_kernels", [&](const JsonValue& item, const std::string& at) {
-    Fields k(item, at);
-    timeline::KernelRow r;
-    r.name = k.text("name");
-    r.count = k.count("count");
-    r.total_s = k.number("total_s");
-    r.mean_s = k.number("mean_s");
-    if (k.object("launch", &v)) {
-      Fields l(*v, k.where("launch"));
-      timeline::KernelLaunches& o = r.launches;
-      o.shapes = l.count("shapes");
-      o.blocks_min = l.count("blocks_min");
-      o.blocks_max = l.count("blocks_max");
-      o.shaped_s = l.number("shaped_s");
-      o.sm_count = l.whole("sm_count");
-      o.blocks_per_sm_min = l.whole("blocks_per_sm_min");
-      o.blocks_per_sm_max = l.whole("blocks_per_sm_max");
-      o.waves_min = l.number("waves_min");
-      o.waves_max = l.number("waves_max");
-      o.wave_efficiency = l.number("wave_efficiency");
-      o.wave_efficiency_min = l.number("wave_efficiency_min");
-      o.below_sms_s = l.number("below_sms_s");
-      o.underfilled_s = l.number("underfilled_s");
-      o.underfilled_idle_s = l.number("underfilled_idle_s");
-      l.each("top_shapes", [&](const JsonValue& shape_item, const std::string& shape_at) {
-        Fields x(shape_item, shape_at);
-        timeline::KernelShapeRow sr;
-        sr.blocks = x.count("blocks");
-        sr.threads_per_block = static_cast<uint32_t>(std::min<uint64_t>(x.count("threads_per_block"), UINT32_MAX));
-        sr.registers_per_thread = static_cast<uint32_t>(std::min<uint64_t>(x.count("registers_per_thread"), UINT32_MAX));
-        sr.shared_bytes_per_block =
-            static_cast<uint32_t>(std::min<uint64_t>(x.count("shared_bytes_per_block"), UINT32_MAX));
-        sr.blocks_per_sm = x.whole("blocks_per_sm");
-        sr.waves = x.number("waves");
-        sr.wave_efficiency = x.number("wave_efficiency");
-        sr.count = x.count("count");
-        sr.total_s = x.number("total_s");
-        o.top_shapes.push_back(sr);
-      });
+// The causes (or kinds) of one device with a share of at least 0.05%, most
+// first; ties in enum order.
+template <int N>
+std::vector<int> by_share(const double (&seconds)[N]) {
+  std::vector<int> order;
+  for (int i = 0; i < N; ++i)
+    if (seconds[i] > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return seconds[a] > seconds[b]; });
+  return order;
+}
+
+// "device 0: GPU idle 31.0% of 412 s: host-bound 22.0% (no CUDA call in
+// flight), allocation 6.0% (cudaFree at train_step), copies 3.0%; busy
+// 69.0%: compute 55.0%, communication 11.0%, copies 3.0%"
+std::string gpu_device_headline(const GpuDeviceRow& d) {
+  auto share = [&](double v) { return d.wall_s > 0 ? v / d.wall_s : 0; };
+  std::string text = "device " + std::to_string(d.device) + ": GPU idle " + percent_text(share(d.idle_s)) + " of " +
+                     headline_seconds(d.wall_s);
+  std::string parts;
+  for (int i : by_share(d.idle_by)) {
+    if (share(d.idle_by[i]) < 0.0005) continue;
+    const auto cause = static_cast<timeline::Idle>(i);
+    std::string part = std::string(timeline::idle_name(cause)) + " " + percent_text(share(d.idle_by[i]));
+    if (cause == timeline::Idle::kHostBound) part += " (no CUDA call in flight)";
+    for (const IdleSiteRow& site : d.idle_sites) {
+      if (site.cause != timeline::idle_key(cause)) continue;
+      part += " (" + printable(site.api);
+      if (!site.frames.empty()) part += " at " + printable(short_frame(site.frames.front()));
+      part += ")";
+      break;
     }
-    d.top_kernels.push_back(std::move(r));
-  });
-  d.short_kernel_busy_s = f.number("short_kernel_busy_s");
-  d.kernels = f.count("kernels");
-  d.launches = f.count("launches");
-  if (f.object("steps", &v)) {
-    Fields st(*v, f.where("steps"));
-    d.steps.from_marks = st.flag("from_marks");
-    d.steps.count = st.count("count");
-    d.steps.busy_share_p50 = st.number("busy_share_p50");
-    d.steps.busy_share_p99 = st.number("busy_share_p99");
-    d.steps.wall_p50_s = st.number("wall_p50_s");
-    d.steps.wall_p99_s = st.number("wall_p99_s");
-    st.each("worst", [&](const JsonValue& item, const std::string& at) {
-      Fields w(item, at);
-      timeline::StepRow r;
-      r.index = w.count("index");
-      r.wall_s = w.number("wall_s");
-      r.busy_s = w.number("busy_s");
-      r.idle_s = w.number("idle_s");
-      d.steps.worst.push_back(r);
-    });
+    parts += (parts.empty() ? "" : ", ") + part;
   }
-  return d;
+  if (!parts.empty()) text += ": " + parts;
+  text += "; busy " + percent_text(share(d.busy_s));
+  std::string kinds;
+  for (int i : by_share(d.busy_by)) {
+    if (share(d.busy_by[i]) < 0.0005) continue;
+    kinds += std::string(kinds.empty() ? "" : ", ") + timeline::busy_name(static_cast<timeline::Busy>(i)) + " " +
+             percent_text(share(d.busy_by[i]));
+  }
+  if (!kinds.empty()) text += ": " + kinds;
+  return text;
 }
 
 }  // namespace
 
-GpuTimelineSection read_gpu_timeline(const detail::Fields& f) {
-  GpuTimelineSection g;
-  g.status = status_from(f);
-  g.detail = f.text("detail");
-  g.how_to_enable = f.text("how_to_enable");
-  g.stopped_by = f.text("stopped_by");
-  g.stopped_after_s = f.number("stopped_after_s");
-  g.records = f.count("records");
-  g.dropped_by_pool = f.count("dropped_by_pool");
-  g.buffers_beyond_cap = f.count("buffers_beyond_cap");
-  g.dropped_by_cupti = f.count("dropped_by_cupti");
-  g.host_intervals_dropped = f.count("host_intervals_dropped");
-  g.buffer_bytes_limit = f.count("buffer_bytes_limit");
-  g.buffer_bytes_peak = f.count("buffer_bytes_peak");
-  f.each("devices", [&](const JsonValue& item, const std::string& at) { g.devices.push_back(read_device(Fields(item, at))); });
-  return g;
+bool gpu_timeline_measured(const GpuTimelineSection& g) {
+  return g.status == timeline::Status::kMeasured && !g.devices.empty();
+}
+
+// The first lines when the timeline measured: one per device.
+void gpu_timeline_headline(const GpuTimelineSection& g, std::string* out) {
+  if (!gpu_timeline_measured(g)) return;
+  for (const GpuDeviceRow& d : g.devices) line(out, gpu_device_headline(d));
+}
+
+// What the GPU was busy with, the idle call sites, steps; or why the
+// timeline did not measure.
+void gpu_timeline_text(const GpuTimelineSection& g, std::string* out) {
+  if (!gpu_timeline_measured(g)) {
+    if (g.status == timeline::Status::kHeldByOther) {
+      line(out, "GPU timeline: not measured: " + printable(g.detail) + " holds CUPTI");
+    } else if (g.status == timeline::Status::kUnavailable) {
+      std::string text = "GPU timeline: not measured: " + printable(g.detail);
+      if (!g.how_to_enable.empty()) text += "; " + printable(g.how_to_enable);
+      line(out, text);
+    } else if (!g.how_to_enable.empty()) {
+      line(out, "GPU timeline: not measured; " + printable(g.how_to_enable));
+    }
+    return;
+  }
+  if (!g.stopped_by.empty())
+    line(out, "GPU timeline: measured for the first " + seconds_text(g.stopped_after_s) + " only: " +
+                  printable(g.stopped_by) + " then took CUPTI");
+  for (const GpuDeviceRow& d : g.devices) {
+    std::string title = "GPU timeline, device " + std::to_string(d.device) + ": busy " + seconds_text(d.busy_s) +
+                        ", idle " + seconds_text(d.idle_s) + " of " + seconds_text(d.wall_s) + "; " +
+                        count_text(d.kernels) + " kernels (" + count_text(d.launches) +
+                        " launches through the launch API)";
+    if (d.busy_s > 0)
+      title += ", " + percent_text(d.short_kernel_busy_s / d.busy_s) + " of busy time in kernels under 10 us";
+    line(out, title);
+    for (const IdleSiteRow& site : d.idle_sites) {
+      line(out, "  idle " + seconds_text(site.idle_s) + " while blocked in " + printable(site.api) + " (" +
+                    printable(site.cause) + ")");
+      for (const std::string& frame : site.frames) line(out, "      at " + printable(frame));
+    }
+    if (!d.top_kernels.empty()) {
+      // Launch shapes (KernelLaunches): a range where a name ran
+      // in several; "-" where no record carried a grid or the device's
+      // limits are unknown.
+      const auto range = [](const std::string& lo, const std::string& hi) { return lo == hi ? lo : lo + "-" + hi; };
+      Table table(1);
+      table.add({"kernel", "count", "total", "mean", "blocks", "blocks/SM", "waves", "wave eff."});
+      for (const KernelRow& k : d.top_kernels) {
+        const KernelLaunches& l = k.launches;
+        const bool shaped = l.shapes > 0, known = shaped && l.sm_count > 0 && l.wave_efficiency > 0;
+        table.add({printable(k.name), count_text(k.count), seconds_text(k.total_s), seconds_text(k.mean_s),
+                   shaped ? range(count_text(l.blocks_min), count_text(l.blocks_max)) : "-",
+                   known ? range(std::to_string(l.blocks_per_sm_min), std::to_string(l.blocks_per_sm_max)) : "-",
+                   known ? range(waves_text(l.waves_min), waves_text(l.waves_max)) : "-",
+                   known ? percent_text(l.wave_efficiency) : "-"});
+      }
+      table.render("  ", out);
+    }
+    const Steps& st = d.steps;
+    if (st.count > 0) {
+      line(out, std::string("  ") + (st.from_marks ? "steps" : "intervals") + ": " + count_text(st.count) +
+                    ", busy p50 " + percent_text(st.busy_share_p50) + ", p99 " + percent_text(st.busy_share_p99) +
+                    ", wall p50 " + seconds_text(st.wall_p50_s) + ", p99 " + seconds_text(st.wall_p99_s));
+      for (const StepRow& w : st.worst)
+        line(out, std::string("    ") + (st.from_marks ? "step " : "interval ") + count_text(w.index) + ": idle " + seconds_text(w.idle_s) + " of " + seconds_text(w.wall_s));
+    }
+  }
+  if (g.dropped_by_pool + g.dropped_by_cupti + g.host_intervals_dropped > 0)
+    line(out, "  dropped: " + count_text(g.dropped_by_pool) + " activity buffers refused (pool " +
+                  bytes_cell(g.buffer_bytes_limit) + "), " + count_text(g.dropped_by_cupti) + " records by CUPTI, " +
+                  count_text(g.host_intervals_dropped) + " host intervals");
+  if (g.buffers_beyond_cap > 0)
+    line(out, "  " + count_text(g.buffers_beyond_cap) + " activity buffers lent past the pool's ceiling: this CUPTI "
+                  "(before 12.9) crashes on a refused buffer");
 }
 
 }  // namespace report

@@ -149,32 +149,32 @@ void gpu_timeline(const GpuTimelineSection& g, Exposition* e) {
     for (int k = 0; k < timeline::kIdleCount; ++k)
       e->sample(number(d.idle_by[k]),
                 {{"device", std::to_string(d.device)}, {"cause", timeline::idle_key(static_cast<timeline::Idle>(k))}});
-  // The top kernels' launches (timeline::KernelLaunches), one series per
+  // The top kernels' launches (KernelLaunches), one series per
   // device and kernel among the top few: bounded by the table's length.
   bool any = false;
   for (const GpuDeviceRow& d : g.devices)
-    for (const timeline::KernelRow& k : d.top_kernels) any |= k.launches.shapes > 0 && k.launches.sm_count > 0;
+    for (const KernelRow& k : d.top_kernels) any |= k.launches.shapes > 0 && k.launches.sm_count > 0;
   if (!any) return;
   struct Gauge {
     const char* name;
     const char* help;
-    double (*value)(const timeline::KernelLaunches&);
+    double (*value)(const KernelLaunches&);
   };
   const Gauge gauges[] = {
       {"gpuslack_kernel_blocks", "Blocks of a top kernel's largest grid.",
-       [](const timeline::KernelLaunches& l) { return static_cast<double>(l.blocks_max); }},
+       [](const KernelLaunches& l) { return static_cast<double>(l.blocks_max); }},
       {"gpuslack_kernel_blocks_per_sm", "Theoretical resident blocks per SM of a top kernel (its lowest).",
-       [](const timeline::KernelLaunches& l) { return static_cast<double>(l.blocks_per_sm_min); }},
+       [](const KernelLaunches& l) { return static_cast<double>(l.blocks_per_sm_min); }},
       {"gpuslack_kernel_waves", "Waves of a top kernel's largest grid (blocks / (blocks per SM x SMs)).",
-       [](const timeline::KernelLaunches& l) { return l.waves_max; }},
+       [](const KernelLaunches& l) { return l.waves_max; }},
       {"gpuslack_kernel_wave_efficiency",
        "Work in full waves over the waves' capacity, of a top kernel's launches, weighted by GPU time.",
-       [](const timeline::KernelLaunches& l) { return l.wave_efficiency; }},
+       [](const KernelLaunches& l) { return l.wave_efficiency; }},
   };
   for (const Gauge& gauge : gauges) {
     e->family(gauge.name, "gauge", gauge.help);
     for (const GpuDeviceRow& d : g.devices)
-      for (const timeline::KernelRow& k : d.top_kernels)
+      for (const KernelRow& k : d.top_kernels)
         if (k.launches.shapes > 0 && k.launches.sm_count > 0)
           e->sample(number(gauge.value(k.launches)), {{"device", std::to_string(d.device)}, {"kernel", k.name}});
   }

@@ -1,34 +1,20 @@
 // See summary.h. Report time only: allocates, reads the environment and
-// symbolizes (the loader's lock); never on a hooked call's path.
-//
-// Merging rules, in one place:
-//   - calls are merged across threads by ApiCall id; percentiles come from
-//     the merged histograms and are capped at the merged maximum (a log2
-//     bucket's middle can lie above every sample in it);
-//   - copies are merged by (kind, host memory, asynchronous call);
-//   - call sites are merged by (api id, frames as captured), then the top
-//     `run.top_call_sites` of each category by blocked time are kept and only
-//     those are symbolized.
-// Every ordering breaks ties on a stable key, so equal inputs give equal
-// summaries.
+// symbolizes (the loader's lock); never on a hooked call's path. The run's
+// own fields here, then each section's builder in turn (sections.h); the
+// calls' merging rules are calls.h's.
 #include "report/summary.h"
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
-#include <map>
-#include <tuple>
-#include <utility>
+#include <string>
 
-#include "base/top_n.h"
 #include "build_info.h"
 #include "report/collective_expectations.h"
 #include "report/collectives.h"
 #include "report/gpu_timeline.h"
 #include "report/series.h"
 #include "report/staging.h"
-#include "report/symbolize.h"
 #include "report/topology.h"
 
 namespace gpuslack {
@@ -39,206 +25,11 @@ namespace {
 // the writers must never see NaN or Inf.
 double finite_or_zero(double v) { return std::isfinite(v) && v > 0 ? v : 0; }
 
-double share_of(double seconds, double wall_s) {
-  return wall_s > 0 ? finite_or_zero(seconds / wall_s) : 0;
-}
-
 std::string host_name() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
   buf[sizeof(buf) - 1] = '\0';
   return buf[0] != '\0' ? std::string(buf) : std::string("unknown");
-}
-
-std::vector<CategoryTime> category_times(const uint64_t (&ticks)[kCategoryCount], double tick_s, double wall_s) {
-  std::vector<CategoryTime> out;
-  out.reserve(kCategoryCount);
-  for (int c = 0; c < kCategoryCount; ++c) {
-    CategoryTime t;
-    t.category = static_cast<Category>(c);
-    t.seconds = finite_or_zero(static_cast<double>(ticks[c]) * tick_s);
-    t.share = share_of(t.seconds, wall_s);
-    out.push_back(t);
-  }
-  return out;
-}
-
-double lost_seconds(const std::vector<CategoryTime>& categories) {
-  double lost = 0;
-  for (const CategoryTime& t : categories)
-    if (counts_as_lost(t.category)) lost += t.seconds;
-  return lost;
-}
-
-std::vector<ThreadRow> thread_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s,
-                                   double wall_s) {
-  std::vector<ThreadRow> rows;
-  rows.reserve(threads.size());
-  for (const ledger::ThreadFigures& t : threads) {
-    if (t.kind == ledger::ThreadKind::kOtherExited) continue;
-    ThreadRow row;
-    row.tid = t.tid;
-    row.name = t.name;
-    row.exited = t.kind == ledger::ThreadKind::kExited;
-    row.categories = category_times(t.ticks, tick_s, wall_s);
-    row.lost_s = lost_seconds(row.categories);
-    row.lost_share = share_of(row.lost_s, wall_s);
-    rows.push_back(std::move(row));
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const ThreadRow& a, const ThreadRow& b) {
-    return a.lost_s != b.lost_s ? a.lost_s > b.lost_s : a.tid < b.tid;
-  });
-  return rows;
-}
-
-OtherThreadsRow other_threads_row(const std::vector<ledger::ThreadFigures>& threads, double tick_s, double wall_s) {
-  OtherThreadsRow row;
-  uint64_t ticks[kCategoryCount] = {};
-  for (const ledger::ThreadFigures& t : threads) {
-    if (t.kind != ledger::ThreadKind::kOtherExited) continue;
-    row.threads += t.threads;
-    for (int c = 0; c < kCategoryCount; ++c) ticks[c] += t.ticks[c];
-  }
-  row.categories = category_times(ticks, tick_s, wall_s);
-  row.lost_s = lost_seconds(row.categories);
-  row.lost_share = share_of(row.lost_s, wall_s);
-  return row;
-}
-
-// Seconds in the buckets of `slow` that lie wholly in the middle of a run
-// of `wall_s`, less the costliest of them (CallRow::steady_s).
-double steady_seconds(const TimeBuckets& slow, double wall_s) {
-  const double from = kSteadyFrom * wall_s, to = (1 - kSteadyFrom) * wall_s;
-  const double width = slow.interval_s();
-  double steady = 0, costliest = 0;
-  for (int i = 0; i < slow.size(); ++i) {
-    if (i * width < from || (i + 1) * width > to) continue;
-    steady += slow.value(i);
-    costliest = std::max(costliest, slow.value(i));
-  }
-  return finite_or_zero(steady - costliest);
-}
-
-std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s, double wall_s) {
-  std::map<uint16_t, ledger::CallFigures> merged;  // by ApiCall id
-  for (const ledger::ThreadFigures& t : threads) {
-    for (const ledger::CallFigures& c : t.calls) {
-      if (c.call == nullptr) continue;
-      ledger::CallFigures& m = merged[c.call->id];
-      m.call = c.call;
-      m.count += c.count;
-      m.ticks += c.ticks;
-      m.max_ticks = std::max(m.max_ticks, c.max_ticks);
-      m.bytes += c.bytes;
-      m.histogram.merge(c.histogram);
-      ledger::merge_slow_time(&m.slow_time, c.slow_time);
-    }
-  }
-  std::vector<CallRow> rows;
-  rows.reserve(merged.size());
-  for (const auto& [id, m] : merged) {
-    CallRow row;
-    row.name = m.call->name != nullptr ? m.call->name : "?";
-    row.category = m.call->category;
-    row.count = m.count;
-    row.total_s = finite_or_zero(static_cast<double>(m.ticks) * tick_s);
-    row.max_s = finite_or_zero(static_cast<double>(m.max_ticks) * tick_s);
-    row.p50_s = std::min(finite_or_zero(m.histogram.percentile(0.50) * tick_s), row.max_s);
-    row.p99_s = std::min(finite_or_zero(m.histogram.percentile(0.99) * tick_s), row.max_s);
-    row.bytes = m.bytes;
-    if (m.slow_time) row.steady_s = std::min(steady_seconds(*m.slow_time, wall_s), row.total_s);
-    rows.push_back(std::move(row));
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const CallRow& a, const CallRow& b) {
-    return a.total_s != b.total_s ? a.total_s > b.total_s : a.name < b.name;
-  });
-  return rows;
-}
-
-}  // namespace
-
-bool copy_host_time_is_transfer(CopyKind copy, bool async_api) {
-  return !async_api &&
-         (copy == CopyKind::kHostToDevice || copy == CopyKind::kDeviceToHost || copy == CopyKind::kHostToHost);
-}
-
-namespace {
-
-std::vector<CopyRow> copy_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s) {
-  std::map<std::tuple<CopyKind, HostMemory, bool>, ledger::CopyFigures> merged;
-  for (const ledger::ThreadFigures& t : threads) {
-    for (const ledger::CopyFigures& c : t.copies) {
-      ledger::CopyFigures& m = merged[{c.copy, c.host, c.async_api}];
-      m.copy = c.copy;
-      m.host = c.host;
-      m.async_api = c.async_api;
-      m.count += c.count;
-      m.bytes += c.bytes;
-      m.ticks += c.ticks;
-    }
-  }
-  std::vector<CopyRow> rows;
-  rows.reserve(merged.size());
-  for (const auto& entry : merged) {
-    const ledger::CopyFigures& m = entry.second;
-    CopyRow row;
-    row.copy = m.copy;
-    row.host = m.host;
-    row.count = m.count;
-    row.bytes = m.bytes;
-    row.total_s = finite_or_zero(static_cast<double>(m.ticks) * tick_s);
-    row.async_api = m.async_api;
-    if (row.total_s > 0 && copy_host_time_is_transfer(row.copy, row.async_api))
-      row.host_time_gbps = finite_or_zero(static_cast<double>(m.bytes) / row.total_s / 1e9);
-    rows.push_back(row);
-  }
-  // The map's order (kind, host, async) is the tie-break.
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const CopyRow& a, const CopyRow& b) { return a.total_s > b.total_s; });
-  return rows;
-}
-
-std::vector<CallSiteRow> call_site_rows(const std::vector<ledger::ThreadFigures>& threads, double tick_s,
-                                        int top_per_category, double threshold_s) {
-  struct Merged {
-    const ApiCall* call = nullptr;
-    const std::vector<void*>* frames = nullptr;
-    uint64_t count = 0;
-    uint64_t ticks = 0;
-  };
-  std::vector<CallSiteRow> rows;
-  if (top_per_category <= 0) return rows;
-  std::map<std::pair<uint16_t, std::vector<void*>>, Merged> merged;
-  for (const ledger::ThreadFigures& t : threads) {
-    for (const ledger::CallSiteFigures& s : t.call_sites) {
-      if (s.call == nullptr || static_cast<double>(s.max_ticks) * tick_s < threshold_s) continue;
-      auto it = merged.try_emplace({s.call->id, s.frames}).first;
-      it->second.call = s.call;
-      it->second.frames = &it->first.second;
-      it->second.count += s.count;
-      it->second.ticks += s.ticks;
-    }
-  }
-  // The map's order (api id, frames) is the tie-break.
-  std::vector<const Merged*> by_category[kCategoryCount];
-  for (const auto& entry : merged) {
-    int c = static_cast<int>(entry.second.call->category);
-    if (c >= 0 && c < kCategoryCount) by_category[c].push_back(&entry.second);
-  }
-  for (int c = 0; c < kCategoryCount; ++c) {
-    std::vector<const Merged*>& sites = by_category[c];
-    keep_largest(sites, static_cast<size_t>(top_per_category), [](const Merged* m) { return m->ticks; });
-    for (size_t i = 0; i < sites.size(); ++i) {
-      CallSiteRow row;
-      row.category = static_cast<Category>(c);
-      row.api = sites[i]->call->name != nullptr ? sites[i]->call->name : "?";
-      row.blocked_s = finite_or_zero(static_cast<double>(sites[i]->ticks) * tick_s);
-      row.count = sites[i]->count;
-      row.frames = symbolize(*sites[i]->frames);
-      rows.push_back(std::move(row));
-    }
-  }
-  return rows;
 }
 
 }  // namespace
@@ -259,38 +50,12 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.wall_s = finite_or_zero(run.wall_s);
   s.started_utc = run.started_utc;
 
-  uint64_t all_ticks[kCategoryCount] = {};
-  for (const ledger::ThreadFigures& t : threads)
-    for (int c = 0; c < kCategoryCount; ++c) all_ticks[c] += t.ticks[c];
-  s.categories = category_times(all_ticks, tick_s, s.wall_s);
-  s.lost_s = lost_seconds(s.categories);
-  s.lost_share = share_of(s.lost_s, s.wall_s);
-
-  s.threads = thread_rows(threads, tick_s, s.wall_s);
-  s.other_threads = other_threads_row(threads, tick_s, s.wall_s);
-  if (!s.threads.empty()) {
-    s.worst_thread = s.threads.front();
-  } else {
-    const uint64_t none[kCategoryCount] = {};
-    s.worst_thread.categories = category_times(none, tick_s, s.wall_s);
-  }
-  s.calls = call_rows(threads, tick_s, s.wall_s);
-  s.copies = copy_rows(threads, tick_s);
-  s.call_sites = call_site_rows(threads, tick_s, run.top_call_sites, run.call_site_threshold_s);
+  build_calls(threads, run, &s);
   s.collectives = build_collectives(run, tick_s, s.wall_s);
-  for (const AllocatorRun& run_row : run.allocator) {
-    AllocatorRow a;
-    a.device = run_row.device;
-    a.stats = allocator_counters(run_row.stats);
-    a.timeline = allocator_samples(run_row.timeline);
-    const AllocatorCounters& st = a.stats;
-    a.utilization = st.peak_reserved ? static_cast<double>(st.peak_allocated) / static_cast<double>(st.peak_reserved) : 0;
-    s.allocator.push_back(std::move(a));
-  }
+  s.allocator = build_allocator(run.allocator);
   s.allocator_status = run.allocator_status;
   s.staging = build_staging(threads, run);
-  s.pinned.present = run.pinned_present;
-  s.pinned.stats = pinned_counters(run.pinned);
+  s.pinned = build_pinned(run.pinned_present, run.pinned);
   s.gpu_timeline = build_gpu_timeline(run.gpu_timeline, run.top_call_sites);
   s.device_health.status = run.device_health.status;
   s.device_health.detail = run.device_health.detail;

@@ -1,4 +1,8 @@
 // The end-of-run summary, as data: what the text and JSON writers print.
+// Its sections' types are in their own headers (sections.h lists them):
+// the calls (calls.h), collectives (collectives.h), allocator (allocator.h), staging (staging.h), GPU
+// timeline (gpu_timeline.h), pinned heap (pinned.h), topology (topology.h)
+// and job (job.h); the device health and series below.
 //
 // Built from the ledger's per-thread figures (ledger::snapshot()) and the
 // session's facts (wall time, host, pid, rank), with every duration turned
@@ -15,8 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "alloc/device_stats.h"
-#include "alloc/timeline.h"
 #include "health/sampler.h"
 #include "ledger/api_call.h"
 #include "nccl/collectives.h"
@@ -24,9 +26,16 @@
 #include "nccl/profiler_records.h"
 #include "ledger/ledger.h"
 #include "pin/pinned_stats.h"
+#include "report/allocator.h"
+#include "report/calls.h"
+#include "report/collectives.h"
 #include "report/feature_counters.h"
 #include "report/finding.h"
+#include "report/gpu_timeline.h"
 #include "report/job.h"
+#include "report/pinned.h"
+#include "report/staging.h"
+#include "report/topology.h"
 #include "stage/staging_stats.h"
 #include "timeline/timeline.h"
 #include "topology/topology.h"
@@ -36,307 +45,12 @@ namespace report {
 
 inline constexpr int kSchemaVersion = 1;
 
-struct CategoryTime {
-  Category category = Category::kOther;
-  double seconds = 0;
-  double share = 0;  // of wall time
-};
-
-struct CallRow {
-  std::string name;
-  Category category = Category::kOther;
-  uint64_t count = 0;
-  double total_s = 0;
-  double max_s = 0;
-  double p50_s = 0;
-  double p99_s = 0;
-  uint64_t bytes = 0;
-  // Of total_s, the calls past the call-site threshold that began in the
-  // middle of the run: after its first kSteadyFrom and before its last
-  // kSteadyFrom of wall time, counting only time buckets wholly inside
-  // (ledger::CallFigures::slow_time), less the costliest of those buckets,
-  // so that one event (a checkpoint, the last wait for queued work) is
-  // not taken for a habit. What tells a call that kept blocking in steady
-  // state from a burst at start-up, mid-run or teardown (findings/).
-  double steady_s = 0;
-};
-
-// The share of wall time at each end of the run that steady_s leaves out.
-inline constexpr double kSteadyFrom = 0.1;
-
-// Note [Copy rates]: a rate is bytes over the time the copy took. Host
-// time inside the call is that time only when the call returns once the
-// copy is done: a synchronous call (not ApiCall::async_api) between device
-// and host memory or host and host. (A pageable host-to-device cudaMemcpy
-// returns once the buffer is in the driver's staging memory, and its host
-// time includes the stream drain before it: a lower bound of the transfer
-// rate.) An asynchronous call returns once its copy is enqueued, and a
-// synchronous device-to-device copy, peer copy or memset does not wait for
-// the device either (Runtime API, "API synchronization behavior"): bytes
-// over their host time is an enqueue rate, not a transfer rate (issue 17
-// found "179,204 GB/s" device-to-device). Those rows give no rate. The GPU
-// timeline's copy records (timeline/gpu_activity.h) carry no byte counts,
-// so there is no GPU-side rate either.
-struct CopyRow {
-  CopyKind copy = CopyKind::kNone;
-  HostMemory host = HostMemory::kNone;
-  bool async_api = false;  // made by asynchronous calls (cudaMemcpyAsync, ...)
-  uint64_t count = 0;
-  uint64_t bytes = 0;
-  double total_s = 0;
-  // bytes / host time, GB/s, where that is a transfer rate (Note [Copy
-  // rates]: copy_host_time_is_transfer()); 0 otherwise or when no time.
-  double host_time_gbps = 0;
-};
-
-// Whether a row's host time is its copies' transfer time (Note [Copy rates]).
-bool copy_host_time_is_transfer(CopyKind copy, bool async_api);
-
-struct CallSiteRow {
-  Category category = Category::kOther;
-  std::string api;                  // the hooked call
-  double blocked_s = 0;
-  uint64_t count = 0;
-  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
-};
-
-struct ThreadRow {
-  int tid = 0;
-  std::string name;
-  bool exited = false;                     // one of the exited threads that lost most
-  double lost_s = 0;                       // allocation + copies + collectives
-  double lost_share = 0;                   // lost_s / wall time
-  std::vector<CategoryTime> categories;    // every category, in enum order
-};
-
-// The exited threads not listed by name (Note [Exited threads] in
-// ledger/ledger.h), summed.
-struct OtherThreadsRow {
-  uint64_t threads = 0;                    // 0: none
-  double lost_s = 0;
-  double lost_share = 0;
-  std::vector<CategoryTime> categories;    // every category, in enum order
-};
-
-// One (operation, datatype, log2 size bucket, communicator size) of NCCL
-// calls. GPU figures come from the timed calls only (collective_timing_every);
-// algbw = their bytes / the time of the timed calls and groups they were in,
-// busbw = their bus bytes (nccl::bus_bytes: nccl-tests' definitions) over
-// that time (Note [Charged time and bandwidth time] in nccl/collectives.h).
-struct CollectiveRow {
-  std::string op;        // "all-reduce", ...
-  std::string datatype;  // "float32", ...
-  int bucket = 0;        // bytes per call in [2^bucket, 2^(bucket+1))
-  int nranks = 0;        // 0: unknown
-  uint64_t count = 0;
-  uint64_t captured = 0;  // of count: issued into a CUDA graph, never timed
-  uint64_t timed = 0;     // of count: with GPU time resolved
-  // Most calls were captured (Note [Captured collectives] in
-  // collectives.h): algbw/busbw are not given (0), as the few uncaptured
-  // calls (often warm-ups) do not stand for the row.
-  bool mostly_captured = false;
-  uint64_t bytes = 0;     // all calls, nccl-tests' S summed
-  double host_s = 0;      // all calls
-  double gpu_s = 0;       // timed calls (a group member: its share by bytes)
-  // Every uncaptured call, an estimate (Note [Estimated GPU time] in
-  // report/collectives.h); the one figure findings read for a row's GPU time.
-  double gpu_s_estimated = 0;
-  // One timed call as it usually runs: their mean less the slow outliers
-  // (report/collectives.h, typical_call_s); 0 when none was timed.
-  double gpu_typical_s = 0;
-  double gpu_p50_s = 0, gpu_p99_s = 0;
-  double algbw_gbps = 0, busbw_gbps = 0;  // 0 when none timed
-  // NCCL's own choice, from its profiler plugin (nccl/profiler_records.h):
-  // the algorithm and protocol of most of the row's calls ("" unknown: the
-  // plugin is off, or recorded none of these calls), the mean channels NCCL
-  // used (0 unknown) and the communicator's nodes per NCCL (0 unknown).
-  std::string algo, proto;
-  double channels = 0;
-  int nnodes = 0;
-  // The cost model's expectation (report/collective_expectations.h, Note
-  // [Where the expected bandwidth comes from]); per call of the row's mean
-  // size.
-  double expected_busbw_gbps = 0;  // the model's for NCCL's choice (algo/proto) on this shape; 0 unknown
-  std::string expected_from;       // where the links came from
-  std::string best_algo, best_proto;  // the model's fastest choice; "" unknown
-  double best_time_s = 0;             // one call by best_algo/best_proto, per the model
-  int best_channels = 0;              // the channels best_time_s assumed (the model's own count)
-  double chosen_time_s = 0;           // one call by NCCL's choice (algo/proto, channels), per the model
-};
-
-// One (communicator, op, size bucket, algorithm, protocol) of NCCL's
-// profiler plugin records: calls, mean channels, and where the interface
-// gives GPU timestamps (v4+), the kernel's GPU time and busbw (0 unknown).
-struct AlgoProtoRow {
-  uint64_t comm_hash = 0;
-  int nranks = 0, nnodes = 0;  // 0 unknown
-  std::string op;              // "all-reduce", ...
-  int bucket = 0;
-  std::string algo, proto;     // NCCL_ALGO / NCCL_PROTO spelling: "Ring", "Simple", ...
-  uint64_t calls = 0;
-  double channels = 0;
-  double gpu_s = 0;
-  double busbw_gbps = 0;
-};
-
-struct CommunicatorRow {
-  int nranks = 0, rank = -1, device = -1;
-  bool alive = true, aborted = false;
-};
-
-struct CollectivesSection {
-  bool present = false;    // any NCCL call or communicator seen
-  int nccl_version = 0;    // NCCL_VERSION_CODE of the loaded library; 0 unknown
-  int timing_every = 1;    // one call in this many is timed
-  double host_s = 0;       // host time in collectives, all threads
-  double host_share = 0;   // of wall time
-  // Note [Estimated GPU time] in report/collectives.h: the rows' estimates
-  // summed, never past gpu_estimate_devices × wall time.
-  double gpu_s_estimated = 0;
-  double gpu_share = 0;               // gpu_s_estimated / wall time (up to gpu_estimate_devices)
-  uint64_t gpu_estimate_timed = 0;    // the timed calls the estimate rests on
-  int gpu_estimate_devices = 1;       // devices this process drives (its communicators'), at least 1
-  bool gpu_estimate_capped = false;   // the rows summed past devices × wall and were scaled down
-  uint64_t pending = 0;    // timed calls still running on the GPU
-  uint64_t dropped = 0;    // timed calls whose events failed (aborted comms)
-  std::vector<CollectiveRow> rows;  // most host + GPU time first
-  std::vector<CommunicatorRow> communicators;
-  std::vector<std::pair<std::string, std::string>> env;  // NCCL_* in effect, by name
-  std::vector<std::string> warnings;  // "all-reduce ran at X GB/s bus bandwidth, expected Y"
-  // NCCL's profiler plugin: its records, most calls first; what became of
-  // it ("on (v5)", "off: <why>", "stepped aside: <whose>"), the collectives
-  // it recorded and the events it had no room for.
-  std::vector<AlgoProtoRow> algorithms;
-  std::string profiler;
-  uint64_t profiler_records = 0, profiler_dropped = 0;
-};
-
-// The VMM allocator of one device (allocator:vmm), its counters copied
-// from alloc::DeviceStats (Note [Counters copied at the boundary] in
-// report/feature_counters.h) plus utilization = peak allocated / peak
-// reserved.
-struct AllocatorRow {
-  int device = 0;
-  AllocatorCounters stats;  // frees: each a device sync cudaFree would have done
-  double utilization = 0;
-  AllocatorSamples timeline;  // allocated/reserved over the run
-};
-
-// What the configuration selected (allocator: native or vmm) and, under
-// vmm, the devices it is off on and why (alloc::refusals(): Note [Saying
-// the allocator is off] in alloc/process_allocators.h).
-struct AllocatorOff {
-  int device = 0;
-  std::string why;
-};
-struct AllocatorStatus {
-  std::string selected = "native";
-  std::vector<AllocatorOff> off;
-};
-
-// One call site of pageable copies ("pin these buffers"), from the ledger's
-// byte-sampled sites (Note [Pageable call sites] in ledger/ledger.cc):
-// copies and bytes are what its samples stand for, an estimate.
-struct PageableSiteRow {
-  std::string api;
-  uint64_t samples = 0;
-  uint64_t copies = 0;
-  uint64_t bytes = 0;
-  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
-};
-
-// Copies between device and pageable host memory, and gpuslack's staging of
-// them (stage/staging_stats.h says what each figure means), copied from
-// stage::StagingStats (report/feature_counters.h).
-struct StagingSection {
-  bool present = false;  // a pageable copy was seen
-  StagingCounters stats;
-  std::vector<PageableSiteRow> sites;  // most bytes first, top_call_sites of them
-};
-
-// The pinned host heap (pin on), once it was made: its figures copied
-// from pin::PinnedStats (report/feature_counters.h).
-struct PinnedSection {
-  bool present = false;
-  PinnedCounters stats;
-};
-
-// Idle time of one device charged to one hooked call at one call site
-// (timeline/timeline.h, Note [Why the GPU idled]).
-struct IdleSiteRow {
-  std::string cause;                // idle_key(): "allocation", "copies", ...
-  std::string api;                  // the hooked call
-  double idle_s = 0;
-  std::vector<std::string> frames;  // symbolized, innermost first, gpuslack's own dropped
-};
-
-// One device's GPU busy and idle time, as timeline::DeviceTimeline with the
-// call sites symbolized.
-struct GpuDeviceRow {
-  int device = 0;
-  double wall_s = 0;
-  double busy_s = 0;
-  double busy_by[timeline::kBusyCount] = {};
-  double idle_s = 0;
-  double idle_by[timeline::kIdleCount] = {};
-  std::vector<IdleSiteRow> idle_sites;  // most idle first, top_call_sites of them
-  std::vector<timeline::KernelRow> top_kernels;
-  double short_kernel_busy_s = 0;
-  uint64_t kernels = 0;
-  uint64_t launches = 0;
-  timeline::Steps steps;
-};
-
-// The GPU timeline (gpu_timeline): whether it measured, and per device what
-// the GPU was busy with and why it idled. In the text, the first line when
-// it measured.
-struct GpuTimelineSection {
-  timeline::Status status = timeline::Status::kNotStarted;
-  std::string detail;         // the tool holding CUPTI, or why it is unavailable
-  std::string how_to_enable;  // when gpu_timeline:auto did not measure
-  std::string stopped_by;     // a tool that took CUPTI from gpuslack mid-run; "" if none
-  double stopped_after_s = 0; // when, from the timeline's start
-  std::vector<GpuDeviceRow> devices;
-  uint64_t records = 0;
-  uint64_t dropped_by_pool = 0;
-  uint64_t buffers_beyond_cap = 0;  // lent past the pool's ceiling: this CUPTI crashes on a refusal
-  uint64_t dropped_by_cupti = 0;
-  uint64_t host_intervals_dropped = 0;
-  uint64_t buffer_bytes_limit = 0;
-  uint64_t buffer_bytes_peak = 0;
-};
-
 // NVML's view of each device (health/sampler.h): "device_health", each
 // row copied from health::DeviceHealth (report/feature_counters.h).
 struct DeviceHealthSection {
   health::Status status = health::Status::kOff;
   std::string detail;  // why unavailable
   std::vector<DeviceHealthRow> devices;
-};
-
-// What the links carry for one rank, for the collectives' model
-// (nccl/cost_model.h) and findings: each figure says where it came from,
-// "measured: <how>" (the topology read), "knob: fabric=<v>" (the findings
-// apply the knob on top) or "unknown: <reason>". report/topology.h fills it.
-struct TopologyLinks {
-  double intra_gbps = 0;       // one rank's link within its node, per direction, GB/s; 0 unknown
-  bool intra_is_nvlink = false;
-  std::string intra_from;      // "measured: <how>", "knob: fabric=<v>", "unknown: <reason>"
-  double inter_gbps = 0;       // one rank's share of the node's NICs, per direction, GB/s; 0 unknown
-  std::string inter_from;
-  int nodes = 0, ranks_per_node = 0;  // the job's shape; 0 unknown
-  std::string shape_from;
-};
-
-// The node as this rank read it (topology/topology.h) and what its links
-// carry: "topology" (null when not read: device_health:off, a secure
-// process).
-struct TopologySection {
-  bool present = false;
-  topology::Status status = topology::Status::kOff;  // kRead or kNotRead when present
-  std::string detail;                                // why not read
-  topology::NodeTopology node;
-  TopologyLinks links;
 };
 
 // Figures over time, all in buckets of interval_s from t0_s after
@@ -370,7 +84,7 @@ struct Summary {
 
   // Summed over threads: thread-seconds, and lost_share may exceed 1 when
   // several threads block at once. The text never shows a share above 100%
-  // (Note [Thread-seconds] in text.cc): it says thread-seconds and the
+  // (Note [Thread-seconds] in text_parts.h): it says thread-seconds and the
   // worst thread's share instead.
   double lost_s = 0;     // all threads, allocation + copies + collectives
   double lost_share = 0;  // lost_s / wall_s (may exceed 1 with many threads)
@@ -397,14 +111,6 @@ struct Summary {
   DeviceHealthSection device_health;
   TopologySection topology;
   SeriesSection series;
-};
-
-// One device's VMM allocator as the session read it, in the feature's own
-// types: build_summary copies them into an AllocatorRow.
-struct AllocatorRun {
-  int device = 0;
-  alloc::DeviceStats stats;
-  alloc::Timeline::Samples timeline;  // its origin_ticks places it in the series
 };
 
 // Facts about the process that the ledger does not hold, in the features'

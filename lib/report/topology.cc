@@ -11,29 +11,53 @@ namespace gpuslack {
 namespace report {
 namespace {
 
+TopologyPlace place_of(const topology::PciPlace& p) { return TopologyPlace{p.bus_id, p.numa_node, p.path, p.unknown}; }
+
+}  // namespace
+
+TopologyNode topology_node(const topology::NodeTopology& node) {
+  TopologyNode n;
+  for (const topology::Gpu& g : node.gpus)
+    n.gpus.push_back(TopologyGpu{g.device, g.name, g.nvlink_links, g.nvlink_generation, g.nvlink_gbps, g.pcie_generation,
+                                 g.pcie_width, g.pcie_max_generation, g.pcie_max_width, g.pcie_gbps, g.peers,
+                                 place_of(g.place), g.unknown});
+  n.gpus_unknown = node.gpus_unknown;
+  n.gpus_on_node = node.gpus_on_node;
+  for (const topology::Nic& c : node.nics)
+    n.nics.push_back(TopologyNic{c.name, c.port, c.rdma, c.link_layer, c.netdev, c.state, c.active, c.gbit_s,
+                                 c.rate_from, place_of(c.place), c.unknown});
+  n.nics_unknown = node.nics_unknown;
+  for (const topology::GpuNic& a : node.affinity) n.affinity.push_back(TopologyGpuNic{a.device, a.nic, a.port, a.closeness});
+  n.sysfs_root = node.sysfs_root;
+  n.corrupt = node.corrupt;
+  return n;
+}
+
+namespace {
+
 constexpr const char* kMeasured = "measured: ";
 constexpr const char* kUnknown = "unknown: ";
 
-std::string first_reason(const std::vector<topology::Gpu>& gpus) {
-  for (const topology::Gpu& g : gpus)
+std::string first_reason(const std::vector<TopologyGpu>& gpus) {
+  for (const TopologyGpu& g : gpus)
     if (!g.unknown.empty()) return "GPU " + std::to_string(g.device) + ": " + g.unknown;
   return "NVML did not say";
 }
 
 void intra(const TopologySection& t, TopologyLinks* links) {
-  const std::vector<topology::Gpu>& gpus = t.node.gpus;
+  const std::vector<TopologyGpu>& gpus = t.node.gpus;
   if (gpus.empty()) {
     links->intra_from = kUnknown + (t.node.gpus_unknown.empty() ? std::string("no GPU read") : t.node.gpus_unknown);
     return;
   }
-  const topology::Gpu* slowest = nullptr;
+  const TopologyGpu* slowest = nullptr;
   bool all_nvlink = true, all_pcie = true;
-  for (const topology::Gpu& g : gpus) {
+  for (const TopologyGpu& g : gpus) {
     all_nvlink = all_nvlink && g.nvlink_links > 0 && g.nvlink_gbps > 0;
     all_pcie = all_pcie && g.nvlink_links == 0 && g.pcie_gbps > 0;
   }
   if (all_nvlink) {
-    for (const topology::Gpu& g : gpus)
+    for (const TopologyGpu& g : gpus)
       if (!slowest || g.nvlink_gbps < slowest->nvlink_gbps) slowest = &g;
     links->intra_gbps = slowest->nvlink_gbps;
     links->intra_is_nvlink = true;
@@ -44,7 +68,7 @@ void intra(const TopologySection& t, TopologyLinks* links) {
     return;
   }
   if (all_pcie) {
-    for (const topology::Gpu& g : gpus)
+    for (const TopologyGpu& g : gpus)
       if (!slowest || g.pcie_gbps < slowest->pcie_gbps) slowest = &g;
     links->intra_gbps = slowest->pcie_gbps;
     links->intra_from = kMeasured + absl::StrFormat("NVML: GPU %d has no NVLink; PCIe gen %d x%d at most",
@@ -59,7 +83,7 @@ void inter(const TopologySection& t, TopologyLinks* links) {
   double rdma = 0, plain = 0;
   int rdma_ports = 0, plain_ports = 0;
   std::set<std::string> layers;
-  for (const topology::Nic& n : t.node.nics) {
+  for (const TopologyNic& n : t.node.nics) {
     if (!n.active || n.gbit_s <= 0) continue;
     if (n.rdma) {
       rdma += n.gbit_s;
@@ -86,7 +110,7 @@ void inter(const TopologySection& t, TopologyLinks* links) {
     std::string why = t.node.nics_unknown;
     if (why.empty()) {
       why = "no active NIC with a known rate:";
-      for (const topology::Nic& n : t.node.nics) {
+      for (const TopologyNic& n : t.node.nics) {
         why += " " + n.name + (n.rdma ? ":" + std::to_string(n.port) : "") + " " +
                (n.state.empty() ? "state unknown" : n.state);
         if (n.active && n.gbit_s <= 0) why += " (rate unknown)";
@@ -159,13 +183,13 @@ void shape(const JobIdentity& job, const std::vector<nccl::CommRow>& communicato
   }
 }
 
-std::string place_text(const topology::PciPlace& p) {
+std::string place_text(const TopologyPlace& p) {
   std::string out = p.bus_id.empty() ? "PCI unknown" : p.bus_id;
   if (p.numa_node >= 0) out += ", NUMA " + std::to_string(p.numa_node);
   return out;
 }
 
-std::string gpu_line(const topology::Gpu& g) {
+std::string gpu_line(const TopologyGpu& g) {
   std::string text = "topology: GPU " + std::to_string(g.device);
   if (!g.name.empty()) text += " " + g.name;
   text += " (" + place_text(g.place) + "):";
@@ -188,16 +212,16 @@ std::string gpu_line(const topology::Gpu& g) {
   return text;
 }
 
-std::string nics_line(const topology::NodeTopology& node) {
+std::string nics_line(const TopologyNode& node) {
   if (node.nics.empty()) return "topology: NICs unknown: " + node.nics_unknown;
   int active = 0;
   bool alike = true;
-  for (const topology::Nic& n : node.nics) {
+  for (const TopologyNic& n : node.nics) {
     active += n.active ? 1 : 0;
     alike = alike && n.rdma == node.nics[0].rdma && n.link_layer == node.nics[0].link_layer &&
             n.gbit_s == node.nics[0].gbit_s && n.active == node.nics[0].active;
   }
-  const topology::Nic& first = node.nics[0];
+  const TopologyNic& first = node.nics[0];
   std::string text = absl::StrFormat("topology: %d NIC port%s, %d active", node.nics.size(),
                                      node.nics.size() == 1 ? "" : "s", active);
   if (alike) {
@@ -207,7 +231,7 @@ std::string nics_line(const topology::NodeTopology& node) {
     return text;
   }
   text += ":";
-  for (const topology::Nic& n : node.nics)
+  for (const TopologyNic& n : node.nics)
     text += " " + n.name + (n.rdma ? ":" + std::to_string(n.port) : "") + " " + (n.state.empty() ? "?" : n.state) +
             (n.gbit_s > 0 ? " " + link_gbits_text(n.gbit_s) : "") + ";";
   text.pop_back();
@@ -253,7 +277,7 @@ TopologySection build_topology_section(const topology::Snapshot& snapshot, const
   t.present = true;
   t.status = snapshot.status;
   t.detail = snapshot.detail;
-  t.node = snapshot.node;
+  t.node = topology_node(snapshot.node);
   t.links = topology_links(t, job, communicators);
   return t;
 }
@@ -265,10 +289,10 @@ std::vector<std::string> topology_lines(const TopologySection& t) {
     out.push_back("topology: not read: " + t.detail);
     return out;
   }
-  for (const topology::Gpu& g : t.node.gpus) out.push_back(gpu_line(g));
+  for (const TopologyGpu& g : t.node.gpus) out.push_back(gpu_line(g));
   if (t.node.gpus.empty()) out.push_back("topology: GPUs unknown: " + t.node.gpus_unknown);
   out.push_back(nics_line(t.node));
-  for (const topology::GpuNic& a : t.node.affinity)
+  for (const TopologyGpuNic& a : t.node.affinity)
     out.push_back(absl::StrFormat("topology: GPU %d's nearest NIC: %s%s (%s)", a.device, a.nic,
                                   a.port > 0 ? ":" + std::to_string(a.port) : std::string(),
                                   topology::closeness_name(a.closeness)));

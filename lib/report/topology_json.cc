@@ -7,8 +7,8 @@ namespace {
 using detail::Fields;
 using detail::Malformed;
 
-topology::PciPlace place(const Fields& f) {
-  topology::PciPlace p;
+TopologyPlace place(const Fields& f) {
+  TopologyPlace p;
   p.bus_id = f.text("bus_id");
   p.numa_node = f.whole("numa_node", -1);
   p.path = f.strings("pci_path");
@@ -37,13 +37,13 @@ TopologySection read_topology(const Fields& f) {
     t.links.ranks_per_node = l.whole("ranks_per_node");
     t.links.shape_from = l.text("shape_from");
   }
-  topology::NodeTopology& n = t.node;
+  TopologyNode& n = t.node;
   n.sysfs_root = f.text("sysfs_root");
   n.gpus_on_node = f.whole("gpus_on_node");
   n.gpus_unknown = f.text("gpus_unknown");
   f.each("gpus", [&](const JsonValue& item, const std::string& at) {
     Fields g(item, at);
-    topology::Gpu r;
+    TopologyGpu r;
     r.device = g.whole("device", -1);
     r.name = g.text("name");
     r.place = place(g);
@@ -66,7 +66,7 @@ TopologySection read_topology(const Fields& f) {
   n.nics_unknown = f.text("nics_unknown");
   f.each("nics", [&](const JsonValue& item, const std::string& at) {
     Fields c(item, at);
-    topology::Nic r;
+    TopologyNic r;
     r.name = c.text("name");
     r.port = c.whole("port");
     r.rdma = c.get("rdma") ? c.flag("rdma") : true;
@@ -82,7 +82,7 @@ TopologySection read_topology(const Fields& f) {
   });
   f.each("affinity", [&](const JsonValue& item, const std::string& at) {
     Fields a(item, at);
-    topology::GpuNic r;
+    TopologyGpuNic r;
     r.device = a.whole("device", -1);
     r.nic = a.text("nic");
     r.port = a.whole("port");

@@ -20,7 +20,7 @@ namespace gpuslack {
 namespace report {
 
 template <typename Writer>
-void write_pci_place(const topology::PciPlace& p, Writer* w) {
+void write_pci_place(const TopologyPlace& p, Writer* w) {
   w->key("bus_id").string(p.bus_id);
   w->key("numa_node").integer(p.numa_node < 0 ? -1 : p.numa_node);
   w->key("pci_path").begin_array(true);
@@ -46,12 +46,12 @@ void write_topology(const TopologySection& t, Writer* w) {
   w->key("ranks_per_node").integer(l.ranks_per_node);
   w->key("shape_from").string(l.shape_from);
   w->end_object();
-  const topology::NodeTopology& n = t.node;
+  const TopologyNode& n = t.node;
   w->key("sysfs_root").string(n.sysfs_root);
   w->key("gpus_on_node").integer(n.gpus_on_node);
   w->key("gpus_unknown").string(n.gpus_unknown);
   w->key("gpus").begin_array();
-  for (const topology::Gpu& g : n.gpus) {
+  for (const TopologyGpu& g : n.gpus) {
     w->begin_object();
     w->key("device").integer(g.device);
     w->key("name").string(g.name);
@@ -73,7 +73,7 @@ void write_topology(const TopologySection& t, Writer* w) {
   w->end_array();
   w->key("nics_unknown").string(n.nics_unknown);
   w->key("nics").begin_array();
-  for (const topology::Nic& c : n.nics) {
+  for (const TopologyNic& c : n.nics) {
     w->begin_object();
     w->key("name").string(c.name);
     w->key("port").integer(c.port);
@@ -90,7 +90,7 @@ void write_topology(const TopologySection& t, Writer* w) {
   }
   w->end_array();
   w->key("affinity").begin_array();
-  for (const topology::GpuNic& a : n.affinity) {
+  for (const TopologyGpuNic& a : n.affinity) {
     w->begin_object(true);
     w->key("device").integer(a.device);
     w->key("nic").string(a.nic);

@@ -26,7 +26,7 @@
 // these. Python never formats a unit itself; it calls them through the
 // library (tests/python/test_labels.py renders the same figures through
 // both and fails on any difference). The headline's seconds keep three
-// significant digits (text.cc's headline_seconds, built on seconds_text
+// significant digits (text_parts.h's headline_seconds, built on seconds_text
 // below 10 ms): its precision is the headline's, not another unit. The
 // findings' evidence (lib/findings/figures.h) uses these too.
 //

@@ -13,7 +13,7 @@
 // gives the text again. Columns are counted in code points of valid UTF-8
 // (text.cc prints no other): a double-width character counts as one.
 //
-// Tables (text.cc's Table) are not wrapped: their rows keep their columns,
+// Tables (text_parts.h's Table) are not wrapped: their rows keep their columns,
 // wider than 80 where a table has many (the collectives table).
 //
 // Thread safety: pure functions.

@@ -15,13 +15,13 @@ namespace {
 
 // A kernel of `seconds` whose launches ran at `efficiency` on 132 SMs, in
 // grids of `blocks` (one block per SM).
-timeline::KernelRow kernel(const std::string& name, double seconds, double efficiency, uint64_t blocks) {
-  timeline::KernelRow k;
+report::KernelRow kernel(const std::string& name, double seconds, double efficiency, uint64_t blocks) {
+  report::KernelRow k;
   k.name = name;
   k.count = 1000;
   k.total_s = seconds;
   k.mean_s = seconds / 1000;
-  timeline::KernelLaunches& l = k.launches;
+  report::KernelLaunches& l = k.launches;
   l.sm_count = 132;
   l.shapes = 1;
   l.blocks_min = l.blocks_max = blocks;
@@ -34,12 +34,12 @@ timeline::KernelRow kernel(const std::string& name, double seconds, double effic
     l.underfilled_s = seconds;
     l.underfilled_idle_s = seconds * (1 - efficiency);
   }
-  l.top_shapes = {timeline::KernelShapeRow{blocks, 384, 168, 196608, 1, l.waves_max, efficiency, 1000, seconds}};
+  l.top_shapes = {report::KernelShapeRow{blocks, 384, 168, 196608, 1, l.waves_max, efficiency, 1000, seconds}};
   return k;
 }
 
 // A 10 s run, its device measured 10 s, 8 s busy computing in `kernels`.
-report::Summary measured(std::vector<timeline::KernelRow> kernels) {
+report::Summary measured(std::vector<report::KernelRow> kernels) {
   report::Summary s;
   s.wall_s = 10;
   s.gpu_timeline.status = timeline::Status::kMeasured;
@@ -85,10 +85,10 @@ TEST(UnderfilledKernels, FiresOnAGemmInHalfAWave) {
 
 // One kernel name, several GEMMs: only the ill-shaped one's launches count.
 TEST(UnderfilledKernels, JudgedPerShapeNotPerName) {
-  timeline::KernelRow k = kernel(kGemm, 4, 0.97, 512);
-  timeline::KernelLaunches& l = k.launches;
+  report::KernelRow k = kernel(kGemm, 4, 0.97, 512);
+  report::KernelLaunches& l = k.launches;
   l.shapes = 2;
-  l.top_shapes.insert(l.top_shapes.begin(), timeline::KernelShapeRow{192, 384, 168, 196608, 1, 192.0 / 132,
+  l.top_shapes.insert(l.top_shapes.begin(), report::KernelShapeRow{192, 384, 168, 196608, 1, 192.0 / 132,
                                                                      192.0 / 264, 500, 2});
   l.underfilled_s = 2;
   l.underfilled_idle_s = 2 * (1 - 192.0 / 264);
@@ -135,7 +135,7 @@ TEST(UnderfilledKernels, NcclKernelsAndUnknownLimitsAreLeftOut) {
   EXPECT_TRUE(run(measured({kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 5,
                                    0.2, 24)}))
                   .empty());
-  timeline::KernelRow unknown = kernel(kGemm, 5, 0.4, 64);
+  report::KernelRow unknown = kernel(kGemm, 5, 0.4, 64);
   unknown.launches.sm_count = 0;
   unknown.launches.wave_efficiency = 0;
   EXPECT_TRUE(run(measured({unknown})).empty());

@@ -8,7 +8,7 @@
 //     [Captured collectives] in report/collectives.h);
 //   - copies passed through because the capture query failed are not
 //     "graph capture";
-//   - no share of wall time above 100% (Note [Thread-seconds] in text.cc).
+//   - no share of wall time above 100% (Note [Thread-seconds] in text_parts.h).
 #include <gtest/gtest.h>
 
 #include <regex>

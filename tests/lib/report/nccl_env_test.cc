@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "report/collectives.h"
+#include "report/summary.h"
 
 namespace gpuslack {
 namespace report {

@@ -160,12 +160,12 @@ inline Summary sample_summary_with_gpu_timeline() {
   d.idle_by[3] = 12.36;   // copies 3%
   d.idle_sites = {IdleSiteRow{"allocation", "cudaFree", 24.0, {"train_step+0x1a (train.so)", "main+0x10 (app)"}},
                   IdleSiteRow{"copies", "cudaMemcpy", 12.0, {}}};
-  d.top_kernels = {timeline::KernelRow{"gemm_kernel<float, 128>(float const*, float*)", 1000, 200.0, 0.2},
-                   timeline::KernelRow{"\"quoted\" kernel", 3, 0.003, 0.001}};
+  d.top_kernels = {KernelRow{"gemm_kernel<float, 128>(float const*, float*)", 1000, 200.0, 0.2},
+                   KernelRow{"\"quoted\" kernel", 3, 0.003, 0.001}};
   {
     // The gemm in two shapes on an H100: 64 blocks (half a wave) and 264
     // (two full waves), one block per SM.
-    timeline::KernelLaunches& l = d.top_kernels[0].launches;
+    KernelLaunches& l = d.top_kernels[0].launches;
     l.sm_count = 132;
     l.shapes = 2;
     l.blocks_min = 64;
@@ -179,14 +179,14 @@ inline Summary sample_summary_with_gpu_timeline() {
     l.below_sms_s = 150.0;
     l.underfilled_s = 150.0;
     l.underfilled_idle_s = 77.272727;
-    l.top_shapes = {timeline::KernelShapeRow{64, 384, 168, 196608, 1, 0.484848, 0.484848, 750, 150.0},
-                    timeline::KernelShapeRow{264, 384, 168, 196608, 1, 2, 1, 250, 50.0}};
+    l.top_shapes = {KernelShapeRow{64, 384, 168, 196608, 1, 0.484848, 0.484848, 750, 150.0},
+                    KernelShapeRow{264, 384, 168, 196608, 1, 2, 1, 250, 50.0}};
     // The quoted kernel: a grid, its device's limits unknown.
-    timeline::KernelLaunches& q = d.top_kernels[1].launches;
+    KernelLaunches& q = d.top_kernels[1].launches;
     q.shapes = 1;
     q.blocks_min = q.blocks_max = 1;
     q.shaped_s = 0.003;
-    q.top_shapes = {timeline::KernelShapeRow{1, 32, 0, 0, 0, 0, 0, 3, 0.003}};
+    q.top_shapes = {KernelShapeRow{1, 32, 0, 0, 0, 0, 0, 3, 0.003}};
   }
   d.short_kernel_busy_s = 2.5;
   d.kernels = 250000;
@@ -197,7 +197,7 @@ inline Summary sample_summary_with_gpu_timeline() {
   d.steps.busy_share_p99 = 0.4;
   d.steps.wall_p50_s = 1.0;
   d.steps.wall_p99_s = 1.5;
-  d.steps.worst = {timeline::StepRow{17, 1.6, 0.64, 0.96}};
+  d.steps.worst = {StepRow{17, 1.6, 0.64, 0.96}};
   g.devices.push_back(d);
   GpuDeviceRow d1;
   d1.device = 1;
@@ -228,10 +228,10 @@ inline Summary sample_summary_with_gpu_timeline() {
   // behind one switch; a second NIC down.
   s.topology.present = true;
   s.topology.status = topology::Status::kRead;
-  topology::NodeTopology& node = s.topology.node;
+  TopologyNode& node = s.topology.node;
   node.sysfs_root = "/";
   node.gpus_on_node = 8;
-  topology::Gpu gpu;
+  TopologyGpu gpu;
   gpu.device = 0;
   gpu.name = "NVIDIA H100 80GB HBM3";
   gpu.place.bus_id = "0000:18:00.0";
@@ -245,7 +245,7 @@ inline Summary sample_summary_with_gpu_timeline() {
   gpu.pcie_gbps = 63.0153846;
   gpu.peers = {1};
   node.gpus.push_back(gpu);
-  topology::Nic nic;
+  TopologyNic nic;
   nic.name = "mlx5_0";
   nic.port = 1;
   nic.link_layer = "InfiniBand";
@@ -263,11 +263,11 @@ inline Summary sample_summary_with_gpu_timeline() {
   nic.gbit_s = 0;
   nic.rate_from.clear();
   nic.unknown = "rate unreadable: 'x'";
-  nic.place = topology::PciPlace();
+  nic.place = TopologyPlace();
   nic.place.unknown = "cannot read /sys/bus/pci/devices/0000:2b:00.0/numa_node";
   node.nics.push_back(nic);
   node.corrupt = {"/sys/class/infiniband/mlx5_1/ports/1/rate: 'x'"};
-  node.affinity.push_back(topology::GpuNic{0, "mlx5_0", 1, topology::Closeness::kSamePcieSwitch});
+  node.affinity.push_back(TopologyGpuNic{0, "mlx5_0", 1, topology::Closeness::kSamePcieSwitch});
   TopologyLinks& links = s.topology.links;
   links.intra_gbps = 450;
   links.intra_is_nvlink = true;

@@ -138,6 +138,7 @@ Config load() {
   GPUSIM_COST(host_pin_gbps); GPUSIM_COST(free_host_us); GPUSIM_COST(malloc_async_us);
   GPUSIM_COST(event_record_us); GPUSIM_COST(mem_create_us); GPUSIM_COST(mem_create_gbps);
   GPUSIM_COST(mem_map_us); GPUSIM_COST(set_access_us); GPUSIM_COST(set_access_per_2mib_us);
+  GPUSIM_COST(mem_unmap_us); GPUSIM_COST(mem_release_us);
   GPUSIM_COST(kernel_us); GPUSIM_COST(kernel_per_block_us); GPUSIM_COST(launch_us);
   GPUSIM_COST(gemm_tflops);
 #undef GPUSIM_COST
@@ -222,6 +223,22 @@ double nvlink_link_gbps(int version) {
 double transfer_us(size_t bytes, double gbps) {
   if (gbps <= 0) return 0;
   return static_cast<double>(bytes) / (gbps * 1e3);  // bytes / (GB/s) in us
+}
+
+double vmm_cost_us(VmmCall call, size_t bytes, size_t mappings) {
+  const Config& c = config();
+  constexpr size_t kTwoMiB = 2u << 20;
+  switch (call) {
+    case VmmCall::kCreate: return c.mem_create_us + transfer_us(bytes, c.mem_create_gbps);
+    case VmmCall::kMap: return c.mem_map_us;
+    // Per mapping: PyTorch's allocator found unmapping 10 handles of 2 MiB
+    // 10x the cost of one of 20 MiB (c10/cuda/CUDACachingAllocator.cpp).
+    case VmmCall::kUnmap: return c.mem_unmap_us * static_cast<double>(mappings);
+    case VmmCall::kSetAccess:
+      return c.set_access_us + c.set_access_per_2mib_us * static_cast<double>((bytes + kTwoMiB - 1) / kTwoMiB);
+    case VmmCall::kRelease: return c.mem_release_us;
+  }
+  return 0;
 }
 
 void wait_until(Clock::time_point deadline) {

@@ -275,8 +275,8 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
     }
     id = add_handle(v, size, p, b, dev);
   }
-  // Physical allocation: a base cost plus zeroing the memory.
-  charge(config().mem_create_us + transfer_us(size, config().mem_create_gbps));
+  // Physical allocation: a per-call cost plus zeroing the memory.
+  charge(vmm_cost_us(VmmCall::kCreate, size));
   *handle = id;
   return CUDA_SUCCESS;
 }
@@ -284,12 +284,17 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
 GPUSIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   READY();
   count_call(Counted::kCuMemRelease);
-  Vmm& v = vmm();
-  std::lock_guard<std::mutex> l(v.mu);
-  Handle* h = find_handle(v, handle);
-  if (!h || h->refs <= 0) return CUDA_ERROR_INVALID_VALUE;
-  --h->refs;
-  maybe_destroy(v, h);
+  size_t size;
+  {
+    Vmm& v = vmm();
+    std::lock_guard<std::mutex> l(v.mu);
+    Handle* h = find_handle(v, handle);
+    if (!h || h->refs <= 0) return CUDA_ERROR_INVALID_VALUE;
+    size = h->size;
+    --h->refs;
+    maybe_destroy(v, h);
+  }
+  charge(vmm_cost_us(VmmCall::kRelease, size));
   return CUDA_SUCCESS;
 }
 
@@ -381,7 +386,7 @@ GPUSIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUm
     m.offset = offset;
     ++h->maps;
   }
-  charge(config().mem_map_us);
+  charge(vmm_cost_us(VmmCall::kMap, size));
   return CUDA_SUCCESS;
 }
 
@@ -391,6 +396,7 @@ GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   READY();
   count_call(Counted::kCuMemUnmap);
   if (ptr == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t mappings = 0;
   {
     Vmm& v = vmm();
     std::lock_guard<std::mutex> l(v.mu);
@@ -408,7 +414,7 @@ GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     void* p = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-    for (auto m = first; m != it;) {
+    for (auto m = first; m != it; ++mappings) {
       Handle* h = find_handle(v, m->second.handle);
       m = r->maps.erase(m);
       if (h) {
@@ -417,7 +423,7 @@ GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
       }
     }
   }
-  charge(config().mem_map_us);
+  charge(vmm_cost_us(VmmCall::kUnmap, size, mappings));
   return CUDA_SUCCESS;
 }
 
@@ -472,8 +478,7 @@ GPUSIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemA
       }
     });
   }
-  size_t granules = (size + kGranularity - 1) / kGranularity;
-  charge(config().set_access_us + config().set_access_per_2mib_us * static_cast<double>(granules));
+  charge(vmm_cost_us(VmmCall::kSetAccess, size));
   return CUDA_SUCCESS;
 }
 

@@ -121,7 +121,9 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_VMM_REFUSE")) {
     c.refuse_posix_fd = std::strstr(v, "posix_fd") != nullptr;
     c.refuse_rdma = std::strstr(v, "rdma") != nullptr;
+    c.refuse_fabric = std::strstr(v, "fabric") != nullptr;
   }
+  if (const char* v = std::getenv("GPUSIM_FABRIC_HANDLES")) c.fabric_handles = std::atoi(v) != 0;
   if (const char* v = std::getenv("GPUSIM_NCCL_TIMEOUT_S")) c.nccl_timeout_s = std::atof(v);
   if (c.nccl_timeout_s <= 0) c.nccl_timeout_s = 60;
   if (const char* v = std::getenv("GPUSIM_NCCL_PROFILER_VERSION")) c.nccl_profiler_version = std::atoi(v);

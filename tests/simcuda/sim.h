@@ -71,6 +71,14 @@ struct Config {
   // (posix_fd) or the GPUDirect RDMA flag (rdma) while the device
   // attributes still say both are supported, as a container or a vGPU may.
   bool refuse_posix_fd = false, refuse_rdma = false;
+  // GPUSIM_FABRIC_HANDLES=1: the driver offers fabric handles
+  // (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED reads 1;
+  // CU_MEM_HANDLE_TYPE_FABRIC can be requested, exported and imported by
+  // another process of the same user on this host). Off by default: no
+  // fabric, as on a PCIe machine. GPUSIM_VMM_REFUSE=fabric: the attribute
+  // still says 1, but cuMemCreate asking for the fabric type answers
+  // CUDA_ERROR_NOT_PERMITTED, as a process without an IMEX channel gets.
+  bool fabric_handles = false, refuse_fabric = false;
   // Where CUDA's documentation reads two ways, the Programming Guide's
   // reading is the default (README.md, "Where the documentation is not
   // clear"); tests/conformance checks each against a real device.

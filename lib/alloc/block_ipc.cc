@@ -50,8 +50,13 @@ struct Wire {
   uint64_t size;    // the bytes the block was allocated with
   int32_t device;
   uint32_t chunks;
-  char unused[16];
+  uint32_t flags;  // kWireFabric
+  char unused[12];
 };
+// The chunks travel as fabric handles, over the socket, with no descriptor
+// (Note [Fabric handles where the driver offers them]).
+constexpr uint32_t kWireFabric = 1;
+static_assert(sizeof(ipc_socket::FabricHandle) == sizeof(CUmemFabricHandle), "a fabric handle is 64 bytes");
 static_assert(sizeof(Wire) == sizeof(cudaIpcMemHandle_t), "a handle is 64 bytes");
 
 // The layout memfd: this header, then `count` LayoutChunks.
@@ -66,10 +71,11 @@ struct LayoutChunk {
 };
 
 struct Export {
-  Wire wire;
+  Wire wire{};
   int layout_fd = -1;
   std::vector<int> fds;
   std::vector<uint64_t> bytes;
+  std::vector<ipc_socket::FabricHandle> fabric;  // instead of fds
 };
 
 struct Import {
@@ -181,6 +187,7 @@ bool lookup(uint64_t id, ipc_socket::Chunks* out) {
   auto b = x.by_id.find(id);
   if (b == x.by_id.end()) return false;
   const Export& e = x.by_block.at(b->second);
+  out->fabric = e.fabric;
   for (int fd : e.fds) {
     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) {
@@ -245,6 +252,40 @@ bool take_with_pidfd(const Wire& w, ipc_socket::Chunks* out) {
   return ok;
 }
 
+// Note [Fabric handles where the driver offers them]: where the device says
+// it offers fabric handles (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED),
+// the chunks are created asking for them as well as for POSIX descriptors
+// (GranuleMap, Note [What the driver refuses at creation]: a refusal drops
+// the fabric type first), and a block is exported as its chunks' fabric
+// handles (cuMemExportToShareableHandle, CU_MEM_HANDLE_TYPE_FABRIC: 64
+// bytes each, meaningful to any process the IMEX channel admits). No
+// descriptor travels: the importer asks the exporter's socket for the
+// chunks' sizes and handles (plain bytes) and imports each
+// (cuMemImportFromShareableHandle), so neither pidfd_getfd nor SCM_RIGHTS
+// is needed. A chunk created without the fabric type (before the driver's
+// refusal was learnt, or where it is not offered) fails its export, and the
+// whole block then goes the descriptors' way. The handle's flags say which
+// (kWireFabric). Lifetimes are the same: the import holds the memory until
+// its close, and a freed block's export is gone from the socket.
+bool export_fabric(const cuda::DriverApi* api, int device, const std::vector<GranuleMap::Chunk>& chunks,
+                   std::vector<ipc_socket::FabricHandle>* out) {
+  CUdevice dev;
+  int offered = 0;
+  if (api->device_get(&dev, device) != CUDA_SUCCESS ||
+      api->device_get_attribute(&offered, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev) != CUDA_SUCCESS ||
+      !offered)
+    return false;
+  for (const GranuleMap::Chunk& c : chunks) {
+    ipc_socket::FabricHandle f;
+    if (api->mem_export_to_shareable_handle(f.data, c.handle, CU_MEM_HANDLE_TYPE_FABRIC, 0) != CUDA_SUCCESS) {
+      out->clear();
+      return false;
+    }
+    out->push_back(f);
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_block_ipc_fork_handlers() {
@@ -271,7 +312,12 @@ cudaError_t ipc_get_handle(DeviceAllocator* a, void* p, cudaIpcMemHandle_t* out)
   const cuda::DriverApi* api = cuda::driver();
   if (!api || cuda::bind_runtime_context(a->device()) != CUDA_SUCCESS) return cudaErrorInvalidValue;
   Export e;
-  for (const GranuleMap::Chunk& c : chunks) {
+  if (export_fabric(api, a->device(), chunks, &e.fabric)) {
+    for (const GranuleMap::Chunk& c : chunks) e.bytes.push_back(c.bytes);
+    e.wire.flags = kWireFabric;
+  }
+  for (size_t i = 0; e.fabric.empty() && i < chunks.size(); ++i) {
+    const GranuleMap::Chunk& c = chunks[i];
     int fd = -1;
     CUresult r = api->mem_export_to_shareable_handle(&fd, c.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
     if (r != CUDA_SUCCESS) {
@@ -302,12 +348,17 @@ cudaError_t ipc_get_handle(DeviceAllocator* a, void* p, cudaIpcMemHandle_t* out)
     return cudaSuccess;
   }
   e.wire.id = x.next_id++;
-  if (!write_layout(&e)) {
+  if (e.fabric.empty() && !write_layout(&e)) {
     close_export(&e);
     return cudaErrorMemoryAllocation;
   }
   e.wire.layout_fd = e.layout_fd;
-  ipc_socket::serve(lookup);  // for importers that pidfd_getfd refuses
+  // For importers that pidfd_getfd refuses, and for every importer of
+  // fabric handles.
+  if (!ipc_socket::serve(lookup) && !e.fabric.empty()) {
+    close_export(&e);
+    return cudaErrorNotSupported;
+  }
   std::memcpy(out, &e.wire, sizeof(Wire));
   x.by_id[e.wire.id] = reinterpret_cast<uintptr_t>(p);
   x.by_block[reinterpret_cast<uintptr_t>(p)] = std::move(e);
@@ -342,12 +393,17 @@ cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** 
     return cudaSuccess;
   }
   ipc_socket::Chunks got;
+  const bool fabric = (w.flags & kWireFabric) != 0;
   bool taken = false;
-  if (options().ipc_fds != "socket") {
+  if (!fabric && options().ipc_fds != "socket") {
     taken = take_with_pidfd(w, &got);
     if (!taken && errno != EPERM && errno != EACCES && errno != ENOSYS) return cudaErrorInvalidValue;
   }
   if (!taken && !ipc_socket::fetch(w.pid, w.id, &got)) return cudaErrorInvalidValue;
+  if (got.bytes.size() != w.chunks || got.fabric.size() != (fabric ? w.chunks : 0)) {
+    for (int fd : got.fds) close(fd);
+    return cudaErrorInvalidValue;
+  }
   const cuda::DriverApi* api = cuda::driver();
   int device = 0;
   if (!api || cuda::get_device(&device) != cudaSuccess ||
@@ -358,10 +414,12 @@ cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** 
   Import im;
   for (uint64_t b : got.bytes) im.span += b;
   CUresult r = CUDA_SUCCESS;
-  for (size_t i = 0; i < got.fds.size() && r == CUDA_SUCCESS; ++i) {
+  for (size_t i = 0; i < got.bytes.size() && r == CUDA_SUCCESS; ++i) {
     CUmemGenericAllocationHandle handle = 0;
-    r = api->mem_import_from_shareable_handle(&handle, reinterpret_cast<void*>(static_cast<intptr_t>(got.fds[i])),
-                                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    r = fabric ? api->mem_import_from_shareable_handle(&handle, got.fabric[i].data, CU_MEM_HANDLE_TYPE_FABRIC)
+               : api->mem_import_from_shareable_handle(
+                     &handle, reinterpret_cast<void*>(static_cast<intptr_t>(got.fds[i])),
+                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     if (r == CUDA_SUCCESS) im.handles.push_back(handle);
   }
   for (int fd : got.fds) close(fd);  // the imported handles hold the memory

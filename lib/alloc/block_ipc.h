@@ -21,7 +21,9 @@
 // SO_PEERCRED), which sends the same descriptors with SCM_RIGHTS. The
 // importer imports each (cuMemImportFromShareableHandle), maps them side by
 // side in a range it reserves, grants its device access, and returns the
-// block's address inside: the same bytes.
+// block's address inside: the same bytes. Where the driver offers fabric
+// handles, the chunks travel as those instead, with no descriptor: See
+// Note [Fabric handles where the driver offers them] in block_ipc.cc.
 //
 // Lifetimes, as CUDA documents them for the driver's shareable handles
 // (cuMemRelease: the memory goes once every mapping and every shareable

@@ -23,7 +23,7 @@ namespace alloc {
 namespace ipc_socket {
 namespace {
 
-constexpr uint64_t kMagic = 0x31636970736c7067ull;  // "gplspic1"
+constexpr uint64_t kMagic = 0x32636970736c7067ull;  // "gplspic2"
 constexpr size_t kFdsPerMessage = 200;              // SCM_MAX_FD is 253
 constexpr int kTimeoutMs = 10000;
 
@@ -33,7 +33,8 @@ struct Request {
 };
 struct Reply {
   uint64_t magic;
-  uint64_t count;  // chunks; 0: no such export
+  uint64_t count;   // chunks; 0: no such export
+  uint64_t fabric;  // 1: fabric handles follow the sizes, no descriptors
 };
 
 socklen_t address(pid_t pid, sockaddr_un* a) {
@@ -121,9 +122,10 @@ void answer(int conn, const std::function<bool(uint64_t, Chunks*)>& lookup) {
   Request req{};
   if (!read_all(conn, &req, sizeof(req)) || req.magic != kMagic) return;
   Chunks c;
-  Reply reply{kMagic, lookup(req.id, &c) ? c.fds.size() : 0};
+  Reply reply{kMagic, lookup(req.id, &c) ? c.bytes.size() : 0, c.fabric.empty() ? 0u : 1u};
   bool ok = write_all(conn, &reply, sizeof(reply)) && reply.count > 0 &&
             write_all(conn, c.bytes.data(), c.bytes.size() * sizeof(uint64_t));
+  if (ok && reply.fabric) ok = write_all(conn, c.fabric.data(), c.fabric.size() * sizeof(FabricHandle));
   for (size_t i = 0; ok && i < c.fds.size(); i += kFdsPerMessage)
     ok = send_fds(conn, c.fds.data() + i, std::min(kFdsPerMessage, c.fds.size() - i));
   for (int fd : c.fds) close(fd);
@@ -191,13 +193,19 @@ bool fetch(pid_t pid, uint64_t id, Chunks* out) {
       read_all(s, &reply, sizeof(reply)) && reply.magic == kMagic && reply.count > 0 && reply.count < (1u << 24)) {
     out->bytes.resize(reply.count);
     ok = read_all(s, out->bytes.data(), reply.count * sizeof(uint64_t));
-    while (ok && out->fds.size() < reply.count) ok = recv_fds(s, &out->fds);
-    ok = ok && out->fds.size() == reply.count;
+    if (reply.fabric) {
+      out->fabric.resize(reply.count);
+      ok = ok && read_all(s, out->fabric.data(), reply.count * sizeof(FabricHandle));
+    } else {
+      while (ok && out->fds.size() < reply.count) ok = recv_fds(s, &out->fds);
+      ok = ok && out->fds.size() == reply.count;
+    }
   }
   close(s);
   if (!ok) {
     for (int fd : out->fds) close(fd);
     out->fds.clear();
+    out->fabric.clear();
   }
   return ok;
 }

@@ -16,11 +16,18 @@ namespace gpuslack {
 namespace alloc {
 namespace ipc_socket {
 
-// A block's descriptors and the size of each chunk. From `lookup`: copies
-// (dup) that the server closes once sent.
+// The 64 bytes of a CUmemFabricHandle.
+struct FabricHandle {
+  unsigned char data[64];
+};
+
+// A block's chunks: the size of each, and either their descriptors (from
+// `lookup`: copies (dup) that the server closes once sent) or, for a block
+// exported as fabric handles, those (no descriptor travels).
 struct Chunks {
   std::vector<int> fds;
   std::vector<uint64_t> bytes;
+  std::vector<FabricHandle> fabric;
 };
 
 // Starts this process's server (once; later calls do nothing). `lookup`
@@ -30,8 +37,9 @@ struct Chunks {
 bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup);
 
 // Asks process `pid` for export `id`: its chunks' sizes in out->bytes and
-// descriptors of this process in out->fds (the caller closes them). False
-// when the exporter does not answer or has no such export.
+// descriptors of this process in out->fds (the caller closes them), or its
+// fabric handles in out->fabric. False when the exporter does not answer or
+// has no such export.
 bool fetch(pid_t pid, uint64_t id, Chunks* out);
 
 // Its fork child handler, once (register_block_ipc_fork_handlers in block_ipc.h).

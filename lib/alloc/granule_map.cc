@@ -16,6 +16,9 @@ namespace {
 // whatever it found. See Note [What the driver refuses at creation].
 constexpr int kDevices = 64;
 constexpr unsigned kProbed = 4;
+// The fabric handle type refused (GranuleMap::kRefused* are 1 and 2); not
+// in refused(): the summary's words are the POSIX type's and the RDMA flag's.
+constexpr unsigned kRefusedFabric = 8;
 std::atomic<unsigned> g_refused[kDevices];
 std::mutex g_probe_mu;
 
@@ -25,7 +28,9 @@ unsigned refused_on(int device) {
 
 std::string refused_text(unsigned refused) {
   std::string s;
-  if (refused & GranuleMap::kRefusedPosixFd) s = "the POSIX file-descriptor handle type";
+  if (refused & kRefusedFabric) s = "the fabric handle type";
+  if (refused & GranuleMap::kRefusedPosixFd)
+    s += std::string(s.empty() ? "" : " and ") + "the POSIX file-descriptor handle type";
   if (refused & GranuleMap::kRefusedRdma) s += std::string(s.empty() ? "" : " and ") + "the GPUDirect RDMA flag";
   return s;
 }
@@ -37,7 +42,10 @@ unsigned GranuleMap::refused() const { return refused_on(device_) & (kRefusedPos
 CUresult GranuleMap::create(CUmemGenericAllocationHandle* handle, uint64_t bytes) {
   auto with = [&](unsigned drop) {
     CUmemAllocationProp p = prop_;
-    if (drop & kRefusedPosixFd) p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    unsigned types = static_cast<unsigned>(p.requestedHandleTypes);
+    if (drop & kRefusedPosixFd) types &= ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (drop & kRefusedFabric) types &= ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_FABRIC);
+    p.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(types);
     if (drop & kRefusedRdma) p.allocFlags.gpuDirectRDMACapable = 0;
     return api_->mem_create(handle, bytes, &p, 0);
   };
@@ -50,16 +58,23 @@ CUresult GranuleMap::create(CUmemGenericAllocationHandle* handle, uint64_t bytes
   if (known & kProbed) return with(known);  // another reservation probed meanwhile
   // Only what was asked for can be dropped. An answer of out-of-memory
   // accepted the properties: what was dropped was what the driver refused.
-  const bool fd = prop_.requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE, rdma = prop_.allocFlags.gpuDirectRDMACapable;
-  for (unsigned drop : {kRefusedRdma, kRefusedPosixFd, kRefusedPosixFd | kRefusedRdma}) {
-    if (((drop & kRefusedPosixFd) && !fd) || ((drop & kRefusedRdma) && !rdma)) continue;
+  // The fabric type first (Note [Fabric handles where the driver offers them]
+  // in block_ipc.cc), then the RDMA flag, then the POSIX type, then pairs.
+  const unsigned asked = ((prop_.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ? kRefusedPosixFd : 0) |
+                         ((prop_.requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC) ? kRefusedFabric : 0) |
+                         (prop_.allocFlags.gpuDirectRDMACapable ? kRefusedRdma : 0);
+  constexpr unsigned kF = kRefusedFabric, kR = kRefusedRdma, kP = kRefusedPosixFd;
+  for (unsigned drop : {kF, kR, kF | kR, kP, kP | kF, kP | kR, kP | kF | kR}) {
+    if (drop & ~asked) continue;
     CUresult retried = with(drop);
     if (retried != CUDA_SUCCESS && retried != CUDA_ERROR_OUT_OF_MEMORY) continue;
     g_refused[device_].store(drop | kProbed, std::memory_order_release);
     log::warn("device {}: cuMemCreate refused {} (error {}); the VMM allocator creates its memory without it from "
               "now on{}",
               device_, refused_text(drop), static_cast<int>(r),
-              (drop & kRefusedPosixFd) ? " (its blocks cannot be exported to another process)" : "");
+              (drop & kRefusedPosixFd) && (drop & kRefusedFabric || !(asked & kRefusedFabric))
+                  ? " (its blocks cannot be exported to another process)"
+                  : "");
     return retried;
   }
   g_refused[device_].store(kProbed, std::memory_order_release);
@@ -87,17 +102,20 @@ GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes, u
     why_ = "no device " + std::to_string(device);
     return;
   }
-  int vmm = 0, rdma = 0;
+  int vmm = 0, rdma = 0, fabric = 0;
   api_->device_get_attribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
   if (!vmm) {
     why_ = "the driver does not support virtual memory management on this device";
     return;
   }
   api_->device_get_attribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
+  // Fabric handles only where offered: asked for elsewhere, creation fails.
+  api_->device_get_attribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev);
   prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop_.location.id = device;
-  prop_.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  prop_.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(
+      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | (fabric ? CU_MEM_HANDLE_TYPE_FABRIC : 0));
   prop_.allocFlags.gpuDirectRDMACapable = rdma ? 1 : 0;
   size_t granularity = 0;
   if (api_->mem_get_allocation_granularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=

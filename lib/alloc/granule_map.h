@@ -16,8 +16,9 @@
 // fragments: any free chunk's memory serves any block once released.
 //
 // Note [What the driver refuses at creation]: the chunks are asked for with
-// the POSIX-fd handle type and, where the device says it supports it, the
-// GPUDirect RDMA flag. A driver may refuse either even so (some
+// the POSIX-fd handle type and, where the device says it supports them, the
+// fabric handle type (See Note [Fabric handles where the driver offers
+// them] in block_ipc.cc; tried without first) and the GPUDirect RDMA flag. A driver may refuse either even so (some
 // containers, vGPU: cuMemCreate's documented CUDA_ERROR_NOT_SUPPORTED /
 // CUDA_ERROR_NOT_PERMITTED), and then every miss would fail and fall into
 // the out-of-memory path. So the first cuMemCreate that fails with anything

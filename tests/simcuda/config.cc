@@ -121,7 +121,9 @@ Config load() {
   if (const char* v = std::getenv("GPUSIM_VMM_REFUSE")) {
     c.refuse_posix_fd = std::strstr(v, "posix_fd") != nullptr;
     c.refuse_rdma = std::strstr(v, "rdma") != nullptr;
+    c.refuse_fabric = std::strstr(v, "fabric") != nullptr;
   }
+  if (const char* v = std::getenv("GPUSIM_FABRIC_HANDLES")) c.fabric_handles = std::atoi(v) != 0;
   if (const char* v = std::getenv("GPUSIM_NCCL_TIMEOUT_S")) c.nccl_timeout_s = std::atof(v);
   if (c.nccl_timeout_s <= 0) c.nccl_timeout_s = 60;
   if (const char* v = std::getenv("GPUSIM_NCCL_PROFILER_VERSION")) c.nccl_profiler_version = std::atoi(v);
@@ -138,6 +140,7 @@ Config load() {
   GPUSIM_COST(host_pin_gbps); GPUSIM_COST(free_host_us); GPUSIM_COST(malloc_async_us);
   GPUSIM_COST(event_record_us); GPUSIM_COST(mem_create_us); GPUSIM_COST(mem_create_gbps);
   GPUSIM_COST(mem_map_us); GPUSIM_COST(set_access_us); GPUSIM_COST(set_access_per_2mib_us);
+  GPUSIM_COST(mem_unmap_us); GPUSIM_COST(mem_release_us);
   GPUSIM_COST(kernel_us); GPUSIM_COST(kernel_per_block_us); GPUSIM_COST(launch_us);
   GPUSIM_COST(gemm_tflops);
 #undef GPUSIM_COST
@@ -222,6 +225,22 @@ double nvlink_link_gbps(int version) {
 double transfer_us(size_t bytes, double gbps) {
   if (gbps <= 0) return 0;
   return static_cast<double>(bytes) / (gbps * 1e3);  // bytes / (GB/s) in us
+}
+
+double vmm_cost_us(VmmCall call, size_t bytes, size_t mappings) {
+  const Config& c = config();
+  constexpr size_t kTwoMiB = 2u << 20;
+  switch (call) {
+    case VmmCall::kCreate: return c.mem_create_us + transfer_us(bytes, c.mem_create_gbps);
+    case VmmCall::kMap: return c.mem_map_us;
+    // Per mapping: PyTorch's allocator found unmapping 10 handles of 2 MiB
+    // 10x the cost of one of 20 MiB (c10/cuda/CUDACachingAllocator.cpp).
+    case VmmCall::kUnmap: return c.mem_unmap_us * static_cast<double>(mappings);
+    case VmmCall::kSetAccess:
+      return c.set_access_us + c.set_access_per_2mib_us * static_cast<double>((bytes + kTwoMiB - 1) / kTwoMiB);
+    case VmmCall::kRelease: return c.mem_release_us;
+  }
+  return 0;
 }
 
 void wait_until(Clock::time_point deadline) {

@@ -389,7 +389,7 @@ GPUSIM_EXPORT CUresult cuDeviceGetAttribute(int* v, CUdevice_attribute attr, CUd
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *v = config().no_vmm ? 0 : 1; break;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *v = config().no_vmm ? 0 : 1; break;
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED: *v = !config().no_vmm && config().fabric_handles; break;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: *v = config().no_vmm ? 0 : 1; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *v = d; break;

@@ -249,13 +249,17 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
   constexpr unsigned kKnown = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_WIN32 |
                               CU_MEM_HANDLE_TYPE_WIN32_KMT | CU_MEM_HANDLE_TYPE_FABRIC;
   if (types & ~kKnown) return CUDA_ERROR_INVALID_VALUE;
-  // No Windows handles on Linux, and the simulated device has no fabric.
-  if (types & ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return CUDA_ERROR_NOT_SUPPORTED;
+  // No Windows handles on Linux; fabric ones only where offered
+  // (GPUSIM_FABRIC_HANDLES, Note [A fabric handle names a memfd of its exporter]).
+  if (types & ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC) ||
+      ((types & CU_MEM_HANDLE_TYPE_FABRIC) && !config().fabric_handles))
+    return CUDA_ERROR_NOT_SUPPORTED;
   // GPUSIM_NO_VMM, GPUSIM_VMM_REFUSE: CUDA_ERROR_NOT_SUPPORTED is among
   // cuMemCreate's documented errors (cuda.h).
   if (config().no_vmm) return CUDA_ERROR_NOT_SUPPORTED;
   if (config().refuse_posix_fd && (types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return CUDA_ERROR_NOT_SUPPORTED;
   if (config().refuse_rdma && prop->allocFlags.gpuDirectRDMACapable) return CUDA_ERROR_NOT_SUPPORTED;
+  if (config().refuse_fabric && (types & CU_MEM_HANDLE_TYPE_FABRIC)) return CUDA_ERROR_NOT_PERMITTED;  // no IMEX channel
   if (should_fail("cuMemCreate")) return CUDA_ERROR_OUT_OF_MEMORY;
 
   CUmemAllocationProp p = *prop;
@@ -275,8 +279,8 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
     }
     id = add_handle(v, size, p, b, dev);
   }
-  // Physical allocation: a base cost plus zeroing the memory.
-  charge(config().mem_create_us + transfer_us(size, config().mem_create_gbps));
+  // Physical allocation: a per-call cost plus zeroing the memory.
+  charge(vmm_cost_us(VmmCall::kCreate, size));
   *handle = id;
   return CUDA_SUCCESS;
 }
@@ -284,12 +288,17 @@ GPUSIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t 
 GPUSIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   READY();
   count_call(Counted::kCuMemRelease);
-  Vmm& v = vmm();
-  std::lock_guard<std::mutex> l(v.mu);
-  Handle* h = find_handle(v, handle);
-  if (!h || h->refs <= 0) return CUDA_ERROR_INVALID_VALUE;
-  --h->refs;
-  maybe_destroy(v, h);
+  size_t size;
+  {
+    Vmm& v = vmm();
+    std::lock_guard<std::mutex> l(v.mu);
+    Handle* h = find_handle(v, handle);
+    if (!h || h->refs <= 0) return CUDA_ERROR_INVALID_VALUE;
+    size = h->size;
+    --h->refs;
+    maybe_destroy(v, h);
+  }
+  charge(vmm_cost_us(VmmCall::kRelease, size));
   return CUDA_SUCCESS;
 }
 
@@ -381,7 +390,7 @@ GPUSIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUm
     m.offset = offset;
     ++h->maps;
   }
-  charge(config().mem_map_us);
+  charge(vmm_cost_us(VmmCall::kMap, size));
   return CUDA_SUCCESS;
 }
 
@@ -391,6 +400,7 @@ GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   READY();
   count_call(Counted::kCuMemUnmap);
   if (ptr == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  size_t mappings = 0;
   {
     Vmm& v = vmm();
     std::lock_guard<std::mutex> l(v.mu);
@@ -408,7 +418,7 @@ GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     void* p = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-    for (auto m = first; m != it;) {
+    for (auto m = first; m != it; ++mappings) {
       Handle* h = find_handle(v, m->second.handle);
       m = r->maps.erase(m);
       if (h) {
@@ -417,7 +427,7 @@ GPUSIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
       }
     }
   }
-  charge(config().mem_map_us);
+  charge(vmm_cost_us(VmmCall::kUnmap, size, mappings));
   return CUDA_SUCCESS;
 }
 
@@ -472,8 +482,7 @@ GPUSIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemA
       }
     });
   }
-  size_t granules = (size + kGranularity - 1) / kGranularity;
-  charge(config().set_access_us + config().set_access_per_2mib_us * static_cast<double>(granules));
+  charge(vmm_cost_us(VmmCall::kSetAccess, size));
   return CUDA_SUCCESS;
 }
 
@@ -507,15 +516,17 @@ GPUSIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGeneri
                                                     CUmemAllocationHandleType type, unsigned long long flags) {
   READY();
   if (!shareable || flags) return CUDA_ERROR_INVALID_VALUE;
-  if (type == CU_MEM_HANDLE_TYPE_FABRIC || type == CU_MEM_HANDLE_TYPE_WIN32 || type == CU_MEM_HANDLE_TYPE_WIN32_KMT)
+  if ((type == CU_MEM_HANDLE_TYPE_FABRIC && !config().fabric_handles) || type == CU_MEM_HANDLE_TYPE_WIN32 ||
+      type == CU_MEM_HANDLE_TYPE_WIN32_KMT)
     return CUDA_ERROR_NOT_SUPPORTED;
-  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR && type != CU_MEM_HANDLE_TYPE_FABRIC)
+    return CUDA_ERROR_INVALID_VALUE;
   Vmm& v = vmm();
   std::lock_guard<std::mutex> l(v.mu);
   Handle* h = find_handle(v, handle);
   if (!h || h->refs <= 0) return CUDA_ERROR_INVALID_VALUE;
   // Only a handle created with this type requested can be exported to it.
-  if (!(h->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) return CUDA_ERROR_INVALID_VALUE;
+  if (!(h->prop.requestedHandleTypes & type)) return CUDA_ERROR_INVALID_VALUE;
   // The first export moves the handle out of the arena onto a memfd of its
   // own, whose name carries its properties (driver_vmm_backing.h).
   if (!h->backing.own) {
@@ -530,23 +541,21 @@ GPUSIM_EXPORT CUresult cuMemExportToShareableHandle(void* shareable, CUmemGeneri
     if (!drv::backing_make_own(&h->backing, h->size, memfd_name(h->prop).c_str(), live))
       return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  // A fabric handle names that memfd (Note [A fabric handle names a memfd of its exporter]).
+  if (type == CU_MEM_HANDLE_TYPE_FABRIC)
+    return drv::fabric_name(h->backing.fd, static_cast<drv::FabricName*>(shareable)) ? CUDA_SUCCESS
+                                                                                      : CUDA_ERROR_OUT_OF_MEMORY;
   int fd = fcntl(h->backing.fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
   *static_cast<int*>(shareable) = fd;
   return CUDA_SUCCESS;
 }
 
-// POSIX fd: `os_handle` is the fd itself, cast to a pointer. The new handle
-// owns a duplicate (the caller still owns and closes `fd`) and is not charged
-// against the device's capacity again: the exporter's handle already is.
-GPUSIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* os_handle,
-                                                      CUmemAllocationHandleType type) {
-  READY();
-  if (!handle) return CUDA_ERROR_INVALID_VALUE;
-  if (type == CU_MEM_HANDLE_TYPE_FABRIC || type == CU_MEM_HANDLE_TYPE_WIN32 || type == CU_MEM_HANDLE_TYPE_WIN32_KMT)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
-  int fd = static_cast<int>(reinterpret_cast<intptr_t>(os_handle));
+namespace {
+// A new handle over a duplicate of `fd` (the caller still owns and closes
+// it), not charged against the device's capacity again: the exporter's
+// handle already is.
+CUresult import_fd(CUmemGenericAllocationHandle* handle, int fd) {
   struct stat st;
   CUmemAllocationProp prop;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !prop_from_fd(fd, &prop))
@@ -561,6 +570,27 @@ GPUSIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHand
   std::lock_guard<std::mutex> l(v.mu);
   *handle = add_handle(v, size, prop, b, -1);
   return CUDA_SUCCESS;
+}
+}  // namespace
+
+// POSIX fd: `os_handle` is the fd itself, cast to a pointer; fabric: a
+// CUmemFabricHandle*, opened as Note [A fabric handle names a memfd of its
+// exporter] says.
+GPUSIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* os_handle,
+                                                      CUmemAllocationHandleType type) {
+  READY();
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  if ((type == CU_MEM_HANDLE_TYPE_FABRIC && !config().fabric_handles) || type == CU_MEM_HANDLE_TYPE_WIN32 ||
+      type == CU_MEM_HANDLE_TYPE_WIN32_KMT)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return import_fd(handle, static_cast<int>(reinterpret_cast<intptr_t>(os_handle)));
+  if (type != CU_MEM_HANDLE_TYPE_FABRIC || !os_handle) return CUDA_ERROR_INVALID_VALUE;
+  int fd = drv::fabric_open(*static_cast<const drv::FabricName*>(os_handle));
+  if (fd < 0) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = import_fd(handle, fd);
+  close(fd);
+  return r;
 }
 
 GPUSIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,

@@ -6,9 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 namespace gpusim::drv {
 namespace {
@@ -121,6 +124,35 @@ bool backing_make_own(Backing* b, size_t size, const char* name, const std::vect
   b->offset = 0;
   b->own = true;
   return true;
+}
+
+constexpr char kFabricMagic[8] = {'g', 'p', 'u', 's', 'i', 'm', 'F', 'B'};
+
+bool fabric_name(int fd, FabricName* out) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return false;
+  std::memset(out, 0, sizeof(*out));
+  std::memcpy(out->magic, kFabricMagic, sizeof(kFabricMagic));
+  out->pid = static_cast<int32_t>(getpid());
+  out->fd = fd;
+  out->inode = st.st_ino;
+  out->dev = st.st_dev;
+  out->size = static_cast<uint64_t>(st.st_size);
+  return true;
+}
+
+int fabric_open(const FabricName& name) {
+  if (std::memcmp(name.magic, kFabricMagic, sizeof(kFabricMagic)) != 0 || name.pid <= 0 || name.fd < 0) return -1;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", static_cast<int>(name.pid), static_cast<int>(name.fd));
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_ino != name.inode || st.st_dev != name.dev) {
+    close(fd);  // the number now names another file: the handle is gone
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace gpusim::drv

@@ -91,4 +91,33 @@ void backing_destroy(const Backing& b, size_t size);
 // mapping are as before, and false is returned.
 bool backing_make_own(Backing* b, size_t size, const char* name, const std::vector<LiveMapping>& live);
 
+// Note [A fabric handle names a memfd of its exporter]: a real fabric
+// handle (CU_MEM_HANDLE_TYPE_FABRIC, CUmemFabricHandle: 64 bytes) names an
+// allocation to the IMEX service, which lets another process of the same
+// IMEX channel import it with no file descriptor passed. Here the 64 bytes
+// name the exporter's own memfd of the handle: its pid, its descriptor
+// number, and the file's inode and device (so a reused number is told
+// apart), behind a magic. The importer opens /proc/<pid>/fd/<n> (a new open
+// file of the same memfd: the same bytes; the kernel asks only that both
+// run as the same user, PTRACE_MODE_READ, not the ptrace attach that
+// pidfd_getfd needs) and checks the inode. So it works between processes
+// of one host while the exporter holds the handle, as a real fabric handle
+// works while its allocation lives. Not multi-node, not IMEX.
+struct FabricName {
+  char magic[8];  // "gpusimFB"
+  int32_t pid;
+  int32_t fd;
+  uint64_t inode;
+  uint64_t dev;
+  uint64_t size;
+  char unused[24];
+};
+static_assert(sizeof(FabricName) == 64, "a CUmemFabricHandle is 64 bytes");
+
+// The name of `fd` (a handle's own memfd) of this process.
+bool fabric_name(int fd, FabricName* out);
+// Opens the memfd `name` names: a descriptor of this process the caller
+// closes, or -1 when the name names nothing live.
+int fabric_open(const FabricName& name);
+
 }  // namespace gpusim::drv

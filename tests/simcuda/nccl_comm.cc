@@ -565,10 +565,9 @@ NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
     return fail(ncclSystemError, "ncclMemAlloc: mmap failed");
   }
   // cuMemCreate + cuMemAddressReserve/cuMemMap + cuMemSetAccess.
-  const gpusim::Config& cfg = gpusim::config();
-  gpusim::charge(cfg.mem_create_us + gpusim::transfer_us(bytes, cfg.mem_create_gbps) +
-                 cfg.mem_map_us + cfg.set_access_us +
-                 cfg.set_access_per_2mib_us * static_cast<double>(bytes / kGranularity));
+  gpusim::charge(gpusim::vmm_cost_us(gpusim::VmmCall::kCreate, bytes) +
+                 gpusim::vmm_cost_us(gpusim::VmmCall::kMap, bytes) +
+                 gpusim::vmm_cost_us(gpusim::VmmCall::kSetAccess, bytes));
   gpusim::Region r;
   r.base = reinterpret_cast<uintptr_t>(p);
   r.size = bytes;

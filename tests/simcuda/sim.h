@@ -71,6 +71,14 @@ struct Config {
   // (posix_fd) or the GPUDirect RDMA flag (rdma) while the device
   // attributes still say both are supported, as a container or a vGPU may.
   bool refuse_posix_fd = false, refuse_rdma = false;
+  // GPUSIM_FABRIC_HANDLES=1: the driver offers fabric handles
+  // (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED reads 1;
+  // CU_MEM_HANDLE_TYPE_FABRIC can be requested, exported and imported by
+  // another process of the same user on this host). Off by default: no
+  // fabric, as on a PCIe machine. GPUSIM_VMM_REFUSE=fabric: the attribute
+  // still says 1, but cuMemCreate asking for the fabric type answers
+  // CUDA_ERROR_NOT_PERMITTED, as a process without an IMEX channel gets.
+  bool fabric_handles = false, refuse_fabric = false;
   // Where CUDA's documentation reads two ways, the Programming Guide's
   // reading is the default (README.md, "Where the documentation is not
   // clear"); tests/conformance checks each against a real device.
@@ -138,11 +146,21 @@ struct Config {
   double free_host_us = 10;      // cudaFreeHost base (plus device sync)
   double malloc_async_us = 1.5;  // cudaMallocAsync / cudaFreeAsync
   double event_record_us = 1;    // cudaEventRecord
-  double mem_create_us = 20;     // cuMemCreate base
-  double mem_create_gbps = 50;   // cuMemCreate zeroing rate
-  double mem_map_us = 3;         // cuMemMap / cuMemUnmap per call
-  double set_access_us = 25;     // cuMemSetAccess base
-  double set_access_per_2mib_us = 2;  // cuMemSetAccess per 2 MiB granule
+  // The VMM calls (README.md, "Cost model", "The VMM calls"): calibrated on
+  // the one published per-call measurement found, on an A100 80GB with
+  // 2 MiB handles (ovg-project/kvcached, benchmarks/bench_vmm/README.md:
+  // cuMemCreate 193.32 us, cuMemMap 1.45, cuMemSetAccess 35.99, cuMemUnmap
+  // 25.63, averages of 4096 calls on one thread); no H100/H200 figure was
+  // found. How each grows with size is not published: the per-byte parts
+  // below are estimates, the per-call parts make a 2 MiB call cost what was
+  // measured. Computed by vmm_cost_us() below.
+  double mem_create_us = 191;    // cuMemCreate per call
+  double mem_create_gbps = 1000; // cuMemCreate zeroing (estimate: HBM speed)
+  double mem_map_us = 1.5;       // cuMemMap per call
+  double mem_unmap_us = 25.6;    // cuMemUnmap per mapping (handle) it removes
+  double set_access_us = 34;     // cuMemSetAccess per call
+  double set_access_per_2mib_us = 2;  // cuMemSetAccess per 2 MiB granule (estimate)
+  double mem_release_us = 0;     // cuMemRelease: no published figure, not charged
   // Kernels (cudaLaunchKernel, cuLaunchKernel, ...) are never computed: each
   // occupies its stream for kernel_us + kernel_per_block_us x blocks.
   double kernel_us = 5;             // GPU time of any launch
@@ -173,6 +191,11 @@ void charge_cpu(double us);
 void wait_until(Clock::time_point deadline);
 Clock::time_point after(Clock::time_point t, double us);
 double transfer_us(size_t bytes, double gbps);
+// The modeled host time of one VMM call (README.md, "Cost model"): `bytes`
+// is the call's size, `mappings` the mappings a cuMemUnmap removes. The
+// driver charges exactly this; tests read it back.
+enum class VmmCall { kCreate, kMap, kUnmap, kSetAccess, kRelease };
+double vmm_cost_us(VmmCall call, size_t bytes, size_t mappings = 1);
 // Per-direction bandwidth of one NVLink link of `version`, GB/s (NVLink 4:
 // 25, 18 links = 450 per direction, 900 GB/s both ways); 0 unknown version.
 double nvlink_link_gbps(int version);

@@ -9,7 +9,10 @@
 // while the importer holds the block leaves the importer's mapping and bytes
 // intact until it closes; a handle of a freed block, an interior pointer,
 // the exporter's own process, and a process without gpuslack are refused.
-// Prints "ipc_app: ok" when everything held.
+// With IPC_APP_NO_FDS=1 (interpose.ipc_fabric, on a driver offering fabric
+// handles) every importer is denied both ways a descriptor could reach it
+// (pidfd_getfd and recvmsg, by seccomp): the blocks must travel as fabric
+// handles. Prints "ipc_app: ok" when everything held.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -69,11 +72,13 @@ bool all_are(const void* dev, size_t n, unsigned char byte) {
 }
 
 // Makes pidfd_getfd fail with EPERM in this process, as ptrace rules (Yama,
-// a non-dumpable exporter) or a container's seccomp profile make it.
-bool refuse_pidfd_getfd() {
+// a non-dumpable exporter) or a container's seccomp profile make it; with
+// `recvmsg_too`, recvmsg as well (no descriptor can arrive over a socket).
+bool refuse_pidfd_getfd(bool recvmsg_too = false) {
   sock_filter f[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<__u32>(recvmsg_too ? SYS_recvmsg : SYS_pidfd_getfd), 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
@@ -204,11 +209,13 @@ void export_round_trip(size_t size, unsigned char first, unsigned char second, c
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 7 && std::strcmp(argv[6], "no-pidfd") == 0 && !refuse_pidfd_getfd()) {
+  const bool importer = argc >= 6 && std::strcmp(argv[1], "import") == 0;
+  const bool no_fds = importer && std::getenv("IPC_APP_NO_FDS") && std::strcmp(std::getenv("IPC_APP_NO_FDS"), "1") == 0;
+  if (((argc >= 7 && std::strcmp(argv[6], "no-pidfd") == 0) || no_fds) && !refuse_pidfd_getfd(no_fds)) {
     std::printf("seccomp refused\n");
     return 1;
   }
-  if (argc >= 6 && std::strcmp(argv[1], "import") == 0)
+  if (importer)
     return import(argv[2], std::strtoull(argv[3], nullptr, 0), std::atoi(argv[4]), std::atoi(argv[5]),
                   argc > 6 && std::strcmp(argv[6], "hold") == 0);
   void* probe = nullptr;

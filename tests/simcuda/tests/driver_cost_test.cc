@@ -1,7 +1,8 @@
 // The simulated driver's cost model: with cuMemCreate costing 3 ms,
-// cuMemMap / cuMemUnmap 1.5 ms and cuMemSetAccess 2 ms, each call takes at
-// least its modeled host time. Lower bounds only, with wide margins (a
-// loaded machine makes calls slower, never faster).
+// cuMemMap 1.5 ms, cuMemUnmap 1 ms per mapping, cuMemSetAccess 2 ms and
+// cuMemRelease 1 ms, each call takes at least its modeled host time. Lower
+// bounds only, with wide margins (a loaded machine makes calls slower, never
+// faster).
 #include <cuda.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -17,7 +18,8 @@ namespace {
 
 // The costs are raised by the test's environment (CMakeLists.txt):
 // GPUSIM_COST_SET_ACCESS_US=2000, GPUSIM_COST_MEM_CREATE_US=3000,
-// GPUSIM_COST_MEM_MAP_US=1500.
+// GPUSIM_COST_MEM_MAP_US=1500, GPUSIM_COST_MEM_UNMAP_US=1000,
+// GPUSIM_COST_MEM_RELEASE_US=1000.
 
 TEST(DriverCost, VmmCallsTakeTheirModeledTime) {
   CU_OK(cuInit(0));
@@ -37,9 +39,31 @@ TEST(DriverCost, VmmCallsTakeTheirModeledTime) {
   EXPECT_GE(ms_since(t), 1.5);
   t = Clock::now();
   CU_OK(cuMemUnmap(p, kGran));
-  EXPECT_GE(ms_since(t), 1.0);
+  EXPECT_GE(ms_since(t), 0.8);
+  t = Clock::now();
   CU_OK(cuMemRelease(h));
+  EXPECT_GE(ms_since(t), 0.8);
   CU_OK(cuMemAddressFree(p, kGran));
+}
+
+// One cuMemUnmap over two mappings costs what two do: the cost grows with
+// the handles unmapped (README.md, "Cost model").
+TEST(DriverCost, UnmapCostsPerMappingItRemoves) {
+  CU_OK(cuInit(0));
+  CUmemAllocationProp prop = device_prop();
+  CUmemGenericAllocationHandle a, b;
+  CU_OK(cuMemCreate(&a, kGran, &prop, 0));
+  CU_OK(cuMemCreate(&b, kGran, &prop, 0));
+  CUdeviceptr p = 0;
+  CU_OK(cuMemAddressReserve(&p, 2 * kGran, 0, 0, 0));
+  CU_OK(cuMemMap(p, kGran, 0, a, 0));
+  CU_OK(cuMemMap(p + kGran, kGran, 0, b, 0));
+  auto t = Clock::now();
+  CU_OK(cuMemUnmap(p, 2 * kGran));
+  EXPECT_GE(ms_since(t), 1.8);
+  CU_OK(cuMemRelease(a));
+  CU_OK(cuMemRelease(b));
+  CU_OK(cuMemAddressFree(p, 2 * kGran));
 }
 
 }  // namespace

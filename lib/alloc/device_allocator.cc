@@ -40,6 +40,7 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
       map_chunk_(map_chunk),
       first_(new Reservation(api, device, reserve_bytes, map_chunk)),
       epochs_(device),
+      held_fences_(device, kHeldFenceBytes),
       graph_holds_(device) {
   // The device's memory, asked once the first reservation is made (the
   // order it always had).
@@ -53,7 +54,6 @@ DeviceAllocator::~DeviceAllocator() {
     std::lock_guard<FrontLock> lock(f->lock);
     f->owner = nullptr;
   }
-  for (HeldFence& f : held_fences_) sync::give_event(f.event);
   for (auto& r : reservations_) delete r.load();
 }
 

@@ -171,6 +171,7 @@
 #include "alloc/device_stats.h"
 #include "alloc/front_cache.h"
 #include "alloc/graph_holds.h"
+#include "alloc/held_fences.h"
 #include "alloc/mapping_policy.h"
 #include "sync/free_epochs.h"
 #include "alloc/reservation.h"
@@ -329,15 +330,8 @@ class DeviceAllocator {
   // whose fence completed go to the free space; every stream holding ranges
   // and no pending fence gets one (an event on it) over what it holds now.
   void settle_held();
-  struct HeldFence {
-    cudaStream_t stream;
-    sync::PooledEvent event;
-  };
-  std::vector<HeldFence> held_fences_;  // at most one per stream
-  void drop_held_fence(cudaStream_t stream);
-  // Whether held_fences_[i] is still pending; if not, its ranges are
-  // released and it is removed.
-  bool held_fence_pending(size_t i);
+  void drop_held_fence(cudaStream_t stream);  // and its unfenced count
+  void release_fenced(cudaStream_t s);  // `s`'s fence completed: what it covered goes to everyone
   void fence_held_on(cudaStream_t s);  // one event on `s` over what it holds
   // The large blocks `stream` cached by size join what it holds.
   void hold_cached_large(cudaStream_t stream);
@@ -345,7 +339,6 @@ class DeviceAllocator {
   // so freed, a fence (once the previous one completed).
   void freed_to_held(cudaStream_t s, uint64_t size);
   static constexpr uint64_t kHeldFenceBytes = 32ull << 20;
-  std::unordered_map<cudaStream_t, uint64_t> held_unfenced_;  // bytes held since the stream's last fence
   void reclaim();              // blocks whose epochs completed -> free
   void* served(uintptr_t addr);  // counts and returns a successful allocation
   void release(const std::vector<uint64_t>& ready);
@@ -403,6 +396,7 @@ class DeviceAllocator {
   Reservation* first_;
   sync::FreeEpochs epochs_;
   StreamCache streams_{BlockManager::kSmallLimit};
+  HeldFences held_fences_;  // Note [Held ranges reach everyone] (held_fences.h)
   // Blocks are named by address everywhere below. Freed blocks not yet
   // back in their reservation (epochs, stream caches, deferred): addr -> size.
   std::unordered_map<uint64_t, uint64_t> freed_;

@@ -38,6 +38,7 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
       reserve_bytes_(reserve_bytes),
       cache_limit_(cache_limit),
       map_chunk_(map_chunk),
+      peers_(device),
       first_(new Reservation(api, device, reserve_bytes, map_chunk)),
       epochs_(device),
       held_fences_(device, kHeldFenceBytes),
@@ -478,16 +479,9 @@ uint64_t DeviceAllocator::trim() {
 
 bool DeviceAllocator::grant_peer(int peer) {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  if (std::find(peers_.begin(), peers_.end(), peer) == peers_.end()) peers_.push_back(peer);
-  CUresult r = CUDA_SUCCESS;
-  for_each_reservation([&](const Reservation& res) {
-    CUresult g = const_cast<Reservation&>(res).grant(peer);
-    if (r == CUDA_SUCCESS) r = g;
-  });
-  if (r != CUDA_SUCCESS)
-    log::warn("device {}: granting device {} access to gpuslack's memory failed (error {})", device_, peer,
-              static_cast<int>(r));
-  return r == CUDA_SUCCESS;
+  std::vector<Reservation*> reservations;
+  for (int i = 0; i < reservations_made_; ++i) reservations.push_back(reservations_[i].load(std::memory_order_relaxed));
+  return peers_.grant(peer, reservations);
 }
 
 void DeviceAllocator::set_limit(uint64_t bytes) {

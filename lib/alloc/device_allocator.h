@@ -173,6 +173,7 @@
 #include "alloc/graph_holds.h"
 #include "alloc/held_fences.h"
 #include "alloc/mapping_policy.h"
+#include "alloc/peer_access.h"
 #include "sync/free_epochs.h"
 #include "alloc/reservation.h"
 #include "alloc/stream_cache.h"
@@ -389,7 +390,7 @@ class DeviceAllocator {
   int device_;
   uint64_t reserve_bytes_, cache_limit_, map_chunk_;
   uint64_t limit_ = 0;  // set_limit(): mapped bytes at most, 0: none
-  std::vector<int> peers_;  // granted access to every reservation
+  PeerAccess peers_;  // granted access to every reservation (peer_access.h)
   // Reservations, published for owns() (lock-free readers); never removed.
   std::atomic<Reservation*> reservations_[kMaxReservations] = {};
   std::atomic<int> reservations_made_{0};

@@ -112,7 +112,7 @@
 // rule is kept exactly (reuse on the freeing stream at once, by anyone
 // else only after a fence), as is everything the lock gives:
 //   - a block with a front record is, in BlockManager's books, live; the
-//     allocator knows which front holds it (front_of_, under mu_), so a
+//     allocator knows which front holds it (FrontCaches, under mu_), so a
 //     free from any other path asks that front under its lock: a cached
 //     record is a double free (refused), a live one leaves the front
 //     (detach) and is freed as any block is. A double free on the owning
@@ -169,7 +169,7 @@
 #include "alloc/allocator_statistics.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
-#include "alloc/front_cache.h"
+#include "alloc/front_caches.h"
 #include "alloc/graph_holds.h"
 #include "alloc/held_fences.h"
 #include "alloc/mapping_policy.h"
@@ -349,17 +349,10 @@ class DeviceAllocator {
   uint64_t mapped_bytes() const;
   uint64_t held_bytes() const;  // blocks placed, freed-but-held included
 
-  // Note [Front caches] (device_allocator_front.cc).
-  struct Front {
-    explicit Front(FrontCache::Limits limits) : cache(limits) {}
-    FrontLock lock;
-    FrontCache cache;
-    DeviceAllocator* owner = nullptr;  // under lock; nullptr once the allocator is gone
-  };
-  struct ThreadFronts;
-  static void thread_exited(void* fronts);  // the pthread key's destructor
-  Front* my_front() const;  // the calling thread's, or nullptr; no lock
-  Front* make_my_front();   // under mu_
+  // Note [Front caches] (device_allocator_front.cc; the threads' fronts in
+  // front_caches.h).
+  static void front_thread_exited(void* owner, FrontCaches::Front* f);  // no lock held
+  void retire_front(FrontCaches::Front* f);  // takes mu_: f's thread exited
   void* take_front(size_t bytes, cudaStream_t stream);  // the cached pair, no mu_
   int put_front(void* p, cudaStream_t stream);          // 1 cached, 0 refused, -1 not the front's
   bool adopt_front(cudaStream_t stream, uint64_t addr, uint64_t size);  // under mu_
@@ -372,18 +365,15 @@ class DeviceAllocator {
   // only): all, those of `stream`, or its large ones.
   void drain_fronts(std::optional<cudaStream_t> stream, bool large_only);
   void drained_to_streams(const std::vector<FrontCache::Drained>& blocks);
-  void spill(Front* f);                   // takes mu_: f past its limits
-  void front_thread_exited(Front* f);     // takes mu_
+  void spill(FrontCaches::Front* f);      // takes mu_: f past its limits
   void settle_fronts() {                  // under mu_, before a step that changes the books
-    if (!fronts_.empty()) note_peaks();
+    if (fronts_.any()) note_peaks();
   }
   struct FrontTotals {
     uint64_t cached_bytes = 0, cached_blocks = 0, low_water = 0;
   };
   FrontTotals front_totals(bool settle);  // under mu_; settle: counts folded, low water restarted
-  const uint64_t serial_;  // names this allocator to the threads' fronts (never reused)
-  std::vector<std::shared_ptr<Front>> fronts_;       // under mu_
-  absl::flat_hash_map<uint64_t, Front*> front_of_;   // under mu_: blocks with a front record
+  FrontCaches fronts_;  // under mu_, but for the cached pair
 
   AllocatorMutex mu_;
   const cuda::DriverApi* api_;

@@ -24,11 +24,6 @@ uint64_t next_serial() {
   return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-struct LastFront {
-  uint64_t serial;  // 0: none
-  void* front;
-};
-thread_local LastFront t_last{0, nullptr};
 thread_local void* t_fronts = nullptr;  // FrontCaches::ThreadFronts*, made by the first front
 
 // The key whose destructor hands a thread's fronts back, once made (by
@@ -48,7 +43,7 @@ void FrontCaches::orphan() {
 }
 
 void FrontCaches::forget_thread_after_fork() {
-  t_last = {0, nullptr};
+  t_last_ = {0, nullptr};
   if (!t_fronts) return;
   // Made after the key (g_fronts_key is set). The parent's ThreadFronts is
   // left behind unread, and the key's destructor no longer finds it.
@@ -56,13 +51,12 @@ void FrontCaches::forget_thread_after_fork() {
   pthread_setspecific(g_fronts_key, nullptr);
 }
 
-FrontCaches::Front* FrontCaches::mine() const {
-  if (t_last.serial == serial_) return static_cast<Front*>(t_last.front);
+FrontCaches::Front* FrontCaches::mine_listed() const {
   auto* fronts = static_cast<ThreadFronts*>(t_fronts);
   if (!fronts) return nullptr;
   for (const ThreadFronts::Entry& e : fronts->entries)
     if (e.serial == serial_) {
-      t_last = {serial_, e.front.get()};
+      t_last_ = {serial_, e.front.get()};
       return e.front.get();
     }
   return nullptr;
@@ -94,13 +88,13 @@ FrontCaches::Front* FrontCaches::make_mine() {
   f->owner = this;
   fronts_.push_back(f);
   fronts->entries.push_back({serial_, f});
-  t_last = {serial_, f.get()};
+  t_last_ = {serial_, f.get()};
   return f.get();
 }
 
 void FrontCaches::thread_exited(void* p) {
   auto* fronts = static_cast<ThreadFronts*>(p);
-  t_last = {0, nullptr};
+  t_last_ = {0, nullptr};
   t_fronts = nullptr;
   for (ThreadFronts::Entry& e : fronts->entries) {
     FrontCaches* owner;
@@ -111,28 +105,6 @@ void FrontCaches::thread_exited(void* p) {
     if (owner) owner->exited_(owner->owner_, e.front.get());
   }
   delete fronts;
-}
-
-// ------------------------------------------------------- the cached pair ---
-
-std::optional<uint64_t> FrontCaches::take(cudaStream_t stream, uint64_t size, uint64_t requested) {
-  Front* f = mine();
-  if (!f) return std::nullopt;
-  f->lock.lock();
-  std::optional<uint64_t> a = f->cache.take(stream, size, requested);
-  f->lock.unlock();
-  return a;
-}
-
-FrontCache::Put FrontCaches::put(uint64_t addr, cudaStream_t stream, Front** over) {
-  *over = nullptr;
-  Front* f = mine();
-  if (!f) return FrontCache::Put::kNoRecord;
-  f->lock.lock();
-  FrontCache::Put put = f->cache.put(addr, stream);
-  if (put == FrontCache::Put::kCached && f->cache.over()) *over = f;
-  f->lock.unlock();
-  return put;
 }
 
 // ----------------------------------------------- under the owner's lock ---

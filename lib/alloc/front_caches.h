@@ -69,8 +69,25 @@ class FrontCaches {
   // last on `stream`, live again with `requested` bytes. put(): frees it
   // on `stream` (FrontCache::put); `*over` is the front when this put took
   // it past its limits (the owner drains it), else nullptr.
-  std::optional<uint64_t> take(cudaStream_t stream, uint64_t size, uint64_t requested);
-  FrontCache::Put put(uint64_t addr, cudaStream_t stream, Front** over);
+  // Inline: the cached pair's whole cost is here and in FrontCache.
+  std::optional<uint64_t> take(cudaStream_t stream, uint64_t size, uint64_t requested) {
+    Front* f = mine();
+    if (!f) return std::nullopt;
+    f->lock.lock();
+    std::optional<uint64_t> a = f->cache.take(stream, size, requested);
+    f->lock.unlock();
+    return a;
+  }
+  FrontCache::Put put(uint64_t addr, cudaStream_t stream, Front** over) {
+    *over = nullptr;
+    Front* f = mine();
+    if (!f) return FrontCache::Put::kNoRecord;
+    f->lock.lock();
+    FrontCache::Put put = f->cache.put(addr, stream);
+    if (put == FrontCache::Put::kCached && f->cache.over()) *over = f;
+    f->lock.unlock();
+    return put;
+  }
 
   // Under the owner's lock, from here on.
   // The block at `addr`, freed on `stream`, cached in the calling thread's
@@ -107,7 +124,15 @@ class FrontCaches {
  private:
   struct ThreadFronts;
   static void thread_exited(void* fronts);  // the pthread key's destructor
-  Front* mine() const;  // the calling thread's, or nullptr; no lock
+  // The calling thread's, or nullptr; no lock. The last one it used first
+  // (trivially destructible, constant-initialized: no load-time code).
+  struct LastFront {
+    uint64_t serial;  // 0: none
+    Front* front;
+  };
+  static inline thread_local LastFront t_last_{0, nullptr};
+  Front* mine() const { return t_last_.serial == serial_ ? t_last_.front : mine_listed(); }
+  Front* mine_listed() const;  // in the thread's list
   Front* make_mine();
 
   const uint64_t serial_;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -177,15 +178,22 @@ TEST(FrontCaches, AfterOrphanAnExitingThreadCallsNothing) {
   Owner o;
   FrontCaches fronts(FrontCache::Limits{}, &Owner::exited, &o);
   o.fronts = &fronts;
-  std::mutex step;
+  std::mutex step;  // held until orphan() ran
+  std::atomic<bool> adopted{false};
   std::thread t;
   {
     std::unique_lock<std::mutex> hold(step);
     t = std::thread([&] {
-      ASSERT_TRUE(fronts.adopt(stream(1), 0x1000, 512, kNoRoomLimit));
+      {
+        std::lock_guard<std::mutex> lock(o.mu);  // adopt() runs under the owner's lock
+        EXPECT_TRUE(fronts.adopt(stream(1), 0x1000, 512, kNoRoomLimit));
+      }
+      adopted = true;
       std::lock_guard<std::mutex> wait(step);  // exits once orphaned
     });
-    while (!fronts.any()) std::this_thread::yield();
+    while (!adopted) std::this_thread::yield();
+    std::lock_guard<std::mutex> lock(o.mu);
+    EXPECT_TRUE(fronts.any());
     fronts.orphan();
   }
   t.join();

@@ -13,11 +13,6 @@ namespace gpuslack {
 namespace alloc {
 
 namespace {
-uint64_t next_serial() {
-  static std::atomic<uint64_t> serial{0};
-  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
 // The device's memory: what the driver says, else what the reservation
 // was sized from (1.125x it, process_allocators.cc).
 uint64_t device_memory(const cuda::DriverApi* api, int device, uint64_t reserve_bytes) {
@@ -32,14 +27,19 @@ uint64_t device_memory(const cuda::DriverApi* api, int device, uint64_t reserve_
 
 DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_t reserve_bytes,
                                  uint64_t cache_limit, uint64_t map_chunk)
-    : serial_(next_serial()),
+    // A front caches less than kHeldFenceBytes: a stream's large frees past
+    // that are fenced for everyone at once (Note [Held ranges reach
+    // everyone]), from StreamCache, as without fronts.
+    : fronts_(FrontCache::Limits{64, kHeldFenceBytes - 1, 1024}, &DeviceAllocator::front_thread_exited, this),
       api_(api),
       device_(device),
       reserve_bytes_(reserve_bytes),
       cache_limit_(cache_limit),
       map_chunk_(map_chunk),
+      peers_(device),
       first_(new Reservation(api, device, reserve_bytes, map_chunk)),
       epochs_(device),
+      held_fences_(device, kHeldFenceBytes),
       graph_holds_(device) {
   // The device's memory, asked once the first reservation is made (the
   // order it always had).
@@ -49,11 +49,7 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
 }
 
 DeviceAllocator::~DeviceAllocator() {
-  for (const std::shared_ptr<Front>& f : fronts_) {  // the threads' fronts outlive it
-    std::lock_guard<FrontLock> lock(f->lock);
-    f->owner = nullptr;
-  }
-  for (HeldFence& f : held_fences_) sync::give_event(f.event);
+  fronts_.orphan();  // the threads' fronts outlive it
   for (auto& r : reservations_) delete r.load();
 }
 
@@ -107,7 +103,7 @@ void DeviceAllocator::note_peaks() {
   uint64_t mapped = mapped_bytes();
   uint64_t allocated = held_bytes() - freed_bytes_;  // freed blocks are not allocated
   policy_.note_peaks(mapped, allocated);
-  if (!fronts_.empty()) {
+  if (fronts_.any()) {
     // See Note [Front caches]: nor are the blocks fronts cache; the most
     // allocated since the last step is when they cached least.
     FrontTotals fronts = front_totals(true);
@@ -248,7 +244,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   // settle_held()) and take back again; then, if fenced blocks could serve,
   // wait for them while that costs less than mapping (Note [Waiting instead
   // of mapping]).
-  const bool fronts_cache = !front_of_.empty() && front_totals(false).cached_blocks;  // Note [Front caches]
+  const bool fronts_cache = !fronts_.empty() && front_totals(false).cached_blocks;  // Note [Front caches]
   for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams() || fronts_cache); ++pass) {
     if (pass == 1) {
       fence_all(false);
@@ -345,7 +341,7 @@ bool DeviceAllocator::take_freed(void* p, uint64_t* addr, uint64_t* size_out) {
   *addr = reinterpret_cast<uintptr_t>(p);
   // See Note [Front caches]: a block a front holds leaves it first, unless the
   // front has it freed already.
-  if (!front_of_.empty() && front_of_.count(*addr) && !detach_front(*addr)) return false;
+  if (!fronts_.empty() && fronts_.has_record(*addr) && !detach_front(*addr)) return false;
   Reservation* r = reservation_of(*addr);
   uint64_t size = r ? r->size_of(*addr) : 0;
   if (size == 0 || !freed_.emplace(*addr, size).second) return false;
@@ -409,7 +405,7 @@ bool DeviceAllocator::record_stream(void* p, cudaStream_t stream) {
   if (!r || r->size_of(addr) == 0 || freed_.count(addr)) return false;
   // See Note [Front caches]: its free must wait for `stream` too, which a
   // front does not know: it leaves the front (a freed one is refused).
-  if (!front_of_.empty() && front_of_.count(addr) && !detach_front(addr)) return false;
+  if (!fronts_.empty() && fronts_.has_record(addr) && !detach_front(addr)) return false;
   std::vector<cudaStream_t>& on = recorded_[addr];
   if (std::find(on.begin(), on.end(), stream) == on.end()) on.push_back(stream);
   return true;
@@ -432,7 +428,7 @@ std::optional<BlockManager::Live> DeviceAllocator::live_block(const void* p) con
   // See Note [Front caches]: cached in a front is freed; live there, its
   // requested bytes are the front's.
   bool cached = false;
-  if (!front_of_.empty() && front_record(b->start, &cached, &b->requested) && cached) return std::nullopt;
+  if (!fronts_.empty() && front_record(b->start, &cached, &b->requested) && cached) return std::nullopt;
   return b;
 }
 
@@ -478,16 +474,9 @@ uint64_t DeviceAllocator::trim() {
 
 bool DeviceAllocator::grant_peer(int peer) {
   std::lock_guard<AllocatorMutex> lock(mu_);
-  if (std::find(peers_.begin(), peers_.end(), peer) == peers_.end()) peers_.push_back(peer);
-  CUresult r = CUDA_SUCCESS;
-  for_each_reservation([&](const Reservation& res) {
-    CUresult g = const_cast<Reservation&>(res).grant(peer);
-    if (r == CUDA_SUCCESS) r = g;
-  });
-  if (r != CUDA_SUCCESS)
-    log::warn("device {}: granting device {} access to gpuslack's memory failed (error {})", device_, peer,
-              static_cast<int>(r));
-  return r == CUDA_SUCCESS;
+  std::vector<Reservation*> reservations;
+  for (int i = 0; i < reservations_made_; ++i) reservations.push_back(reservations_[i].load(std::memory_order_relaxed));
+  return peers_.grant(peer, reservations);
 }
 
 void DeviceAllocator::set_limit(uint64_t bytes) {

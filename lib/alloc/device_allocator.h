@@ -112,7 +112,7 @@
 // rule is kept exactly (reuse on the freeing stream at once, by anyone
 // else only after a fence), as is everything the lock gives:
 //   - a block with a front record is, in BlockManager's books, live; the
-//     allocator knows which front holds it (front_of_, under mu_), so a
+//     allocator knows which front holds it (FrontCaches, under mu_), so a
 //     free from any other path asks that front under its lock: a cached
 //     record is a double free (refused), a live one leaves the front
 //     (detach) and is freed as any block is. A double free on the owning
@@ -169,9 +169,11 @@
 #include "alloc/allocator_statistics.h"
 #include "alloc/block_manager.h"
 #include "alloc/device_stats.h"
-#include "alloc/front_cache.h"
+#include "alloc/front_caches.h"
 #include "alloc/graph_holds.h"
+#include "alloc/held_fences.h"
 #include "alloc/mapping_policy.h"
+#include "alloc/peer_access.h"
 #include "sync/free_epochs.h"
 #include "alloc/reservation.h"
 #include "alloc/stream_cache.h"
@@ -329,15 +331,8 @@ class DeviceAllocator {
   // whose fence completed go to the free space; every stream holding ranges
   // and no pending fence gets one (an event on it) over what it holds now.
   void settle_held();
-  struct HeldFence {
-    cudaStream_t stream;
-    sync::PooledEvent event;
-  };
-  std::vector<HeldFence> held_fences_;  // at most one per stream
-  void drop_held_fence(cudaStream_t stream);
-  // Whether held_fences_[i] is still pending; if not, its ranges are
-  // released and it is removed.
-  bool held_fence_pending(size_t i);
+  void drop_held_fence(cudaStream_t stream);  // and its unfenced count
+  void release_fenced(cudaStream_t s);  // `s`'s fence completed: what it covered goes to everyone
   void fence_held_on(cudaStream_t s);  // one event on `s` over what it holds
   // The large blocks `stream` cached by size join what it holds.
   void hold_cached_large(cudaStream_t stream);
@@ -345,7 +340,6 @@ class DeviceAllocator {
   // so freed, a fence (once the previous one completed).
   void freed_to_held(cudaStream_t s, uint64_t size);
   static constexpr uint64_t kHeldFenceBytes = 32ull << 20;
-  std::unordered_map<cudaStream_t, uint64_t> held_unfenced_;  // bytes held since the stream's last fence
   void reclaim();              // blocks whose epochs completed -> free
   void* served(uintptr_t addr);  // counts and returns a successful allocation
   void release(const std::vector<uint64_t>& ready);
@@ -355,17 +349,10 @@ class DeviceAllocator {
   uint64_t mapped_bytes() const;
   uint64_t held_bytes() const;  // blocks placed, freed-but-held included
 
-  // Note [Front caches] (device_allocator_front.cc).
-  struct Front {
-    explicit Front(FrontCache::Limits limits) : cache(limits) {}
-    FrontLock lock;
-    FrontCache cache;
-    DeviceAllocator* owner = nullptr;  // under lock; nullptr once the allocator is gone
-  };
-  struct ThreadFronts;
-  static void thread_exited(void* fronts);  // the pthread key's destructor
-  Front* my_front() const;  // the calling thread's, or nullptr; no lock
-  Front* make_my_front();   // under mu_
+  // Note [Front caches] (device_allocator_front.cc; the threads' fronts in
+  // front_caches.h).
+  static void front_thread_exited(void* owner, FrontCaches::Front* f);  // no lock held
+  void retire_front(FrontCaches::Front* f);  // takes mu_: f's thread exited
   void* take_front(size_t bytes, cudaStream_t stream);  // the cached pair, no mu_
   int put_front(void* p, cudaStream_t stream);          // 1 cached, 0 refused, -1 not the front's
   bool adopt_front(cudaStream_t stream, uint64_t addr, uint64_t size);  // under mu_
@@ -378,31 +365,29 @@ class DeviceAllocator {
   // only): all, those of `stream`, or its large ones.
   void drain_fronts(std::optional<cudaStream_t> stream, bool large_only);
   void drained_to_streams(const std::vector<FrontCache::Drained>& blocks);
-  void spill(Front* f);                   // takes mu_: f past its limits
-  void front_thread_exited(Front* f);     // takes mu_
+  void spill(FrontCaches::Front* f);      // takes mu_: f past its limits
   void settle_fronts() {                  // under mu_, before a step that changes the books
-    if (!fronts_.empty()) note_peaks();
+    if (fronts_.any()) note_peaks();
   }
   struct FrontTotals {
     uint64_t cached_bytes = 0, cached_blocks = 0, low_water = 0;
   };
   FrontTotals front_totals(bool settle);  // under mu_; settle: counts folded, low water restarted
-  const uint64_t serial_;  // names this allocator to the threads' fronts (never reused)
-  std::vector<std::shared_ptr<Front>> fronts_;       // under mu_
-  absl::flat_hash_map<uint64_t, Front*> front_of_;   // under mu_: blocks with a front record
+  FrontCaches fronts_;  // under mu_, but for the cached pair
 
   AllocatorMutex mu_;
   const cuda::DriverApi* api_;
   int device_;
   uint64_t reserve_bytes_, cache_limit_, map_chunk_;
   uint64_t limit_ = 0;  // set_limit(): mapped bytes at most, 0: none
-  std::vector<int> peers_;  // granted access to every reservation
+  PeerAccess peers_;  // granted access to every reservation (peer_access.h)
   // Reservations, published for owns() (lock-free readers); never removed.
   std::atomic<Reservation*> reservations_[kMaxReservations] = {};
   std::atomic<int> reservations_made_{0};
   Reservation* first_;
   sync::FreeEpochs epochs_;
   StreamCache streams_{BlockManager::kSmallLimit};
+  HeldFences held_fences_;  // Note [Held ranges reach everyone] (held_fences.h)
   // Blocks are named by address everywhere below. Freed blocks not yet
   // back in their reservation (epochs, stream caches, deferred): addr -> size.
   std::unordered_map<uint64_t, uint64_t> freed_;

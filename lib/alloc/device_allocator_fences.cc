@@ -1,8 +1,9 @@
 // DeviceAllocator, the fences (device_allocator.h): what a freed block
 // waits for before anyone but its stream may have it (Notes [Held ranges
 // reach everyone] and [Waiting instead of mapping]), kept apart from the
-// allocating and freeing paths in device_allocator.cc. Every function here
-// runs under the allocator's mutex.
+// allocating and freeing paths in device_allocator.cc; the events that
+// fence each stream's held ranges are HeldFences' (held_fences.h). Every
+// function here runs under the allocator's mutex.
 #include <algorithm>
 #include <thread>
 
@@ -29,51 +30,25 @@ void DeviceAllocator::fence_all(bool with_held) {
 }
 
 // Note [Held ranges reach everyone].
-bool DeviceAllocator::held_fence_pending(size_t i) {
-  // As FreeEpochs polls: cudaErrorNotReady is not recorded as the last
-  // error, so there is nothing to clear (and clearing could take an
-  // application's own pending error).
-  if (cuda::event_query(held_fences_[i].event.event) != cudaSuccess) return true;
+void DeviceAllocator::release_fenced(cudaStream_t s) {
   for (int r = 0; r < reservations_made_; ++r)
-    reservations_[r].load(std::memory_order_relaxed)->release_fenced(owner_of(held_fences_[i].stream));
-  sync::give_event(held_fences_[i].event);
-  held_fences_[i] = held_fences_.back();
-  held_fences_.pop_back();
-  return false;
+    reservations_[r].load(std::memory_order_relaxed)->release_fenced(owner_of(s));
 }
 
 void DeviceAllocator::fence_held_on(cudaStream_t s) {
-  // As FreeEpochs records: never on a capturing stream (the event would be
-  // a node of the graph), never when the query fails.
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cuda::stream_is_capturing(s, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) {
-    cuda::get_last_error();
-    return;
-  }
-  sync::PooledEvent ev = sync::take_event(device_, sync::EventKind::kNoTiming);
-  if (!ev.event || cuda::event_record(ev.event, s) != cudaSuccess) {
-    cuda::get_last_error();
-    sync::give_event(ev);
-    return;
-  }
+  if (!held_fences_.record(s)) return;
   for (int r = 0; r < reservations_made_; ++r)
     reservations_[r].load(std::memory_order_relaxed)->fence_held(owner_of(s));
-  held_fences_.push_back({s, ev});
-  held_unfenced_.erase(s);
 }
 
 void DeviceAllocator::settle_held() {
-  for (size_t i = 0; i < held_fences_.size();)
-    if (held_fence_pending(i)) ++i;
+  held_fences_.poll_all([&](cudaStream_t s) { release_fenced(s); });
   std::vector<Reservation::Owner> owners;
   for (int r = 0; r < reservations_made_; ++r)
     for (Reservation::Owner o : reservations_[r].load(std::memory_order_relaxed)->owners())
       if (std::find(owners.begin(), owners.end(), o) == owners.end()) owners.push_back(o);
-  for (Reservation::Owner o : owners) {
-    bool pending = false;
-    for (const HeldFence& f : held_fences_) pending |= f.stream == stream_of(o);
-    if (!pending) fence_held_on(stream_of(o));
-  }
+  for (Reservation::Owner o : owners)
+    if (!held_fences_.pending(stream_of(o))) fence_held_on(stream_of(o));
 }
 
 void DeviceAllocator::hold_cached_large(cudaStream_t stream) {
@@ -96,32 +71,15 @@ void DeviceAllocator::freed_to_held(cudaStream_t s, uint64_t size) {
   for (int i = 0; i < reservations_made_; ++i)
     held += reservations_[i].load(std::memory_order_relaxed)->held_by(owner_of(s));
   if (held < kHeldFenceBytes) return;
-  uint64_t& unfenced = held_unfenced_[s];
-  unfenced += size;
-  if (unfenced < kHeldFenceBytes) return;
+  if (!held_fences_.add_unfenced(s, size)) return;
   // One fence per stream: a pending one is replaced by a fence over all the
   // stream holds now (in stream order, it completes after the old one).
-  for (size_t i = 0; i < held_fences_.size(); ++i)
-    if (held_fences_[i].stream == s) {
-      if (held_fence_pending(i)) {
-        sync::give_event(held_fences_[i].event);
-        held_fences_[i] = held_fences_.back();
-        held_fences_.pop_back();
-      }
-      break;
-    }
+  if (held_fences_.poll(s, [&](cudaStream_t done) { release_fenced(done); })) held_fences_.drop(s);
   fence_held_on(s);
 }
 
 void DeviceAllocator::drop_held_fence(cudaStream_t stream) {
-  for (size_t i = 0; i < held_fences_.size(); ++i)
-    if (held_fences_[i].stream == stream) {
-      held_unfenced_.erase(stream);
-      sync::give_event(held_fences_[i].event);
-      held_fences_[i] = held_fences_.back();
-      held_fences_.pop_back();
-      return;
-    }
+  if (held_fences_.drop(stream)) held_fences_.forget_unfenced(stream);
 }
 
 void DeviceAllocator::fence_stream(cudaStream_t stream, bool with_held) {

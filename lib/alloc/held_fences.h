@@ -1,0 +1,101 @@
+// HeldFences: the events that fence what each stream holds (Note [Held
+// ranges reach everyone] in device_allocator.h), at most one pending per
+// stream, and the bytes each stream has freed into what it holds since its
+// last fence.
+//
+// Contract. A fence is an event recorded on a stream by record(): once it
+// has completed, the GPU is done with whatever the stream held when it was
+// recorded, and the caller may give that to everyone. The caller says what
+// a fence covers (it marks its held ranges when record() succeeds); this
+// only keeps the events and says when each has completed:
+//   - record(s) records one event on `s` and keeps it as s's fence. It
+//     records nothing, and returns false, on a capturing stream (the event
+//     would be a node of the graph), or when the query or the record fails
+//     (the error is cleared: the caller carries on as if no fence were
+//     due). The stream must have no fence pending (poll or drop it first).
+//     A recorded fence restarts the stream's unfenced count.
+//   - poll_all(fn) queries every fence (cudaEventQuery: nothing waits); each
+//     completed one leaves and its stream goes to `fn`, once. poll(s, fn)
+//     does the same for s's fence alone and returns whether it is still
+//     pending. pending(s) says whether s has a fence, without a query.
+//   - drop(s) forgets s's fence unread (false: it had none); the ranges it
+//     covered stay the caller's to fence again.
+//   - add_unfenced(s, bytes) counts bytes the stream freed into what it
+//     holds; true once the count since its last fence reached `fence_every`
+//     (the caller fences then). forget_unfenced(s) restarts the count.
+// Events come from the event pool (sync/event_pool.h) and go back to it
+// when a fence leaves, and at destruction.
+//
+// No locking: the allocator serializes every call under its mutex. CUDA
+// calls: the capture status query and the event record (record()), the
+// event query (poll, poll_all).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "sync/event_pool.h"
+
+namespace gpuslack {
+namespace alloc {
+
+class HeldFences {
+ public:
+  // Events of `device`; a fence is due every `fence_every` bytes freed into
+  // a stream's held ranges.
+  HeldFences(int device, uint64_t fence_every) : device_(device), fence_every_(fence_every) {}
+  HeldFences(const HeldFences&) = delete;
+  HeldFences& operator=(const HeldFences&) = delete;
+  ~HeldFences();
+
+  bool record(cudaStream_t stream);
+  bool pending(cudaStream_t stream) const;
+
+  // Each completed fence's stream to `fn`, the fence gone.
+  template <typename Fn>
+  void poll_all(Fn fn) {
+    for (size_t i = 0; i < fences_.size();)
+      if (!completed(i, fn)) ++i;
+  }
+  // True while `stream`'s fence is pending; if it completed, its stream to
+  // `fn`, the fence gone (false); false with no fence.
+  template <typename Fn>
+  bool poll(cudaStream_t stream, Fn fn) {
+    for (size_t i = 0; i < fences_.size(); ++i)
+      if (fences_[i].stream == stream) return !completed(i, fn);
+    return false;
+  }
+  bool drop(cudaStream_t stream);
+
+  bool add_unfenced(cudaStream_t stream, uint64_t bytes);
+  void forget_unfenced(cudaStream_t stream) { unfenced_.erase(stream); }
+
+  size_t size() const { return fences_.size(); }
+
+ private:
+  struct Fence {
+    cudaStream_t stream;
+    sync::PooledEvent event;
+  };
+  bool query(size_t i) const;  // whether fences_[i] has completed
+  void remove(size_t i);       // its event back to the pool; the last fence takes its place
+  template <typename Fn>
+  bool completed(size_t i, Fn& fn) {
+    if (!query(i)) return false;
+    cudaStream_t stream = fences_[i].stream;
+    fn(stream);
+    remove(i);
+    return true;
+  }
+
+  int device_;
+  uint64_t fence_every_;
+  std::vector<Fence> fences_;  // at most one per stream
+  std::unordered_map<cudaStream_t, uint64_t> unfenced_;  // bytes held since the stream's last fence
+};
+
+}  // namespace alloc
+}  // namespace gpuslack

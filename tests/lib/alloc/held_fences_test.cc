@@ -1,0 +1,139 @@
+// HeldFences on the simulated runtime: a fence is one event on its stream,
+// handed back once when the GPU has passed it; at most one per stream;
+// nothing is recorded on a capturing stream; the unfenced bytes call for a
+// fence at the threshold; every event goes back to the pool.
+#include "alloc/held_fences.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "gpusim.h"
+#include "sim_driver.h"
+#include "sync/event_pool.h"
+
+namespace gpuslack {
+namespace alloc {
+namespace {
+
+using test_support::kMiB;
+using test_support::non_blocking;
+
+constexpr uint64_t kEvery = 32 * kMiB;
+
+// `s` busy for `us` microseconds of GPU time.
+void keep_busy(cudaStream_t s, unsigned us) {
+  static void* buf = [] {
+    void* p = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&p, 4096));
+    return p;
+  }();
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, buf, 4096, us, 3, nullptr));
+}
+
+std::vector<cudaStream_t> completed(HeldFences& f) {
+  std::vector<cudaStream_t> out;
+  f.poll_all([&](cudaStream_t s) { out.push_back(s); });
+  return out;
+}
+
+TEST(HeldFences, AFenceCompletesOnceTheGpuHasPassedItAndIsHandedBackOnce) {
+  HeldFences f(0, kEvery);
+  cudaStream_t s = non_blocking(), idle = non_blocking();
+  keep_busy(s, 200000);
+  ASSERT_TRUE(f.record(s));
+  EXPECT_TRUE(f.pending(s));
+  EXPECT_FALSE(f.pending(idle));
+  EXPECT_TRUE(completed(f).empty());  // the kernel runs
+  ASSERT_TRUE(f.record(idle));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(idle));
+  EXPECT_EQ(std::vector<cudaStream_t>{idle}, completed(f));  // the other one only
+  EXPECT_EQ(1u, f.size());
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(std::vector<cudaStream_t>{s}, completed(f));
+  EXPECT_TRUE(completed(f).empty());  // once
+  EXPECT_FALSE(f.pending(s));
+  EXPECT_EQ(0u, f.size());
+  cudaStreamDestroy(s);
+  cudaStreamDestroy(idle);
+}
+
+TEST(HeldFences, PollAnswersForOneStreamAndDropForgetsItsFenceUnread) {
+  HeldFences f(0, kEvery);
+  cudaStream_t s = non_blocking(), t = non_blocking();
+  int handed = 0;
+  auto count = [&](cudaStream_t) { ++handed; };
+  EXPECT_FALSE(f.poll(s, count));  // no fence
+  keep_busy(s, 200000);
+  ASSERT_TRUE(f.record(s));
+  ASSERT_TRUE(f.record(t));
+  EXPECT_TRUE(f.poll(s, count));  // pending
+  EXPECT_TRUE(f.drop(s));
+  EXPECT_FALSE(f.drop(s));  // gone
+  EXPECT_FALSE(f.pending(s));
+  EXPECT_TRUE(f.pending(t));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  EXPECT_FALSE(f.poll(s, count));  // dropped: never handed back
+  EXPECT_EQ(0, handed);
+  EXPECT_FALSE(f.poll(t, count));  // completed: handed back, gone
+  EXPECT_EQ(1, handed);
+  EXPECT_FALSE(f.pending(t));
+  cudaStreamDestroy(s);
+  cudaStreamDestroy(t);
+}
+
+TEST(HeldFences, NothingIsRecordedOnACapturingStream) {
+  HeldFences f(0, kEvery);
+  cudaStream_t s = non_blocking();
+  const long records = gpusim_calls("cudaEventRecord");
+  ASSERT_EQ(cudaSuccess, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  EXPECT_FALSE(f.record(s));
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamEndCapture(s, &graph));  // the capture was not invalidated
+  EXPECT_EQ(records, gpusim_calls("cudaEventRecord"));
+  EXPECT_FALSE(f.pending(s));
+  EXPECT_EQ(cudaSuccess, cudaGetLastError());
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
+TEST(HeldFences, TheUnfencedBytesCallForAFenceAtTheThresholdUntilOneIsRecorded) {
+  HeldFences f(0, kEvery);
+  cudaStream_t s = non_blocking(), t = non_blocking();
+  EXPECT_FALSE(f.add_unfenced(s, 16 * kMiB));
+  EXPECT_FALSE(f.add_unfenced(t, 24 * kMiB));  // each stream its own count
+  EXPECT_TRUE(f.add_unfenced(s, 16 * kMiB));
+  EXPECT_TRUE(f.add_unfenced(s, 1));  // still due
+  ASSERT_TRUE(f.record(s));           // restarts the count
+  EXPECT_FALSE(f.add_unfenced(s, 16 * kMiB));
+  EXPECT_TRUE(f.add_unfenced(t, 8 * kMiB));
+  f.forget_unfenced(t);
+  EXPECT_FALSE(f.add_unfenced(t, kEvery - 1));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  cudaStreamDestroy(s);
+  cudaStreamDestroy(t);
+}
+
+TEST(HeldFences, EveryEventGoesBackToThePool) {
+  cudaStream_t s = non_blocking(), t = non_blocking();
+  auto free_events = [] { return sync::testing::free_events(0, sync::EventKind::kNoTiming); };
+  size_t taken = 0;
+  {
+    HeldFences f(0, kEvery);
+    keep_busy(s, 100000);
+    ASSERT_TRUE(f.record(s));
+    ASSERT_TRUE(f.record(t));
+    taken = free_events();
+    ASSERT_TRUE(f.drop(t));  // back at once
+    EXPECT_EQ(taken + 1, free_events());
+  }  // s's, still pending, at destruction
+  EXPECT_EQ(taken + 2, free_events());
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  cudaStreamDestroy(s);
+  cudaStreamDestroy(t);
+}
+
+}  // namespace
+}  // namespace alloc
+}  // namespace gpuslack

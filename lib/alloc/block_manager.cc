@@ -197,13 +197,28 @@ uint64_t BlockManager::release_fenced(Owner owner) {
   return released;
 }
 
-std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes) {
+std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes, FreeFits free_fits) {
   uint64_t size = round_up(bytes);
   if (size <= kSmallLimit || bytes > capacity_) return std::nullopt;
   auto h = held_.find(owner);
   if (h == held_.end()) return std::nullopt;
-  std::optional<uint64_t> at = h->second.all.take_best_fit(size);
+  std::optional<uint64_t> at;
+  uint64_t held_fit = 0;
+  h->second.all.for_each_fit(size, 1, [&](uint64_t start, uint64_t range) { return at = start, held_fit = range, false; });
   if (!at) return std::nullopt;
+  if (held_fit != size) {
+    // See Note [One pool for an owner's reuse]: a tighter free range the
+    // caller can use now serves the block instead.
+    bool tighter = false;
+    large_free_.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
+      if (range >= held_fit) return false;
+      tighter = free_fits(start, range, size);
+      return !tighter;
+    });
+    if (tighter) return std::nullopt;
+  }
+  [[maybe_unused]] bool taken = h->second.all.take(*at, size);
+  assert(taken);
   h->second.fenced.take_overlap(*at, size);
   held_bytes_ -= size;
   add_live(*at, Block{size, kNoPage, bytes});

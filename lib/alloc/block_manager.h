@@ -93,6 +93,21 @@
 // fence and release() (pressure, a stream's end). Small blocks live in
 // pages shared by every owner and are never held.
 //
+// Note [One pool for an owner's reuse]: an owner's held ranges and the free
+// space are two pools, and a block taken from the held ranges whenever one
+// fits (the allocator's cached path for a stream's large requests) is
+// carved from a larger held range while a free range of exactly its size
+// lies beside it: on the recorded training traces that left tens of free
+// holes, each smaller than the next request, and peak reserved 25% over
+// PyTorch's expandable segments on a CNN (bench/README.md, "One pool for a
+// stream's reuse"). PyTorch has one pool per stream, best fit over all of
+// it. So allocate_held(owner, bytes, free_fits) takes the owner's best fit
+// only when no free range smaller than it holds the block where the
+// caller can place it now (the VMM allocator: already mapped); otherwise
+// it declines, and the caller's next step takes the free space's best fit.
+// Exact fits in the held ranges never ask; at most kPlacementCandidates
+// free ranges are looked at.
+//
 // Note [The small pool apart]: the VMM allocator maps large blocks in
 // 20 MiB pages, one physical handle each, released only whole (GranuleMap's
 // Note [Pages mapped whole]), and releases cached memory only where a whole
@@ -184,7 +199,15 @@ class BlockManager {
   // A block of at least `bytes` (large: above kSmallLimit once rounded)
   // from `owner`'s held space, best fit, the rest still held; nullopt if
   // none of its ranges holds it or the request is small.
-  std::optional<uint64_t> allocate_held(Owner owner, uint64_t bytes);
+  std::optional<uint64_t> allocate_held(Owner owner, uint64_t bytes) {
+    return allocate_held(owner, bytes, [](uint64_t, uint64_t, uint64_t) { return false; });
+  }
+  // As allocate_held(), but nullopt (nothing changes) when the free space
+  // has a range smaller than the owner's best fit that holds the block and
+  // that `free_fits(start, size, bytes)` says the caller can place it in now
+  // (Note [One pool for an owner's reuse]).
+  using FreeFits = absl::FunctionRef<bool(uint64_t start, uint64_t size, uint64_t bytes)>;
+  std::optional<uint64_t> allocate_held(Owner owner, uint64_t bytes, FreeFits free_fits);
   // As allocate(bytes, cost, max_cost), over the free space and `owner`'s
   // held ranges together: what the block does not take of them stays held.
   // A small request is allocate(bytes, cost, max_cost). The pieces the block

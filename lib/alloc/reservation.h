@@ -64,8 +64,11 @@ class Reservation {
 
   // Note [Space held for an owner], in absolute addresses.
   uint64_t release_to(uintptr_t a, Owner owner) { return blocks_.release_to(a - base_, owner); }
+  // BlockManager's Note [One pool for an owner's reuse]: declines when a
+  // tighter free range, already mapped, holds the block.
   std::optional<uintptr_t> allocate_held(Owner owner, uint64_t bytes) {
-    std::optional<uint64_t> at = blocks_.allocate_held(owner, bytes);
+    std::optional<uint64_t> at = blocks_.allocate_held(
+        owner, bytes, [this](uint64_t start, uint64_t, uint64_t size) { return map_.mapped_range(start, size); });
     return at ? std::optional<uintptr_t>(base_ + *at) : std::nullopt;
   }
   void unhold(Owner owner, std::vector<uint64_t>* out) {

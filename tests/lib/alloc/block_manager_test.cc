@@ -568,6 +568,44 @@ TEST(BlockManager, HeldSpaceServesItsOwnerOnlyAndReachesEveryoneWhenReleased) {
   EXPECT_EQ("", m.check());
 }
 
+// See Note [One pool for an owner's reuse]: a held range larger than the
+// block gives way to a tighter free range the caller can use; an exact held
+// fit never asks.
+TEST(BlockManager, HeldSpaceGivesWayToATighterFreeRangeTheCallerCanUse) {
+  BlockManager m(64 * kMiB);
+  const BlockManager::Owner s = 1;
+  auto a = m.allocate(4 * kMiB), x = m.allocate(4 * kMiB), b = m.allocate(4 * kMiB), y = m.allocate(8 * kMiB),
+       c = m.allocate(4 * kMiB);
+  ASSERT_TRUE(a && x && b && y && c);
+  m.release(*x);              // free: [x, x + 4 MiB), between a and b
+  m.release_to(*y, s);        // held: 8 MiB
+  auto usable = [](uint64_t, uint64_t, uint64_t) { return true; };
+  EXPECT_FALSE(m.allocate_held(s, 4 * kMiB, usable));  // x's range is tighter: declined
+  EXPECT_EQ(8 * kMiB, m.held());                       // nothing changed
+  EXPECT_EQ("", m.check());
+  EXPECT_EQ(*x, m.allocate(4 * kMiB));  // the free space's best fit is x
+  m.release(*x);
+  // A free range the caller cannot use (say, not mapped) does not count.
+  std::vector<uint64_t> asked;
+  auto unusable = [&](uint64_t start, uint64_t size, uint64_t bytes) {
+    asked.push_back(start);
+    EXPECT_EQ(4 * kMiB, size);
+    EXPECT_EQ(4 * kMiB, bytes);
+    return false;
+  };
+  EXPECT_EQ(*y, m.allocate_held(s, 4 * kMiB, unusable));
+  EXPECT_EQ(std::vector<uint64_t>{*x}, asked);  // only ranges smaller than the held fit
+  EXPECT_EQ(4 * kMiB, m.held());
+  // An exact held fit is taken without asking.
+  auto never = [](uint64_t, uint64_t, uint64_t) {
+    ADD_FAILURE() << "asked about a free range for an exact held fit";
+    return true;
+  };
+  EXPECT_EQ(*y + 4 * kMiB, m.allocate_held(s, 4 * kMiB, never));
+  EXPECT_EQ(0u, m.held());
+  EXPECT_EQ("", m.check());
+}
+
 TEST(BlockManager, FencedHeldRangesReleaseOnlyWhatWasNotReusedSince) {
   BlockManager m(64 * kMiB);
   const BlockManager::Owner s = 7;

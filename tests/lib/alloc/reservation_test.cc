@@ -174,6 +174,37 @@ TEST(GranuleEdges, AMissMappingGranulesPutsWholeGranulesAtAnEdge) {
   EXPECT_EQ(6 * kMiB, r.mapped_bytes());
 }
 
+// BlockManager's Note [One pool for an owner's reuse]: a stream's held
+// range larger than the block gives way to a free range of its size that is
+// mapped (nothing to map there); unmapped, the held range serves it.
+TEST(OnePool, AHeldRangeGivesWayToATighterMappedFreeRange) {
+  Reservation r(api(), 0, 64 * kMiB, 2 * kMiB);
+  ASSERT_TRUE(r.ok()) << r.why();
+  const Reservation::Owner owner = 7;
+  std::vector<uintptr_t> at;
+  for (uint64_t mib : {4, 4, 4, 8, 4}) {
+    CUresult e = CUDA_SUCCESS;
+    std::optional<uintptr_t> a = r.allocate_mapping(mib * kMiB, Reservation::kNoBudget, &e);
+    ASSERT_TRUE(a) << e;
+    at.push_back(*a);
+  }
+  ASSERT_EQ(at[0] + 12 * kMiB, at[3]);
+  r.release(at[1]);                                  // 4 MiB, mapped, between live blocks
+  ASSERT_EQ(8 * kMiB, r.release_to(at[3], owner));  // 8 MiB held for the stream
+  EXPECT_FALSE(r.allocate_held(owner, 4 * kMiB));   // the mapped 4 MiB is tighter
+  EXPECT_EQ(8 * kMiB, r.held_by(owner));
+  std::optional<uintptr_t> m = r.allocate_mapped(4 * kMiB);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(at[1], *m);
+  // Freed and trimmed, it is no longer where the block can go without mapping.
+  r.release(*m);
+  ASSERT_EQ(4 * kMiB, r.trim());
+  std::optional<uintptr_t> h = r.allocate_held(owner, 4 * kMiB);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(at[3], *h);
+  EXPECT_EQ(4 * kMiB, r.held_by(owner));
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

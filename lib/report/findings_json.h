@@ -1,8 +1,8 @@
 // The summary's "findings" (report/finding.h, Summary::findings;
 // docs/summary.schema.json, $defs/finding) as JSON, and read back.
 //
-// The writer is a template over json.cc's Writer, as health_series.h's
-// are, so that json.cc only calls it; the reader follows summary_reader.h's
+// The writer is a template over json.cc's Writer, so that json.cc only
+// calls it; the reader follows summary_reader.h's
 // rules (a missing member reads as its default, one of another type is
 // Malformed). gpu_idle_s is null when not measured (-1 in the struct).
 // Round trip: write(read(write(f))) == write(f). The field names are a

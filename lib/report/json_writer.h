@@ -1,5 +1,5 @@
 // The JSON writer of the summary (json.cc) and its sections' writers
-// (findings_json.h, health_series.h, ...): a small pretty-printing Writer,
+// (findings_json.h, pinned_json.h, ...): a small pretty-printing Writer,
 // the string escaper and the fixed-digit number format. Internal to
 // lib/report.
 //

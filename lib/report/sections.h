@@ -19,8 +19,8 @@
 // builder, writer, reader and text, in its two file pairs) plus the schema
 // and docs/summary.md.
 //
-// Where a section's files are named otherwise (older than the rule, or one
-// pair serving two sections), the table says so:
+// Where a section's files are named otherwise (older than the rule), the
+// table says so:
 //
 // | section      | JSON members                  | type                          | builder                                   | writer                      | reader                                | text |
 // |--------------|-------------------------------|-------------------------------|-------------------------------------------|-----------------------------|---------------------------------------|------|
@@ -33,9 +33,9 @@
 // | staging      | staging                       | StagingSection, PageableSiteRow (staging.h; StagingCounters: feature_counters.h) | build_staging (staging.h) | write_staging (staging_json.h) | read_staging (staging_json.h) | staging_text (staging.h) |
 // | GPU timeline | gpu_timeline                  | GpuTimelineSection, GpuDeviceRow, KernelRow, Steps, ... (gpu_timeline.h) | build_gpu_timeline (gpu_timeline.h) | write_gpu_timeline (gpu_timeline_json.h) | read_gpu_timeline (gpu_timeline_json.h) | gpu_timeline_headline, gpu_timeline_text (gpu_timeline.h) |
 // | pinned heap  | pinned                        | PinnedSection (pinned.h; PinnedCounters: feature_counters.h) | build_pinned (pinned.h) | write_pinned (pinned_json.h) | read_pinned (pinned_json.h) | pinned_text (pinned.h) |
-// | health       | device_health                 | DeviceHealthSection (summary.h; DeviceHealthRow: feature_counters.h) | build_summary (summary.cc) | write_device_health (health_series.h) | read_device_health (health_series.h) | device_health_lines (health_series.h) |
+// | health       | device_health                 | DeviceHealthSection (device_health.h; DeviceHealthRow: feature_counters.h) | build_device_health (device_health.h) | write_device_health (device_health_json.h) | read_device_health (device_health_json.h) | device_health_lines (device_health.h) |
 // | topology     | topology                      | TopologySection, TopologyLinks, TopologyNode (topology.h) | build_topology_section (topology.h)       | write_topology (topology_json.h) | read_topology (topology_json.h) | topology_lines, topology_short_line (topology.h) |
-// | series       | series                        | SeriesSection (summary.h)     | build_series (series.h)                   | write_series (health_series.h) | read_series (health_series.h)    | none (the job report draws it) |
+// | series       | series                        | SeriesSection, SeriesDevice (series.h) | build_series (series.h)          | write_series (series_json.h) | read_series (series_json.h)      | none (the job report draws it) |
 //
 // Every section's counters are the report's own types: a feature's live
 // struct is copied at the boundary (Note [Counters copied at the boundary]

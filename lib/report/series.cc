@@ -1,7 +1,10 @@
+// See series.h.
 #include "report/series.h"
 
 #include <algorithm>
 #include <cstdint>
+
+#include "report/summary.h"
 
 namespace gpuslack {
 namespace report {

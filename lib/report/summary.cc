@@ -12,6 +12,7 @@
 #include "build_info.h"
 #include "report/collective_expectations.h"
 #include "report/collectives.h"
+#include "report/device_health.h"
 #include "report/gpu_timeline.h"
 #include "report/series.h"
 #include "report/staging.h"
@@ -57,9 +58,7 @@ Summary build_summary(const std::vector<ledger::ThreadFigures>& threads, const R
   s.staging = build_staging(threads, run);
   s.pinned = build_pinned(run.pinned_present, run.pinned);
   s.gpu_timeline = build_gpu_timeline(run.gpu_timeline, run.top_call_sites);
-  s.device_health.status = run.device_health.status;
-  s.device_health.detail = run.device_health.detail;
-  for (const health::DeviceHealth& d : run.device_health.devices) s.device_health.devices.push_back(device_health_row(d));
+  s.device_health = build_device_health(run.device_health);
   s.topology = build_topology_section(run.topology, s.job, run.communicators);
   s.series = build_series(run);
   // Last: the expectations read the topology and the collectives both.

@@ -1,8 +1,9 @@
 // The end-of-run summary, as data: what the text and JSON writers print.
 // Its sections' types are in their own headers (sections.h lists them):
 // the calls (calls.h), collectives (collectives.h), allocator (allocator.h), staging (staging.h), GPU
-// timeline (gpu_timeline.h), pinned heap (pinned.h), topology (topology.h)
-// and job (job.h); the device health and series below.
+// timeline (gpu_timeline.h), pinned heap (pinned.h), device health
+// (device_health.h), topology (topology.h), series (series.h) and job
+// (job.h).
 //
 // Built from the ledger's per-thread figures (ledger::snapshot()) and the
 // session's facts (wall time, host, pid, rank), with every duration turned
@@ -29,11 +30,13 @@
 #include "report/allocator.h"
 #include "report/calls.h"
 #include "report/collectives.h"
+#include "report/device_health.h"
 #include "report/feature_counters.h"
 #include "report/finding.h"
 #include "report/gpu_timeline.h"
 #include "report/job.h"
 #include "report/pinned.h"
+#include "report/series.h"
 #include "report/staging.h"
 #include "report/topology.h"
 #include "stage/staging_stats.h"
@@ -44,30 +47,6 @@ namespace gpuslack {
 namespace report {
 
 inline constexpr int kSchemaVersion = 1;
-
-// NVML's view of each device (health/sampler.h): "device_health", each
-// row copied from health::DeviceHealth (report/feature_counters.h).
-struct DeviceHealthSection {
-  health::Status status = health::Status::kOff;
-  std::string detail;  // why unavailable
-  std::vector<DeviceHealthRow> devices;
-};
-
-// Figures over time, all in buckets of interval_s from t0_s after
-// started_utc (report/series.h): "series".
-struct SeriesDevice {
-  int device = 0;
-  std::vector<double> gpu_idle_share;     // [] when the GPU timeline did not measure it
-  std::vector<double> memory_used_bytes;  // NVML, end of each bucket; [] when unavailable
-  std::vector<double> sm_clock_ratio;     // NVML, mean per bucket; [] when unavailable
-};
-struct SeriesSection {
-  double interval_s = 1.0;
-  double t0_s = 0;
-  std::vector<SeriesDevice> devices;
-  std::vector<double> reserved_bytes;   // allocator:vmm, all devices; [] when native
-  std::vector<double> allocated_bytes;
-};
 
 struct Summary {
   int schema_version = kSchemaVersion;

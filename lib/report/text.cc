@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "report/device_health.h"
 #include "report/findings_text.h"
-#include "report/health_series.h"
 #include "report/idle_explained.h"
 #include "report/text_parts.h"
 #include "report/topology.h"

@@ -1,7 +1,7 @@
 // The summary's "topology" (summary.h: TopologySection;
 // docs/summary.schema.json) as JSON, and read back.
 //
-// The writer is a template over json.cc's Writer, as health_series.h's;
+// The writer is a template over json.cc's Writer;
 // the reader follows summary_reader.h's rules (a missing member reads as
 // its default, one of another type is Malformed). Round trip:
 // write(read(write(s))) == write(s). json.cc writes null when the section

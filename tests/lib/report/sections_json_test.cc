@@ -1,9 +1,11 @@
 // Each section's JSON writer and reader on their own (the _json.h beside
 // each section: sections.h), with every member of the section set: written
 // into a document, read back by the section's reader, written again the
-// same (write -> read -> write). And the copies at the boundary of the GPU
-// timeline's kernels and steps (gpu_timeline.h) and of the topology's
-// node (topology.h) keep every field.
+// same (write -> read -> write; section_round_trip.h), the device health's
+// and the series' in device_health_json_test.cc and series_json_test.cc.
+// And the copies at the boundary of the GPU timeline's kernels and steps
+// (gpu_timeline.h) and of the topology's node (topology.h) keep every
+// field.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -22,6 +24,7 @@
 #include "report/summary.h"
 #include "report/summary_reader.h"
 #include "report/topology.h"
+#include "section_round_trip.h"
 
 namespace gpuslack {
 namespace report {
@@ -29,37 +32,9 @@ namespace {
 
 using detail::Fields;
 using json_detail::Writer;
-
-// The document `write` makes, parsed.
-std::string document(const std::function<void(Writer*)>& write) {
-  Writer w;
-  w.begin_object();
-  write(&w);
-  w.end_object();
-  return w.take();
-}
-
-JsonValue parsed(const std::string& json) {
-  JsonValue doc;
-  std::string error;
-  EXPECT_TRUE(parse_json(json, &doc, &error)) << error << "\n" << json;
-  return doc;
-}
-
-// Reads `json` with `read` (given the document's top level) and writes the
-// result with `write`: the same document.
-template <typename Section>
-void expect_round_trip(const std::string& json, const std::function<Section(const Fields&)>& read,
-                       const std::function<void(const Section&, Writer*)>& write) {
-  const JsonValue doc = parsed(json);
-  Section back;
-  try {
-    back = read(Fields(doc, ""));
-  } catch (const detail::Malformed& m) {
-    FAIL() << m.what;
-  }
-  EXPECT_EQ(json, document([&](Writer* w) { write(back, w); }));
-}
+using testing_round_trip::document;
+using testing_round_trip::expect_round_trip;
+using testing_round_trip::parsed;
 
 std::vector<CategoryTime> five_categories(double base) {
   std::vector<CategoryTime> out;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "health/device_health.h"
+#include "report/summary.h"
 
 namespace gpuslack {
 namespace report {

@@ -1,6 +1,7 @@
-// device_health and series in the JSON, read back, and in the text
-// (report/health_series.h).
-#include "report/health_series.h"
+// device_health and series in the whole summary's JSON, read back, and the
+// device health's text (report/device_health.h; their writers and readers:
+// device_health_json.h, series_json.h).
+#include "report/device_health.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,18 @@
-#include "report/health_series.h"
+// See device_health_json.h.
+#include "report/device_health_json.h"
+
+#include <string>
+
+#include "report/json.h"
+#include "report/json_fields.h"
+#include "report/json_reader.h"
+#include "report/json_writer.h"
 
 namespace gpuslack {
 namespace report {
 namespace {
 
 using detail::Fields;
-using detail::Malformed;
 
 health::Status status_from(const Fields& f) {
   const std::string key = f.text("status");
@@ -15,17 +22,38 @@ health::Status status_from(const Fields& f) {
   f.bad("status", "one of measured, unavailable, off");
 }
 
-std::vector<double> numbers(const Fields& f, const char* key) {
-  std::vector<double> out;
-  f.each(key, [&](const JsonValue& item, const std::string& at) {
-    double v = 0;
-    if (!item.to_double(&v)) throw Malformed{at + ": expected a finite number"};
-    out.push_back(v);
-  });
-  return out;
-}
-
 }  // namespace
+
+void write_device_health(const DeviceHealthSection& h, json_detail::Writer* w) {
+  w->begin_object();
+  w->key("status").string(health::status_name(h.status));
+  w->key("detail").string(h.detail);
+  w->key("devices").begin_array();
+  for (const DeviceHealthRow& d : h.devices) {
+    w->begin_object();
+    w->key("device").integer(d.device);
+    w->key("name").string(d.name);
+    w->key("uuid").string(d.uuid);
+    w->key("nvml_handle").string(d.nvml_handle);
+    w->key("samples").unsigned_integer(d.samples);
+    w->key("sm_clock_mhz_mean").seconds(d.sm_clock_mhz_mean);
+    w->key("sm_clock_mhz_min").seconds(d.sm_clock_mhz_min);
+    w->key("sm_clock_max_mhz").seconds(d.sm_clock_max_mhz);
+    w->key("clock_ratio_mean").share(d.clock_ratio_mean);
+    w->key("throttled_samples").unsigned_integer(d.throttled_samples);
+    w->key("throttle_reasons").begin_array(true);
+    for (const std::string& r : d.throttle_reasons) w->string(r);
+    w->end_array();
+    w->key("temperature_c_mean").seconds(d.temperature_c_mean);
+    w->key("temperature_c_max").seconds(d.temperature_c_max);
+    w->key("power_w_mean").seconds(d.power_w_mean);
+    w->key("power_limit_w").seconds(d.power_limit_w);
+    w->key("memory_used_bytes_max").unsigned_integer(d.memory_used_bytes_max);
+    w->end_object();
+  }
+  w->end_array();
+  w->end_object();
+}
 
 DeviceHealthSection read_device_health(const Fields& f) {
   DeviceHealthSection h;
@@ -53,37 +81,6 @@ DeviceHealthSection read_device_health(const Fields& f) {
     h.devices.push_back(std::move(r));
   });
   return h;
-}
-
-SeriesSection read_series(const Fields& f) {
-  SeriesSection s;
-  if (f.get("interval_s")) s.interval_s = f.number("interval_s");
-  s.t0_s = f.number("t0_s");
-  f.each("devices", [&](const JsonValue& item, const std::string& at) {
-    Fields d(item, at);
-    SeriesDevice r;
-    r.device = d.whole("device");
-    r.gpu_idle_share = numbers(d, "gpu_idle_share");
-    r.memory_used_bytes = numbers(d, "memory_used_bytes");
-    r.sm_clock_ratio = numbers(d, "sm_clock_ratio");
-    s.devices.push_back(std::move(r));
-  });
-  s.reserved_bytes = numbers(f, "reserved_bytes");
-  s.allocated_bytes = numbers(f, "allocated_bytes");
-  return s;
-}
-
-std::vector<std::string> device_health_lines(const DeviceHealthSection& h) {
-  std::vector<std::string> out;
-  if (h.status == health::Status::kUnavailable) {
-    out.push_back("device health: not measured: " + h.detail);
-    return out;
-  }
-  for (const DeviceHealthRow& d : h.devices) {
-    std::string text = health::throttle_line(health_figures(d));
-    if (!text.empty()) out.push_back(text);
-  }
-  return out;
 }
 
 }  // namespace report

@@ -13,15 +13,10 @@
 #include <vector>
 
 #include "report/allocator.h"
+#include "report/section_json.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 // "allocator" and "allocator_status", members of the open object.
 void write_allocator(const std::vector<AllocatorRow>& rows, const AllocatorStatus& status, json_detail::Writer* w);

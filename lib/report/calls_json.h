@@ -16,15 +16,10 @@
 #pragma once
 
 #include "report/calls.h"
+#include "report/section_json.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 // "lost_s", "lost_share", "categories".
 void write_calls_totals(const Summary& s, json_detail::Writer* w);

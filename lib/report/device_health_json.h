@@ -10,15 +10,10 @@
 #pragma once
 
 #include "report/device_health.h"
+#include "report/section_json.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 void write_device_health(const DeviceHealthSection& h, json_detail::Writer* w);
 DeviceHealthSection read_device_health(const detail::Fields& f);

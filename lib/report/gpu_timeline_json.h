@@ -12,15 +12,10 @@
 #pragma once
 
 #include "report/gpu_timeline.h"
+#include "report/section_json.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 void write_gpu_timeline(const GpuTimelineSection& g, json_detail::Writer* w);
 // The "gpu_timeline" member's object (throws detail::Malformed, json_fields.h).

@@ -9,15 +9,10 @@
 #pragma once
 
 #include "report/job.h"
+#include "report/section_json.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 void write_job(const JobIdentity& j, json_detail::Writer* w);
 // From the document's top-level object.

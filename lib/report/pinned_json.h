@@ -8,15 +8,10 @@
 #pragma once
 
 #include "report/pinned.h"
+#include "report/section_json.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 void write_pinned(const PinnedSection& p, json_detail::Writer* w);
 // The "pinned" member's object (present: true).

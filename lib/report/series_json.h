@@ -8,16 +8,11 @@
 // Thread safety: pure.
 #pragma once
 
+#include "report/section_json.h"
 #include "report/series.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 void write_series(const SeriesSection& s, json_detail::Writer* w);
 SeriesSection read_series(const detail::Fields& f);

@@ -8,16 +8,11 @@
 // Thread safety: pure.
 #pragma once
 
+#include "report/section_json.h"
 #include "report/staging.h"
 
 namespace gpuslack {
 namespace report {
-namespace json_detail {
-class Writer;
-}
-namespace detail {
-class Fields;
-}
 
 void write_staging(const StagingSection& st, json_detail::Writer* w);
 // The "staging" member's object (present: true).

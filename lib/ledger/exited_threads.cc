@@ -37,14 +37,7 @@ void ExitedThreads::add(const ThreadFigures& t) {
       offer_to_top(listed_, static_cast<size_t>(kListedExitedThreads), std::move(time), lost_ticks);
   if (out) fold_time(*out, &others_);
   for (const CallFigures& c : t.calls) {
-    CallFigures& m = calls_[c.call->id];
-    m.call = c.call;
-    m.count += c.count;
-    m.ticks += c.ticks;
-    m.max_ticks = std::max(m.max_ticks, c.max_ticks);
-    m.bytes += c.bytes;
-    m.histogram.merge(c.histogram);
-    merge_slow_time(&m.slow_time, c.slow_time);
+    merge_call_figures(&calls_[c.call->id], c);
   }
   for (const CopyFigures& c : t.copies) {
     CopyFigures& m = copies_[{static_cast<int>(c.copy), static_cast<int>(c.host), c.async_api}];

@@ -24,6 +24,7 @@
 // Thread safety: every function, any thread, except after_fork_child.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -125,6 +126,18 @@ inline void merge_slow_time(std::shared_ptr<const TimeBuckets>* into, const std:
   auto merged = std::make_shared<TimeBuckets>(**into);
   merged->merge(*from);
   *into = std::move(merged);
+}
+
+// `from`'s figures added into `*into`, whose call becomes `from`'s: the
+// one way two threads' (or an exited thread's) rows of a call are merged.
+inline void merge_call_figures(CallFigures* into, const CallFigures& from) {
+  into->call = from.call;
+  into->count += from.count;
+  into->ticks += from.ticks;
+  into->max_ticks = std::max(into->max_ticks, from.max_ticks);
+  into->bytes += from.bytes;
+  into->histogram.merge(from.histogram);
+  merge_slow_time(&into->slow_time, from.slow_time);
 }
 
 struct CopyFigures {

@@ -100,14 +100,7 @@ std::vector<CallRow> call_rows(const std::vector<ledger::ThreadFigures>& threads
   for (const ledger::ThreadFigures& t : threads) {
     for (const ledger::CallFigures& c : t.calls) {
       if (c.call == nullptr) continue;
-      ledger::CallFigures& m = merged[c.call->id];
-      m.call = c.call;
-      m.count += c.count;
-      m.ticks += c.ticks;
-      m.max_ticks = std::max(m.max_ticks, c.max_ticks);
-      m.bytes += c.bytes;
-      m.histogram.merge(c.histogram);
-      ledger::merge_slow_time(&m.slow_time, c.slow_time);
+      ledger::merge_call_figures(&merged[c.call->id], c);
     }
   }
   std::vector<CallRow> rows;
@@ -246,8 +239,6 @@ void build_calls(const std::vector<ledger::ThreadFigures>& threads, const RunInf
 
 // The text.
 
-namespace {
-
 CategoryTime category_time(const Summary& s, Category c) {
   for (const CategoryTime& t : s.categories)
     if (t.category == c) return t;
@@ -255,8 +246,6 @@ CategoryTime category_time(const Summary& s, Category c) {
   none.category = c;
   return none;
 }
-
-}  // namespace
 
 // The share is left out when it rounds to 0.0%.
 std::string category_part(const Summary& s, Category c) {

@@ -120,6 +120,9 @@ struct OtherThreadsRow {
 // the ledger's figures; `s->wall_s` is set.
 void build_calls(const std::vector<ledger::ThreadFigures>& threads, const RunInfo& run, Summary* s);
 
+// `c`'s time in the run (zero when the summary has no row of it).
+CategoryTime category_time(const Summary& s, Category c);
+
 // The text. "allocation 2.1 s (16.8%)": one category in the headline and
 // over its table (a share above 100% reads in thread-seconds).
 std::string category_part(const Summary& s, Category c);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "report/calls.h"
 #include "report/device_health.h"
 #include "report/findings_text.h"
 #include "report/idle_explained.h"
@@ -20,14 +21,6 @@
 namespace gpuslack {
 namespace report {
 namespace {
-
-CategoryTime category_time(const Summary& s, Category c) {
-  for (const CategoryTime& t : s.categories)
-    if (t.category == c) return t;
-  CategoryTime none;
-  none.category = c;
-  return none;
-}
 
 double category_seconds(const Summary& s, Category c) { return category_time(s, c).seconds; }
 

@@ -312,7 +312,10 @@ cudaError_t ipc_get_handle(DeviceAllocator* a, void* p, cudaIpcMemHandle_t* out)
   const cuda::DriverApi* api = cuda::driver();
   if (!api || cuda::bind_runtime_context(a->device()) != CUDA_SUCCESS) return cudaErrorInvalidValue;
   Export e;
-  if (export_fabric(api, a->device(), chunks, &e.fabric)) {
+  // The socket serves importers that pidfd_getfd refuses, and every
+  // importer of fabric handles: without it, the descriptors' way.
+  const bool serving = ipc_socket::serve(lookup);
+  if (serving && export_fabric(api, a->device(), chunks, &e.fabric)) {
     for (const GranuleMap::Chunk& c : chunks) e.bytes.push_back(c.bytes);
     e.wire.flags = kWireFabric;
   }
@@ -353,12 +356,6 @@ cudaError_t ipc_get_handle(DeviceAllocator* a, void* p, cudaIpcMemHandle_t* out)
     return cudaErrorMemoryAllocation;
   }
   e.wire.layout_fd = e.layout_fd;
-  // For importers that pidfd_getfd refuses, and for every importer of
-  // fabric handles.
-  if (!ipc_socket::serve(lookup) && !e.fabric.empty()) {
-    close_export(&e);
-    return cudaErrorNotSupported;
-  }
   std::memcpy(out, &e.wire, sizeof(Wire));
   x.by_id[e.wire.id] = reinterpret_cast<uintptr_t>(p);
   x.by_block[reinterpret_cast<uintptr_t>(p)] = std::move(e);
@@ -399,7 +396,7 @@ cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** 
     taken = take_with_pidfd(w, &got);
     if (!taken && errno != EPERM && errno != EACCES && errno != ENOSYS) return cudaErrorInvalidValue;
   }
-  if (!taken && !ipc_socket::fetch(w.pid, w.id, &got)) return cudaErrorInvalidValue;
+  if (!taken && !ipc_socket::fetch(w.pid, w.id, w.chunks, &got)) return cudaErrorInvalidValue;
   if (got.bytes.size() != w.chunks || got.fabric.size() != (fabric ? w.chunks : 0)) {
     for (int fd : got.fds) close(fd);
     return cudaErrorInvalidValue;

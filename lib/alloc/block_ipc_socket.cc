@@ -181,7 +181,15 @@ bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
   return true;
 }
 
-bool fetch(pid_t pid, uint64_t id, Chunks* out) {
+// The server at the other end runs as this process's user, as answer()
+// asks of its clients: an abstract name can be bound by anyone first.
+bool server_is_this_user(int sock) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  return getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == getuid();
+}
+
+bool fetch(pid_t pid, uint64_t id, uint32_t chunks, Chunks* out) {
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return false;
   sockaddr_un a;
@@ -189,8 +197,9 @@ bool fetch(pid_t pid, uint64_t id, Chunks* out) {
   bool ok = false;
   Reply reply{};
   Request req{kMagic, id};
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), n) == 0 && write_all(s, &req, sizeof(req)) &&
-      read_all(s, &reply, sizeof(reply)) && reply.magic == kMagic && reply.count > 0 && reply.count < (1u << 24)) {
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), n) == 0 && server_is_this_user(s) &&
+      write_all(s, &req, sizeof(req)) && read_all(s, &reply, sizeof(reply)) && reply.magic == kMagic &&
+      reply.count > 0 && reply.count == chunks && chunks < (1u << 24)) {
     out->bytes.resize(reply.count);
     ok = read_all(s, out->bytes.data(), reply.count * sizeof(uint64_t));
     if (reply.fabric) {

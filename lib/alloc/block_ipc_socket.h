@@ -36,11 +36,13 @@ struct Chunks {
 // pidfd_getfd serves importers).
 bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup);
 
-// Asks process `pid` for export `id`: its chunks' sizes in out->bytes and
-// descriptors of this process in out->fds (the caller closes them), or its
-// fabric handles in out->fabric. False when the exporter does not answer or
-// has no such export.
-bool fetch(pid_t pid, uint64_t id, Chunks* out);
+// Asks process `pid` for export `id`, of `chunks` chunks: their sizes in
+// out->bytes and descriptors of this process in out->fds (the caller closes
+// them), or their fabric handles in out->fabric. False when the exporter
+// does not answer, has no such export, answers another number of chunks
+// (nothing is sized from the answer before that check), or the socket's
+// server runs as another user.
+bool fetch(pid_t pid, uint64_t id, uint32_t chunks, Chunks* out);
 
 // Its fork child handler, once (register_block_ipc_fork_handlers in block_ipc.h).
 void register_fork_handler();

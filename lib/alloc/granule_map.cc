@@ -69,12 +69,16 @@ CUresult GranuleMap::create(CUmemGenericAllocationHandle* handle, uint64_t bytes
     CUresult retried = with(drop);
     if (retried != CUDA_SUCCESS && retried != CUDA_ERROR_OUT_OF_MEMORY) continue;
     g_refused[device_].store(drop | kProbed, std::memory_order_release);
-    log::warn("device {}: cuMemCreate refused {} (error {}); the VMM allocator creates its memory without it from "
-              "now on{}",
-              device_, refused_text(drop), static_cast<int>(r),
-              (drop & kRefusedPosixFd) && (drop & kRefusedFabric || !(asked & kRefusedFabric))
-                  ? " (its blocks cannot be exported to another process)"
-                  : "");
+    // The fabric type alone is what every process without an IMEX channel
+    // is refused: the ordinary case there, so a debug line; its blocks still
+    // go to other processes as descriptors.
+    log::logger().log(drop == kF ? spdlog::level::debug : spdlog::level::warn,
+                      "device {}: cuMemCreate refused {} (error {}); the VMM allocator creates its memory without it "
+                      "from now on{}",
+                      device_, refused_text(drop), static_cast<int>(r),
+                      (drop & kRefusedPosixFd) && (drop & kRefusedFabric || !(asked & kRefusedFabric))
+                          ? " (its blocks cannot be exported to another process)"
+                          : "");
     return retried;
   }
   g_refused[device_].store(kProbed, std::memory_order_release);

@@ -224,6 +224,9 @@ void start(const ApiCall* const* calls, int n_calls) {
   // knob is off in a secure process (secure_options).
   const bool health_on = o.device_health != "off";
   health::configure(health_on, g_start_seconds);
+  // Nothing to read at exit with the knob off: the hooks need not look for
+  // the runtime's context (Note [Last samples before the runtime's teardown]).
+  if (!health_on) g_last_reads_registered.store(true, std::memory_order_relaxed);
   // The topology is read once on the same tick (topology/topology.h); the
   // same knob keeps NVML out of the process.
   topology::configure(health_on);

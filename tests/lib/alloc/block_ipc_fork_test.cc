@@ -59,6 +59,11 @@ uint64_t id_of(const cudaIpcMemHandle_t& h) {
   std::memcpy(&id, h.reserved + 16, sizeof(id));
   return id;
 }
+uint32_t chunks_of(const cudaIpcMemHandle_t& h) {
+  uint32_t chunks;
+  std::memcpy(&chunks, h.reserved + 44, sizeof(chunks));
+  return chunks;
+}
 
 DeviceAllocator* g_allocator = nullptr;
 void* g_exported = nullptr;  // the parent's exported block
@@ -85,7 +90,10 @@ int child_uses_ipc() {
   // The child serves its own exports over the socket (where pidfd_getfd is
   // refused, importers ask there): its own server, not its parent's.
   ipc_socket::Chunks got;
-  if (!ipc_socket::fetch(getpid(), id_of(h), &got)) return 4;
+  // An answer of another number of chunks than the handle says is refused
+  // before anything is sized from it.
+  if (ipc_socket::fetch(getpid(), id_of(h), chunks_of(h) + 1, &got) || !got.bytes.empty()) return 10;
+  if (!ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), &got)) return 4;
   if (got.fds.empty() || got.fds.size() != got.bytes.size()) return 5;
   for (int fd : got.fds) close(fd);
   // A handle whose exporter is gone: refused, as without the fork.
@@ -140,7 +148,8 @@ TEST(BlockIpcFork, TheChildNeverWaitsForTheIpcLocks) {
                      cudaIpcMemHandle_t h;
                      ipc_socket::Chunks got;
                      if (ipc_get_handle(g_allocator, g_exported, &h) != cudaSuccess ||
-                         pid_of(h) != static_cast<int32_t>(getpid()) || !ipc_socket::fetch(getpid(), id_of(h), &got))
+                         pid_of(h) != static_cast<int32_t>(getpid()) ||
+                         !ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), &got))
                        return 30;
                      for (int fd : got.fds) close(fd);
                      return r;

@@ -90,6 +90,7 @@ void format_utc_now(char (&out)[32]) {
 bool started() { return detail::g_active.load(std::memory_order_acquire); }
 
 void at_exit() {
+  hold_exit_for_signals();  // Note [A signal on another thread holds the exit back]
   if (started()) write_summary("exit");
   timeline::stop();
 }

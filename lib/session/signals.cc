@@ -27,6 +27,7 @@ constexpr double kHandlerWaitSeconds = 3.0;
 std::atomic<int> g_pipe_write{-1};     // the handler's end; -1: only chain
 std::atomic<uint64_t> g_requests{0};   // signals sent to the reporter
 std::atomic<uint64_t> g_done{0};       // signal summaries finished
+std::atomic<int> g_in_flight{0};       // handlers between entry and chaining
 struct sigaction g_previous[NSIG];
 std::atomic<bool> g_installed[NSIG];
 double g_interval_s = 0;
@@ -44,6 +45,8 @@ void sleep_ms(long ms) {
 void on_signal(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
   int fd = g_pipe_write.load(std::memory_order_acquire);
+  // Note [A signal on another thread holds the exit back]
+  g_in_flight.fetch_add(1);
   if (fd >= 0) {
     uint64_t ticket = g_requests.fetch_add(1) + 1;
     unsigned char byte = static_cast<unsigned char>(sig);
@@ -54,11 +57,14 @@ void on_signal(int sig, siginfo_t* info, void* context) {
   const struct sigaction& prev = g_previous[sig];
   errno = saved_errno;
   if (prev.sa_flags & SA_SIGINFO) {
+    g_in_flight.fetch_sub(1);  // the program's handler may exit() itself
     if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
     return;
   }
+  if (prev.sa_handler != SIG_DFL) g_in_flight.fetch_sub(1);
   if (prev.sa_handler == SIG_IGN) return;
   if (prev.sa_handler == SIG_DFL) {
+    // Still in flight: the signal ends the process when this returns.
     // Die as we would have without gpuslack: default action, same status.
     struct sigaction dfl;
     std::memset(&dfl, 0, sizeof(dfl));
@@ -196,6 +202,10 @@ void start_reporter(double interval_s, bool signals, void (*tick)()) {
   if (signals) install_handlers();
 }
 
+void hold_exit_for_signals() {
+  for (int waited = 0; waited < (kHandlerWaitSeconds + 1) * 1000 && g_in_flight.load() > 0; waited += 5) sleep_ms(5);
+}
+
 void reporter_after_fork_child() {
   // The reporter thread is the parent's; keep the handlers (they only
   // chain now) and let a new session start a new reporter.
@@ -205,6 +215,7 @@ void reporter_after_fork_child() {
   g_pipe_read = -1;
   g_requests.store(0);
   g_done.store(0);
+  g_in_flight.store(0);
 }
 
 }  // namespace session

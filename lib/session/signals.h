@@ -47,6 +47,20 @@ namespace session {
 // second.
 void start_reporter(double interval_s, bool signals, void (*tick)());
 
+// Note [A signal on another thread holds the exit back]: the kernel may
+// deliver SIGTERM to any thread that does not block it. When that is not
+// the main thread, the handler waits there for the reporter while the main
+// thread runs on; were the program to end normally meanwhile (its sleep
+// over), it would exit 0 instead of dying of the signal it was sent. So
+// the summary at exit first waits (at most the handler's 3 s, plus one) for
+// every handler in flight to chain: one whose action is SIG_DFL ends the
+// process; the program's own handler is called once it is no longer
+// counted (it may call exit() itself). Test: summary_test.py,
+// test_sigterm_right_after_the_first_call_always_kills.
+//
+// Called from the summary at exit, before it is written.
+void hold_exit_for_signals();
+
 // In a forked child: the parent's reporter thread does not exist here;
 // disarm the handlers' pipe so they only chain, until a new session starts.
 void reporter_after_fork_child();

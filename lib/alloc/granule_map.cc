@@ -151,8 +151,7 @@ GranuleMap::GranuleMap(const cuda::DriverApi* api, int device, uint64_t bytes, u
 GranuleMap::~GranuleMap() {
   if (!base_) return;
   release_kept();
-  for (size_t i = 0; i < handles_.size(); ++i)
-    if (handles_[i] && chunk_first_[i] == i) unmap_chunk(i);
+  unmap_whole_chunks(0, handles_.size(), false);
   api_->mem_address_free(base_, size_);
 }
 
@@ -211,8 +210,12 @@ void GranuleMap::release_kept() {
 }
 
 void GranuleMap::unmap_chunk(size_t first, bool keep) {
+  unmap_call(base_ + first * granularity_, chunk_len_[first] * granularity_);
+  forget_chunk(first, keep);
+}
+
+size_t GranuleMap::forget_chunk(size_t first, bool keep) {
   size_t count = chunk_len_[first];
-  unmap_call(base_ + first * granularity_, count * granularity_);
   if (keep && !exported_.count(handles_[first])) {
     kept_.emplace_back(handles_[first], count);
     kept_granules_ += count;
@@ -225,6 +228,7 @@ void GranuleMap::unmap_chunk(size_t first, bool keep) {
   mapped_ -= count;
   unmap_count_ += count;
   ++chunk_unmaps_;
+  return count;
 }
 
 CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages) {
@@ -285,20 +289,37 @@ size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes, bool keep) {
   if (!base_ || bytes == 0 || offset >= size_) return 0;
   uint64_t end = offset + bytes > size_ ? size_ : offset + bytes;
   size_t first = (offset + granularity_ - 1) / granularity_;  // wholly inside only
-  size_t stop = end / granularity_;
+  return unmap_whole_chunks(first, end / granularity_, keep);
+}
+
+size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep) {
+  // See Note [One unmap per run]: chunks collected while they follow one
+  // another, then one cuMemUnmap over them and each one's handle after it.
+  std::vector<size_t> run;  // first granules of adjacent chunks
   size_t released = 0;
+  auto flush = [&] {
+    if (run.empty()) return;
+    size_t last = run.back();
+    unmap_call(base_ + run.front() * granularity_, (last + chunk_len_[last] - run.front()) * granularity_);
+    for (size_t c : run) released += forget_chunk(c, keep);
+    run.clear();
+  };
   for (size_t i = first; i < stop;) {
     if (!handles_[i]) {
+      flush();
       ++i;
       continue;
     }
     size_t c = chunk_first_[i], len = chunk_len_[c];
     if (c >= first && c + len <= stop) {  // the whole chunk is inside
-      unmap_chunk(c, keep);
-      released += len;
+      if (!run.empty() && run.back() + chunk_len_[run.back()] != c) flush();
+      run.push_back(c);
+    } else {
+      flush();
     }
     i = c + len;
   }
+  flush();
   return released;
 }
 

@@ -62,6 +62,14 @@
 // kept: an importer may still map it after the exporter's free, as CUDA
 // documents, and must not see another block's bytes.
 //
+// Note [One unmap per run]: unmap() makes one cuMemUnmap over each run of
+// adjacent chunks it unmaps, not one per chunk: the driver unmaps a range
+// made of one or more whole mappings (NVIDIA's vectorAddMMAP sample,
+// simpleFreeMultiDeviceMmap, maps one chunk per device and unmaps them all
+// with one cuMemUnmap), so a release or a move of N adjacent pages costs
+// one unmap, not N. The handles are released (or kept) one by one after it.
+// unmap_calls() counts the calls, chunks_unmapped_total() the chunks.
+//
 // Note [Access once per mapped range]: map() creates and maps each chunk
 // of a run, then makes one cuMemSetAccess over the whole span from its
 // first new chunk to the end of its last (granules between them mapped
@@ -128,7 +136,8 @@ class GranuleMap {
   // Unmaps and releases every chunk lying wholly inside [offset, offset +
   // bytes). Returns how many granules were released. With `keep`, the
   // chunks' handles are kept for the next map() instead of released
-  // (Note [Moving a page instead of making one]).
+  // (Note [Moving a page instead of making one]). One cuMemUnmap per run of
+  // adjacent chunks (Note [One unmap per run]).
   size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false);
   // Releases the handles unmap() kept that no map() took.
   void release_kept();
@@ -183,6 +192,12 @@ class GranuleMap {
   CUresult unmap_call(CUdeviceptr at, uint64_t bytes);
   CUresult set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count);
   void unmap_chunk(size_t first, bool keep = false);
+  // Unmaps every chunk wholly inside granules [first, stop), one call per
+  // run of adjacent ones; returns the granules unmapped.
+  size_t unmap_whole_chunks(size_t first, size_t stop, bool keep);
+  // A chunk's handle released (or kept) and its granules marked unmapped,
+  // after the cuMemUnmap that covered it; returns its granule count.
+  size_t forget_chunk(size_t first, bool keep);
   // Handles unmapped but kept (Note [Moving a page instead of making one]),
   // with their granule counts; and those ever exported, never kept.
   std::vector<std::pair<CUmemGenericAllocationHandle, size_t>> kept_;

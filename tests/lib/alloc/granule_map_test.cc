@@ -147,12 +147,48 @@ TEST(GranuleMap, CountsTheCallsThatMaySynchronize) {
   EXPECT_EQ(1u, m.set_access_calls());  // Note [Access once per mapped range]
   ASSERT_EQ(CUDA_SUCCESS, m.map(10 * kMiB, 2 * kMiB));  // another range: its own call
   EXPECT_EQ(2u, m.set_access_calls());
+  // See Note [One unmap per run]: the two adjacent chunks go in one call.
   EXPECT_EQ(3u, m.unmap(0, 6 * kMiB));
-  EXPECT_EQ(2u, m.unmap_calls());
+  EXPECT_EQ(1u, m.unmap_calls());
+  EXPECT_EQ(2u, m.chunks_unmapped_total());
   EXPECT_EQ(2u, m.set_access_calls());
-  EXPECT_EQ(2, gpusim_calls("cuMemUnmap") - unmaps);
+  EXPECT_EQ(1, gpusim_calls("cuMemUnmap") - unmaps);
   EXPECT_EQ(2, gpusim_calls("cuMemSetAccess") - accesses);
   EXPECT_EQ(0u, m.refused());
+}
+
+// See Note [One unmap per run]: a run of adjacent whole chunks is one
+// cuMemUnmap; a gap, or a chunk the range only cuts, ends the run; the
+// memory of every chunk unmapped is given back, and a handle kept in the
+// run moves to the next map.
+TEST(GranuleMap, OneUnmapPerRunOfAdjacentChunks) {
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // chunks of up to 2 granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  size_t before = gpusim_device_used(0);
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 8 * kMiB));           // chunks 0-4, 4-8
+  ASSERT_EQ(CUDA_SUCCESS, m.map(10 * kMiB, 4 * kMiB));   // 10-12, 12-14: a gap at 8-10
+  ASSERT_EQ(CUDA_SUCCESS, m.map(16 * kMiB, 4 * kMiB));   // 16-20
+  EXPECT_EQ(5u, m.chunks_mapped_total());
+  long unmaps = gpusim_calls("cuMemUnmap");
+  // 0-8 is one run, 10-14 another; 16-20 is cut by the range's end.
+  EXPECT_EQ(6u, m.unmap(0, 18 * kMiB));
+  EXPECT_EQ(2u, m.unmap_calls());
+  EXPECT_EQ(2, gpusim_calls("cuMemUnmap") - unmaps);
+  EXPECT_EQ(4u, m.chunks_unmapped_total());
+  EXPECT_FALSE(m.mapped(0));
+  EXPECT_FALSE(m.mapped(12 * kMiB));
+  EXPECT_TRUE(m.mapped(16 * kMiB));
+  EXPECT_EQ(before + 4 * kMiB, gpusim_device_used(0));
+  // Kept, a run's handles move: a map of the same chunk size creates none.
+  ASSERT_EQ(CUDA_SUCCESS, m.map(24 * kMiB, 8 * kMiB));
+  long creates = gpusim_calls("cuMemCreate");
+  EXPECT_EQ(8u, m.unmap(24 * kMiB, 8 * kMiB, true) * 2);
+  EXPECT_EQ(3u, m.unmap_calls());
+  ASSERT_EQ(CUDA_SUCCESS, m.map(40 * kMiB, 8 * kMiB));
+  EXPECT_EQ(0, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(2u, m.handles_moved_total());
+  m.release_kept();
+  std::memset(reinterpret_cast<void*>(m.base() + 40 * kMiB), 1, 8 * kMiB);  // usable
 }
 
 // See Note [Moving a page instead of making one]: a page unmapped with its

@@ -76,6 +76,9 @@ struct Export {
   std::vector<int> fds;
   std::vector<uint64_t> bytes;
   std::vector<ipc_socket::FabricHandle> fabric;  // instead of fds
+  // A fabric export's chunks, for an importer that asks for descriptors
+  // (Note [An importer that cannot import fabric handles]).
+  std::vector<CUmemGenericAllocationHandle> handles;
 };
 
 struct Import {
@@ -180,21 +183,37 @@ void forget_after_fork_child() {
 }
 std::atomic<bool> g_fork_handler_registered{false};
 
-// The socket server's lookup: copies of export `id`'s descriptors.
-bool lookup(uint64_t id, ipc_socket::Chunks* out) {
+// The socket server's lookup: copies of export `id`'s descriptors, or its
+// fabric handles; with `descriptors`, a fabric export's chunks exported as
+// descriptors now (Note [An importer that cannot import fabric handles]).
+bool lookup(uint64_t id, bool descriptors, ipc_socket::Chunks* out) {
   Exports& x = exports();
   std::lock_guard<std::mutex> l(x.mu);
   auto b = x.by_id.find(id);
   if (b == x.by_id.end()) return false;
   const Export& e = x.by_block.at(b->second);
-  out->fabric = e.fabric;
+  auto fail = [out] {
+    for (int c : out->fds) close(c);
+    out->fds.clear();
+    return false;
+  };
+  if (!e.fabric.empty() && descriptors) {
+    // The block is live (its free ends the export under this lock): its
+    // chunks' handles are too.
+    const cuda::DriverApi* api = cuda::driver();
+    for (CUmemGenericAllocationHandle h : e.handles) {
+      int fd = -1;
+      if (!api || api->mem_export_to_shareable_handle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) !=
+                      CUDA_SUCCESS)
+        return fail();
+      out->fds.push_back(fd);
+    }
+  } else if (!e.fabric.empty()) {
+    out->fabric = e.fabric;
+  }
   for (int fd : e.fds) {
     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) {
-      for (int c : out->fds) close(c);
-      out->fds.clear();
-      return false;
-    }
+    if (copy < 0) return fail();
     out->fds.push_back(copy);
   }
   out->bytes = e.bytes;
@@ -286,6 +305,49 @@ bool export_fabric(const cuda::DriverApi* api, int device, const std::vector<Gra
   return true;
 }
 
+// Note [An importer that cannot import fabric handles]: the exporter
+// chooses fabric handles from its own device's attribute, but a process
+// that opens the handle may be unable to import them (a container without
+// an IMEX channel: cuMemImportFromShareableHandle refuses) where
+// descriptors would serve it. Such an importer asks the exporter's socket
+// again for the same chunks as descriptors (the exporter exports them from
+// the chunks' handles then: the chunks are created with both types), says
+// so in one log line, and asks for descriptors at once for every later
+// fabric handle. Test: interpose.ipc_fabric_import_refused (the importer's
+// simulated driver offers no fabric handles).
+std::atomic<bool> g_fabric_import_refused{false};
+
+// The chunks of `w` from the exporter's socket, checked against the
+// handle: as many as it names, fabric handles only when asked for them.
+bool fetch_chunks(const Wire& w, bool descriptors, ipc_socket::Chunks* got) {
+  if (!ipc_socket::fetch(w.pid, w.id, w.chunks, descriptors, got)) return false;
+  const bool fabric = !descriptors && (w.flags & kWireFabric) != 0;
+  if (got->bytes.size() == w.chunks && got->fabric.size() == (fabric ? w.chunks : 0) &&
+      got->fds.size() == (fabric ? 0 : w.chunks))
+    return true;
+  for (int fd : got->fds) close(fd);
+  got->fds.clear();
+  return false;
+}
+
+// Imports every chunk of `got` (its fabric handles, or its descriptors)
+// into `handles`, stopping at the first refusal (the handles imported
+// before it stay in `handles`, for the caller to release).
+CUresult import_chunks(const cuda::DriverApi* api, bool fabric, const ipc_socket::Chunks& got,
+                       std::vector<CUmemGenericAllocationHandle>* handles) {
+  for (size_t i = 0; i < got.bytes.size(); ++i) {
+    CUmemGenericAllocationHandle handle = 0;
+    CUresult r = fabric ? api->mem_import_from_shareable_handle(&handle, const_cast<unsigned char*>(got.fabric[i].data),
+                                                                CU_MEM_HANDLE_TYPE_FABRIC)
+                        : api->mem_import_from_shareable_handle(
+                              &handle, reinterpret_cast<void*>(static_cast<intptr_t>(got.fds[i])),
+                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (r != CUDA_SUCCESS) return r;
+    handles->push_back(handle);
+  }
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 void register_block_ipc_fork_handlers() {
@@ -316,7 +378,7 @@ cudaError_t ipc_get_handle(DeviceAllocator* a, void* p, cudaIpcMemHandle_t* out)
   // importer of fabric handles: without it, the descriptors' way.
   const bool serving = ipc_socket::serve(lookup);
   if (serving && export_fabric(api, a->device(), chunks, &e.fabric)) {
-    for (const GranuleMap::Chunk& c : chunks) e.bytes.push_back(c.bytes);
+    for (const GranuleMap::Chunk& c : chunks) e.bytes.push_back(c.bytes), e.handles.push_back(c.handle);
     e.wire.flags = kWireFabric;
   }
   for (size_t i = 0; e.fabric.empty() && i < chunks.size(); ++i) {
@@ -390,17 +452,14 @@ cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** 
     return cudaSuccess;
   }
   ipc_socket::Chunks got;
-  const bool fabric = (w.flags & kWireFabric) != 0;
+  // Note [An importer that cannot import fabric handles]
+  bool fabric = (w.flags & kWireFabric) != 0 && !g_fabric_import_refused.load(std::memory_order_relaxed);
   bool taken = false;
-  if (!fabric && options().ipc_fds != "socket") {
+  if ((w.flags & kWireFabric) == 0 && options().ipc_fds != "socket") {
     taken = take_with_pidfd(w, &got);
     if (!taken && errno != EPERM && errno != EACCES && errno != ENOSYS) return cudaErrorInvalidValue;
   }
-  if (!taken && !ipc_socket::fetch(w.pid, w.id, w.chunks, &got)) return cudaErrorInvalidValue;
-  if (got.bytes.size() != w.chunks || got.fabric.size() != (fabric ? w.chunks : 0)) {
-    for (int fd : got.fds) close(fd);
-    return cudaErrorInvalidValue;
-  }
+  if (!taken && !fetch_chunks(w, !fabric, &got)) return cudaErrorInvalidValue;
   const cuda::DriverApi* api = cuda::driver();
   int device = 0;
   if (!api || cuda::get_device(&device) != cudaSuccess ||
@@ -410,14 +469,19 @@ cudaError_t ipc_open_handle(const cudaIpcMemHandle_t& h, unsigned flags, void** 
   }
   Import im;
   for (uint64_t b : got.bytes) im.span += b;
-  CUresult r = CUDA_SUCCESS;
-  for (size_t i = 0; i < got.bytes.size() && r == CUDA_SUCCESS; ++i) {
-    CUmemGenericAllocationHandle handle = 0;
-    r = fabric ? api->mem_import_from_shareable_handle(&handle, got.fabric[i].data, CU_MEM_HANDLE_TYPE_FABRIC)
-               : api->mem_import_from_shareable_handle(
-                     &handle, reinterpret_cast<void*>(static_cast<intptr_t>(got.fds[i])),
-                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    if (r == CUDA_SUCCESS) im.handles.push_back(handle);
+  CUresult r = import_chunks(api, fabric, got, &im.handles);
+  if (r != CUDA_SUCCESS && fabric) {
+    // This process cannot import what the exporter's driver offered (no
+    // IMEX channel here): the same chunks, as descriptors.
+    for (CUmemGenericAllocationHandle handle : im.handles) api->mem_release(handle);
+    im.handles.clear();
+    if (!g_fabric_import_refused.exchange(true))
+      log::info("cudaIpcOpenMemHandle: this process cannot import fabric handles (error {}); the VMM allocator's "
+                "blocks come to it as descriptors over the exporter's socket",
+                static_cast<int>(r));
+    got = ipc_socket::Chunks();
+    if (!fetch_chunks(w, true, &got)) return cudaErrorInvalidValue;
+    r = import_chunks(api, false, got, &im.handles);
   }
   for (int fd : got.fds) close(fd);  // the imported handles hold the memory
   if (r == CUDA_SUCCESS) r = api->mem_address_reserve(&im.va, im.span, 0, 0, 0);

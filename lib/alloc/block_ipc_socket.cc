@@ -23,14 +23,17 @@ namespace alloc {
 namespace ipc_socket {
 namespace {
 
-constexpr uint64_t kMagic = 0x32636970736c7067ull;  // "gplspic2"
+constexpr uint64_t kMagic = 0x33636970736c7067ull;  // "gplspic3"
 constexpr size_t kFdsPerMessage = 200;              // SCM_MAX_FD is 253
 constexpr int kTimeoutMs = 10000;
 
 struct Request {
   uint64_t magic;
   uint64_t id;
+  uint64_t flags;  // kWantDescriptors
 };
+// Descriptors even for an export made of fabric handles.
+constexpr uint64_t kWantDescriptors = 1;
 struct Reply {
   uint64_t magic;
   uint64_t count;   // chunks; 0: no such export
@@ -115,14 +118,15 @@ bool recv_fds(int sock, std::vector<int>* out) {
   return (m.msg_flags & MSG_CTRUNC) == 0;
 }
 
-void answer(int conn, const std::function<bool(uint64_t, Chunks*)>& lookup) {
+void answer(int conn, const std::function<bool(uint64_t, bool, Chunks*)>& lookup) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) return;
   Request req{};
   if (!read_all(conn, &req, sizeof(req)) || req.magic != kMagic) return;
   Chunks c;
-  Reply reply{kMagic, lookup(req.id, &c) ? c.bytes.size() : 0, c.fabric.empty() ? 0u : 1u};
+  Reply reply{kMagic, lookup(req.id, (req.flags & kWantDescriptors) != 0, &c) ? c.bytes.size() : 0,
+              c.fabric.empty() ? 0u : 1u};
   bool ok = write_all(conn, &reply, sizeof(reply)) && reply.count > 0 &&
             write_all(conn, c.bytes.data(), c.bytes.size() * sizeof(uint64_t));
   if (ok && reply.fabric) ok = write_all(conn, c.fabric.data(), c.fabric.size() * sizeof(FabricHandle));
@@ -152,7 +156,7 @@ std::atomic<bool> g_fork_handler_registered{false};
 
 void register_fork_handler() { register_fork_child_once(g_fork_handler_registered, forget_after_fork_child); }
 
-bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup) {
+bool serve(std::function<bool(uint64_t id, bool descriptors, Chunks* out)> lookup) {
   std::lock_guard<std::mutex> l(g_serve_mu);
   const int tried = g_listening.load(std::memory_order_relaxed);
   if (tried != -2) return tried >= 0;
@@ -189,20 +193,20 @@ bool server_is_this_user(int sock) {
   return getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == getuid();
 }
 
-bool fetch(pid_t pid, uint64_t id, uint32_t chunks, Chunks* out) {
+bool fetch(pid_t pid, uint64_t id, uint32_t chunks, bool descriptors, Chunks* out) {
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return false;
   sockaddr_un a;
   socklen_t n = address(pid, &a);
   bool ok = false;
   Reply reply{};
-  Request req{kMagic, id};
+  Request req{kMagic, id, descriptors ? kWantDescriptors : 0};
   if (connect(s, reinterpret_cast<sockaddr*>(&a), n) == 0 && server_is_this_user(s) &&
       write_all(s, &req, sizeof(req)) && read_all(s, &reply, sizeof(reply)) && reply.magic == kMagic &&
       reply.count > 0 && reply.count == chunks && chunks < (1u << 24)) {
     out->bytes.resize(reply.count);
     ok = read_all(s, out->bytes.data(), reply.count * sizeof(uint64_t));
-    if (reply.fabric) {
+    if (reply.fabric) {  // never asked for with `descriptors`: the caller refuses it
       out->fabric.resize(reply.count);
       ok = ok && read_all(s, out->fabric.data(), reply.count * sizeof(FabricHandle));
     } else {

@@ -31,18 +31,20 @@ struct Chunks {
 };
 
 // Starts this process's server (once; later calls do nothing). `lookup`
-// runs on the server's thread: it fills the chunks of export `id` and says
-// whether there is one. False if the socket cannot be made (then only
-// pidfd_getfd serves importers).
-bool serve(std::function<bool(uint64_t id, Chunks* out)> lookup);
+// runs on the server's thread: it fills the chunks of export `id` (with
+// `descriptors`, as descriptors even where the export is made of fabric
+// handles) and says whether there is one. False if the socket cannot be
+// made (then only pidfd_getfd serves importers).
+bool serve(std::function<bool(uint64_t id, bool descriptors, Chunks* out)> lookup);
 
 // Asks process `pid` for export `id`, of `chunks` chunks: their sizes in
 // out->bytes and descriptors of this process in out->fds (the caller closes
-// them), or their fabric handles in out->fabric. False when the exporter
+// them), or their fabric handles in out->fabric (never with `descriptors`:
+// an importer that cannot import them asks again so). False when the exporter
 // does not answer, has no such export, answers another number of chunks
 // (nothing is sized from the answer before that check), or the socket's
 // server runs as another user.
-bool fetch(pid_t pid, uint64_t id, uint32_t chunks, Chunks* out);
+bool fetch(pid_t pid, uint64_t id, uint32_t chunks, bool descriptors, Chunks* out);
 
 // Its fork child handler, once (register_block_ipc_fork_handlers in block_ipc.h).
 void register_fork_handler();

@@ -12,7 +12,9 @@
 // With IPC_APP_NO_FDS=1 (interpose.ipc_fabric, on a driver offering fabric
 // handles) every importer is denied both ways a descriptor could reach it
 // (pidfd_getfd and recvmsg, by seccomp): the blocks must travel as fabric
-// handles. Prints "ipc_app: ok" when everything held.
+// handles. IPC_APP_IMPORTER_ENV=NAME=VALUE sets one more variable for the
+// importers (interpose.ipc_fabric_import_refused: their simulated driver
+// offers no fabric handles). Prints "ipc_app: ok" when everything held.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -146,8 +148,16 @@ Child start(const std::vector<std::string>& args, bool with_gpuslack) {
   posix_spawn_file_actions_addclose(&fa, to[1]);
   posix_spawn_file_actions_addclose(&fa, from[0]);
   std::vector<std::string> env;
+  // IPC_APP_IMPORTER_ENV=NAME=VALUE: that variable as every importer sees
+  // it (the exporter's own of that name left out: getenv finds the first).
+  const char* extra = std::getenv("IPC_APP_IMPORTER_ENV");
+  const char* eq = extra ? std::strchr(extra, '=') : nullptr;
+  const size_t extra_name = eq ? static_cast<size_t>(eq - extra) + 1 : 0;
   for (char** e = environ; *e; ++e)
-    if (with_gpuslack || std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.push_back(*e);
+    if ((with_gpuslack || std::strncmp(*e, "LD_PRELOAD=", 11) != 0) &&
+        (!extra_name || std::strncmp(*e, extra, extra_name) != 0))
+      env.push_back(*e);
+  if (extra_name) env.push_back(extra);
   std::vector<char*> envp, argv;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);

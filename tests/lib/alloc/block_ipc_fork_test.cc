@@ -92,8 +92,8 @@ int child_uses_ipc() {
   ipc_socket::Chunks got;
   // An answer of another number of chunks than the handle says is refused
   // before anything is sized from it.
-  if (ipc_socket::fetch(getpid(), id_of(h), chunks_of(h) + 1, &got) || !got.bytes.empty()) return 10;
-  if (!ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), &got)) return 4;
+  if (ipc_socket::fetch(getpid(), id_of(h), chunks_of(h) + 1, false, &got) || !got.bytes.empty()) return 10;
+  if (!ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), false, &got)) return 4;
   if (got.fds.empty() || got.fds.size() != got.bytes.size()) return 5;
   for (int fd : got.fds) close(fd);
   // A handle whose exporter is gone: refused, as without the fork.
@@ -124,7 +124,7 @@ bool parent_exports() {
   // ASan's allocator here does not). One answered request, then a pause,
   // and the thread waits in accept() when the test forks.
   ipc_socket::Chunks got;
-  if (!ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), &got)) return false;
+  if (!ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), false, &got)) return false;
   for (int fd : got.fds) close(fd);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   return fcntl(g_parent_layout_fd, F_GETFD) != -1;
@@ -160,7 +160,7 @@ TEST(BlockIpcFork, TheChildNeverWaitsForTheIpcLocks) {
                      ipc_socket::Chunks got;
                      if (ipc_get_handle(g_allocator, g_exported, &h) != cudaSuccess ||
                          pid_of(h) != static_cast<int32_t>(getpid()) ||
-                         !ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), &got))
+                         !ipc_socket::fetch(getpid(), id_of(h), chunks_of(h), false, &got))
                        return 30;
                      for (int fd : got.fds) close(fd);
                      return r;

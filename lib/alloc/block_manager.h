@@ -119,8 +119,8 @@
 // weighed like the rest (taken at once, it cost opt-finetune 20 MiB). When
 // no range looked at offers a usable place at its ends, the held best fit
 // serves, as before. Each call lends the owner's held ranges to the free
-// space and takes them back: a few tree operations per held range (under
-// ten on the recorded traces), on the path that already missed the
+// space and takes them back: a few tree operations per held range (at most
+// 20 on the recorded traces), on the path that already missed the
 // same-size caches.
 //
 // Note [The small pool apart]: the VMM allocator maps large blocks in

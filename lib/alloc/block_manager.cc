@@ -201,22 +201,25 @@ std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes,
   uint64_t size = round_up(bytes);
   if (size <= kSmallLimit || bytes > capacity_) return std::nullopt;
   auto h = held_.find(owner);
-  if (h == held_.end()) return std::nullopt;
+  if (h == held_.end() || h->second.all.count() == 0) return std::nullopt;
+  // See Note [One pool for an owner's reuse]: the best fit over the held
+  // ranges and the free space as one (a held range merged with the free
+  // ranges beside it), among the places the caller can use now: wholly
+  // held, or where `free_fits` says. Even an exact held fit is weighed:
+  // taking it at once raised opt-finetune's peak by 20 MiB.
+  const base::RangeSet& held = h->second.all;
+  auto usable = [&](uint64_t offset, uint64_t n, uint64_t) -> uint64_t {
+    std::optional<std::pair<uint64_t, uint64_t>> in = held.containing(offset);
+    bool wholly_held = in && offset + n <= in->first + in->second;
+    return wholly_held || free_fits(offset, n, n) ? 0 : 1;
+  };
+  if (std::optional<uint64_t> one_pool = allocate_growing(owner, bytes, usable, 0)) return one_pool;
+  // None of the ranges looked at could be used where they start or end: the
+  // held best fit, if any.
   std::optional<uint64_t> at;
-  uint64_t held_fit = 0;
-  h->second.all.for_each_fit(size, 1, [&](uint64_t start, uint64_t range) { return at = start, held_fit = range, false; });
+  h = held_.find(owner);
+  h->second.all.for_each_fit(size, 1, [&](uint64_t start, uint64_t) { return at = start, false; });
   if (!at) return std::nullopt;
-  if (held_fit != size) {
-    // See Note [One pool for an owner's reuse]: a tighter free range the
-    // caller can use now serves the block instead.
-    bool tighter = false;
-    large_free_.for_each_fit(size, kPlacementCandidates, [&](uint64_t start, uint64_t range) {
-      if (range >= held_fit) return false;
-      tighter = free_fits(start, range, size);
-      return !tighter;
-    });
-    if (tighter) return std::nullopt;
-  }
   [[maybe_unused]] bool taken = h->second.all.take(*at, size);
   assert(taken);
   h->second.fenced.take_overlap(*at, size);

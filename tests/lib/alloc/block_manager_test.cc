@@ -568,10 +568,10 @@ TEST(BlockManager, HeldSpaceServesItsOwnerOnlyAndReachesEveryoneWhenReleased) {
   EXPECT_EQ("", m.check());
 }
 
-// See Note [One pool for an owner's reuse]: a held range larger than the
-// block gives way to a tighter free range the caller can use; an exact held
-// fit never asks.
-TEST(BlockManager, HeldSpaceGivesWayToATighterFreeRangeTheCallerCanUse) {
+// See Note [One pool for an owner's reuse]: the owner's held ranges and the
+// free space are one pool, best fit over both, among the places the caller
+// can use now (wholly held, or where the caller says).
+TEST(BlockManager, HeldSpaceAndFreeSpaceAreOnePoolForTheirOwner) {
   BlockManager m(64 * kMiB);
   const BlockManager::Owner s = 1;
   auto a = m.allocate(4 * kMiB), x = m.allocate(4 * kMiB), b = m.allocate(4 * kMiB), y = m.allocate(8 * kMiB),
@@ -580,12 +580,12 @@ TEST(BlockManager, HeldSpaceGivesWayToATighterFreeRangeTheCallerCanUse) {
   m.release(*x);              // free: [x, x + 4 MiB), between a and b
   m.release_to(*y, s);        // held: 8 MiB
   auto usable = [](uint64_t, uint64_t, uint64_t) { return true; };
-  EXPECT_FALSE(m.allocate_held(s, 4 * kMiB, usable));  // x's range is tighter: declined
-  EXPECT_EQ(8 * kMiB, m.held());                       // nothing changed
+  EXPECT_EQ(*x, m.allocate_held(s, 4 * kMiB, usable));  // x's range is tighter than the held one
+  EXPECT_EQ(8 * kMiB, m.held());                         // the held range untouched
   EXPECT_EQ("", m.check());
-  EXPECT_EQ(*x, m.allocate(4 * kMiB));  // the free space's best fit is x
   m.release(*x);
-  // A free range the caller cannot use (say, not mapped) does not count.
+  // A free range the caller cannot use (say, not mapped) does not count;
+  // a place wholly in a held range is never asked about.
   std::vector<uint64_t> asked;
   auto unusable = [&](uint64_t start, uint64_t size, uint64_t bytes) {
     asked.push_back(start);
@@ -594,16 +594,45 @@ TEST(BlockManager, HeldSpaceGivesWayToATighterFreeRangeTheCallerCanUse) {
     return false;
   };
   EXPECT_EQ(*y, m.allocate_held(s, 4 * kMiB, unusable));
-  EXPECT_EQ(std::vector<uint64_t>{*x}, asked);  // only ranges smaller than the held fit
+  EXPECT_EQ(std::vector<uint64_t>{*x}, asked);  // best fit first: x, then the held range
   EXPECT_EQ(4 * kMiB, m.held());
-  // An exact held fit is taken without asking.
-  auto never = [](uint64_t, uint64_t, uint64_t) {
-    ADD_FAILURE() << "asked about a free range for an exact held fit";
-    return true;
-  };
-  EXPECT_EQ(*y + 4 * kMiB, m.allocate_held(s, 4 * kMiB, never));
+  // Even an exact held fit is weighed against free ranges: x comes first.
+  EXPECT_EQ(*x, m.allocate_held(s, 4 * kMiB, usable));
+  EXPECT_EQ(*y + 4 * kMiB, m.allocate_held(s, 4 * kMiB, unusable));
   EXPECT_EQ(0u, m.held());
   EXPECT_EQ("", m.check());
+}
+
+// The case of a growing KV cache (gpt-decode-bf16): a held range too small
+// for the block, with free space beside it, holds it together with that
+// space; no held range alone does.
+TEST(BlockManager, AHeldRangeAndTheFreeRangeBesideItHoldOneBlock) {
+  BlockManager m(64 * kMiB);
+  const BlockManager::Owner s = 1;
+  auto a = m.allocate(4 * kMiB), h = m.allocate(3 * kMiB), f = m.allocate(2 * kMiB), c = m.allocate(4 * kMiB);
+  ASSERT_TRUE(a && h && f && c);
+  m.release_to(*h, s);  // held: 3 MiB
+  m.release(*f);        // free beside it: 2 MiB
+  auto usable = [](uint64_t, uint64_t, uint64_t) { return true; };
+  EXPECT_EQ(*h, m.allocate_held(s, 4 * kMiB, usable));
+  EXPECT_EQ(0u, m.held());
+  auto rest = m.large_free().containing(*f + kMiB);  // what it left: 1 MiB free before c
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(std::make_pair(*f + kMiB, kMiB), *rest);
+  EXPECT_EQ("", m.check());
+  // Without a usable place at a merged range's ends, the held best fit:
+  // a held 8 MiB range between two free 2 MiB ones the caller cannot use.
+  BlockManager n(64 * kMiB);
+  auto p = n.allocate(4 * kMiB), f1 = n.allocate(2 * kMiB), k = n.allocate(8 * kMiB), f2 = n.allocate(2 * kMiB),
+       q = n.allocate(4 * kMiB);
+  ASSERT_TRUE(p && f1 && k && f2 && q);
+  n.release(*f1);
+  n.release_to(*k, s);
+  n.release(*f2);
+  auto none = [](uint64_t, uint64_t, uint64_t) { return false; };
+  EXPECT_EQ(*k, n.allocate_held(s, 6 * kMiB, none));
+  EXPECT_EQ(2 * kMiB, n.held());
+  EXPECT_EQ("", n.check());
 }
 
 TEST(BlockManager, FencedHeldRangesReleaseOnlyWhatWasNotReusedSince) {

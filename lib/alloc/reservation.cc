@@ -37,7 +37,7 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes, Owner owne
 
 std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
                                                        std::optional<Owner> owner, uint64_t growth_allowed,
-                                                       bool in_pages) {
+                                                       bool in_pages, uint64_t long_run_bytes) {
   BlockManager::Ranges from_held;
   // Granule by granule, a block of whole granules goes at a granule edge at
   // the same price (BlockManager's Note [Whole granules at granule edges]).
@@ -61,12 +61,12 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     if (missing > growth_allowed) release_free(missing - growth_allowed, true);
   }
   auto map = [&](uint64_t o, uint64_t n) {
-    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n, in_pages);
+    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n, in_pages, long_run_bytes);
     if (map_budget == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     // The budget caps what this reservation may map in all: what it has
     // plus what the device-wide cap leaves.
     map_.set_limit(map_.mapped_bytes() + map_budget);
-    CUresult r = map_.map(o, n, in_pages);
+    CUresult r = map_.map(o, n, in_pages, long_run_bytes);
     map_.set_limit(0);
     return r;
   };

@@ -57,10 +57,12 @@ class Reservation {
   // whole]); else its own granules, one handle each.
   // Of what the block needs mapped, all but `growth_allowed` bytes are
   // first released from cached granules in other free ranges (kNoBudget:
-  // nothing is released).
+  // nothing is released). `long_run_bytes`: GranuleMap::map's (Note [One
+  // handle for a long run]).
   std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
                                            std::optional<Owner> owner = std::nullopt,
-                                           uint64_t growth_allowed = kNoBudget, bool in_pages = true);
+                                           uint64_t growth_allowed = kNoBudget, bool in_pages = true,
+                                           uint64_t long_run_bytes = 0);
 
   // Note [Space held for an owner], in absolute addresses.
   uint64_t release_to(uintptr_t a, Owner owner) { return blocks_.release_to(a - base_, owner); }

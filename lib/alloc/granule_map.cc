@@ -299,18 +299,19 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages, uint64_
   return CUDA_SUCCESS;
 }
 
-size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes, bool keep) {
+size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes, bool keep, uint64_t most) {
   if (!base_ || bytes == 0 || offset >= size_) return 0;
   uint64_t end = offset + bytes > size_ ? size_ : offset + bytes;
   size_t first = (offset + granularity_ - 1) / granularity_;  // wholly inside only
-  return unmap_whole_chunks(first, end / granularity_, keep);
+  const size_t most_granules = most == ~0ull ? ~size_t{0} : (most + granularity_ - 1) / granularity_;
+  return unmap_whole_chunks(first, end / granularity_, keep, most_granules);
 }
 
-size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep) {
+size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep, size_t most) {
   // See Note [One unmap per run]: chunks collected while they follow one
   // another, then one cuMemUnmap over them and each one's handle after it.
   std::vector<size_t> run;  // first granules of adjacent chunks
-  size_t released = 0;
+  size_t released = 0, taken = 0;
   auto flush = [&] {
     if (run.empty()) return;
     size_t last = run.back();
@@ -325,7 +326,9 @@ size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep) {
       continue;
     }
     size_t c = chunk_first_[i], len = chunk_len_[c];
+    if (taken >= most) break;
     if (c >= first && c + len <= stop) {  // the whole chunk is inside
+      taken += len;
       if (!run.empty() && run.back() + chunk_len_[run.back()] != c) flush();
       run.push_back(c);
     } else {

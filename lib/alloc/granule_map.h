@@ -162,8 +162,9 @@ class GranuleMap {
   // bytes). Returns how many granules were released. With `keep`, the
   // chunks' handles are kept for the next map() instead of released
   // (Note [Moving a page instead of making one]). One cuMemUnmap per run of
-  // adjacent chunks (Note [One unmap per run]).
-  size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false);
+  // adjacent chunks (Note [One unmap per run]). Chunks are taken from the
+  // range's start until they hold at least `most` bytes.
+  size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false, uint64_t most = ~0ull);
   // Releases the handles unmap() kept that no map() took.
   void release_kept();
 
@@ -223,8 +224,9 @@ class GranuleMap {
   CUresult set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count);
   void unmap_chunk(size_t first, bool keep = false);
   // Unmaps every chunk wholly inside granules [first, stop), one call per
-  // run of adjacent ones; returns the granules unmapped.
-  size_t unmap_whole_chunks(size_t first, size_t stop, bool keep);
+  // run of adjacent ones, until `most` granules are taken; returns the
+  // granules unmapped.
+  size_t unmap_whole_chunks(size_t first, size_t stop, bool keep, size_t most = ~size_t{0});
   // A chunk's handle released (or kept) and its granules marked unmapped,
   // after the cuMemUnmap that covered it; returns its granule count.
   size_t forget_chunk(size_t first, bool keep);

@@ -108,9 +108,13 @@ uint64_t Reservation::release_free(uint64_t want, bool keep) {
   for (const auto& [offset, size] : blocks_.small_free().ranges()) ranges.emplace_back(offset, size);  // empty pages
   std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   uint64_t released = 0;
+  const uint64_t page = map_.page_bytes();
   for (const auto& [offset, size] : ranges) {
     if (released >= want) break;
-    released += map_.unmap(offset, size, keep) * map_.granularity();
+    // See Note [Releasing what a miss needs]: of this range, what is still
+    // wanted, in whole pages, and kReleaseSlackPages more.
+    uint64_t most = (want - released + page - 1) / page * page + kReleaseSlackPages * page;
+    released += map_.unmap(offset, size, keep, most) * map_.granularity();
   }
   return released;
 }

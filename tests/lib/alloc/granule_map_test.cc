@@ -231,6 +231,24 @@ TEST(GranuleMap, KeptHandlesOfAnotherSizeAreReleasedBeforeCreating) {
   EXPECT_EQ(0u, m.handles_moved_total());
 }
 
+// Reservation's Note [Releasing what a miss needs]: an unmap with `most`
+// takes whole chunks from the range's start until they hold that much.
+TEST(GranuleMap, UnmapTakesChunksFromTheStartUpToWhatIsAskedFor) {
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // chunks of up to 2 granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  size_t before = gpusim_device_used(0);
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 16 * kMiB));  // four chunks
+  EXPECT_EQ(4u, m.unmap(0, 16 * kMiB, false, 5 * kMiB));  // 3 granules asked: two chunks
+  EXPECT_EQ(1u, m.unmap_calls());
+  EXPECT_FALSE(m.mapped(6 * kMiB));
+  EXPECT_TRUE(m.mapped(8 * kMiB));
+  EXPECT_EQ(before + 8 * kMiB, gpusim_device_used(0));
+  EXPECT_EQ(2u, m.unmap(0, 16 * kMiB, false, 1));  // at least one chunk
+  EXPECT_TRUE(m.mapped(12 * kMiB));
+  EXPECT_EQ(2u, m.unmap(0, 16 * kMiB));  // no bound: the rest
+  EXPECT_EQ(before, gpusim_device_used(0));
+}
+
 // See Note [Moving a page instead of making one]: kept handles smaller than
 // the run fill it, the largest first, with no cuMemCreate.
 TEST(GranuleMap, SmallerKeptHandlesFillARun) {

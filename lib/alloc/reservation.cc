@@ -58,7 +58,8 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     // growth allowed, cached granules elsewhere give back first, so the
     // mapped total does not grow while free memory lies unused elsewhere.
     uint64_t missing = map_.unmapped_bytes(span_at, span_size);
-    if (missing > growth_allowed) release_free(missing - growth_allowed, true);
+    // See Note [Releasing what a miss needs]: whole ranges on a fuller device.
+    if (missing > growth_allowed) release_free(missing - growth_allowed, true, !in_pages);
   }
   auto map = [&](uint64_t o, uint64_t n) {
     if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n, in_pages, long_run_bytes);
@@ -100,7 +101,7 @@ uint64_t Reservation::trim() {
   return released;
 }
 
-uint64_t Reservation::release_free(uint64_t want, bool keep) {
+uint64_t Reservation::release_free(uint64_t want, bool keep, bool whole_ranges) {
   // Smaller free ranges first: holes that serve fewer requests.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [offset, size] : blocks_.large_free().ranges())
@@ -113,7 +114,7 @@ uint64_t Reservation::release_free(uint64_t want, bool keep) {
     if (released >= want) break;
     // See Note [Releasing what a miss needs]: of this range, what is still
     // wanted, in whole pages, and kReleaseSlackPages more.
-    uint64_t most = (want - released + page - 1) / page * page + kReleaseSlackPages * page;
+    uint64_t most = whole_ranges ? ~0ull : (want - released + page - 1) / page * page + kReleaseSlackPages * page;
     released += map_.unmap(offset, size, keep, most) * map_.granularity();
   }
   return released;

@@ -106,6 +106,11 @@ TEST(ReleaseFree, ARangeGivesWhatIsWantedAndOnePageMore) {
   const uint64_t left = r.mapped_bytes();
   EXPECT_EQ(left, r.release_free(64 * kMiB));  // more than is cached: all of it
   EXPECT_EQ(0u, r.mapped_bytes());
+  // On a fuller device (whole_ranges), a range gives every chunk.
+  a = r.allocate_mapping(24 * kMiB, Reservation::kNoBudget, &e);
+  ASSERT_TRUE(a) << e;
+  ASSERT_EQ(24 * kMiB, r.release(*a));
+  EXPECT_EQ(24 * kMiB, r.release_free(3 * kMiB, false, true));
 }
 
 TEST(SmallPool, ASmallBlockDoesNotKeepALargePageMapped) {

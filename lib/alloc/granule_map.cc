@@ -155,22 +155,14 @@ GranuleMap::~GranuleMap() {
   api_->mem_address_free(base_, size_);
 }
 
-CUresult GranuleMap::map_chunk(size_t first, size_t count) {
+CUresult GranuleMap::map_chunk(size_t first, size_t count, CUmemGenericAllocationHandle handle) {
   // See Note [Access once per mapped range]: no cuMemSetAccess here.
   uint64_t bytes = count * granularity_;
-  CUmemGenericAllocationHandle handle = 0;
-  // See Note [Moving a page instead of making one].
-  for (size_t k = 0; k < kept_.size() && !handle; ++k)
-    if (kept_[k].second == count) {
-      handle = kept_[k].first;
-      kept_[k] = kept_.back();
-      kept_.pop_back();
-      kept_granules_ -= count;
-      ++moved_;
-    }
   if (!handle) {
-    release_kept();  // none this size: their memory is the device's again first
+    release_kept();  // none fits: their memory is the device's again first
     if (CUresult r = create(&handle, bytes); r != CUDA_SUCCESS) return r;
+  } else {
+    ++moved_;
   }
   CUdeviceptr at = base_ + first * granularity_;
   if (CUresult r = api_->mem_map(at, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
@@ -186,6 +178,20 @@ CUresult GranuleMap::map_chunk(size_t first, size_t count) {
   map_count_ += count;
   ++chunk_maps_;
   return CUDA_SUCCESS;
+}
+
+CUmemGenericAllocationHandle GranuleMap::take_kept(size_t most, size_t* count) {
+  // See Note [Moving a page instead of making one]: the largest that fits.
+  size_t best = kept_.size();
+  for (size_t k = 0; k < kept_.size(); ++k)
+    if (kept_[k].second <= most && (best == kept_.size() || kept_[k].second > kept_[best].second)) best = k;
+  if (best == kept_.size()) return 0;
+  CUmemGenericAllocationHandle handle = kept_[best].first;
+  *count = kept_[best].second;
+  kept_[best] = kept_.back();
+  kept_.pop_back();
+  kept_granules_ -= *count;
+  return handle;
 }
 
 bool GranuleMap::chunks(uint64_t offset, uint64_t bytes, std::vector<Chunk>* out) const {
@@ -231,7 +237,7 @@ size_t GranuleMap::forget_chunk(size_t first, bool keep) {
   return count;
 }
 
-CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages) {
+CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages, uint64_t long_run_bytes) {
   const size_t max_chunk = in_pages ? max_chunk_ : 1;
   if (!base_ || bytes == 0 || offset + bytes > size_) return CUDA_ERROR_INVALID_VALUE;
   size_t first = offset / granularity_, last = (offset + bytes - 1) / granularity_;
@@ -248,31 +254,39 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages) {
       ++i;
       continue;
     }
-    // A chunk never crosses a page boundary (Note [Pages mapped whole]).
+    // A run of unmapped granules: kept handles first, the largest that fits
+    // (Note [Moving a page instead of making one]); else one handle over
+    // the run when Note [One handle for a long run] allows, else pages.
+    size_t unmapped_run = 1;
+    while (i + unmapped_run <= last && !handles_[i + unmapped_run]) ++unmapped_run;
     size_t run = 1;
-    while (i + run <= last && !handles_[i + run] && run < max_chunk && (i + run) % max_chunk_ != 0) ++run;
-    // Kept handles are memory held too (Note [Moving a page instead of making one]).
-    if (limit_ && (mapped_ + kept_granules_ + run) * granularity_ > limit_) {
-      bool kept_fits = false;
-      for (const auto& k : kept_) kept_fits |= k.second == run;
-      if (!kept_fits) return undo(CUDA_ERROR_OUT_OF_MEMORY);
+    if (in_pages && unmapped_run >= kLongRunPages * max_chunk_ && unmapped_run * granularity_ <= long_run_bytes)
+      run = unmapped_run;
+    else  // a chunk never crosses a page boundary (Note [Pages mapped whole])
+      while (i + run <= last && !handles_[i + run] && run < max_chunk && (i + run) % max_chunk_ != 0) ++run;
+    size_t count = 0;
+    CUmemGenericAllocationHandle kept = take_kept(run, &count);
+    if (!kept) {
+      count = run;
+      // map_chunk() releases the kept handles before it creates one.
+      if (limit_ && (mapped_ + run) * granularity_ > limit_) return undo(CUDA_ERROR_OUT_OF_MEMORY);
     }
-    CUresult r = map_chunk(i, run);
-    if (r != CUDA_SUCCESS && run > 1) {
+    CUresult r = map_chunk(i, count, kept);
+    if (r != CUDA_SUCCESS && !kept && count > 1) {
       // The device may hold the memory but not as one handle this size:
       // granule by granule, as the smallest chunks.
       size_t mapped_here = 0;
-      for (; mapped_here < run; ++mapped_here) {
-        if ((r = map_chunk(i + mapped_here, 1)) != CUDA_SUCCESS) break;
+      for (; mapped_here < count; ++mapped_here) {
+        if ((r = map_chunk(i + mapped_here, 1, 0)) != CUDA_SUCCESS) break;
         done.push_back(i + mapped_here);
       }
       if (r != CUDA_SUCCESS) return undo(r);
-      i += run;
+      i += count;
       continue;
     }
     if (r != CUDA_SUCCESS) return undo(r);
     done.push_back(i);
-    i += run;
+    i += count;
   }
   if (done.empty()) return CUDA_SUCCESS;
   // See Note [Access once per mapped range]: every granule from the first chunk
@@ -285,18 +299,19 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages) {
   return CUDA_SUCCESS;
 }
 
-size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes, bool keep) {
+size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes, bool keep, uint64_t most) {
   if (!base_ || bytes == 0 || offset >= size_) return 0;
   uint64_t end = offset + bytes > size_ ? size_ : offset + bytes;
   size_t first = (offset + granularity_ - 1) / granularity_;  // wholly inside only
-  return unmap_whole_chunks(first, end / granularity_, keep);
+  const size_t most_granules = most == ~0ull ? ~size_t{0} : (most + granularity_ - 1) / granularity_;
+  return unmap_whole_chunks(first, end / granularity_, keep, most_granules);
 }
 
-size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep) {
+size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep, size_t most) {
   // See Note [One unmap per run]: chunks collected while they follow one
   // another, then one cuMemUnmap over them and each one's handle after it.
   std::vector<size_t> run;  // first granules of adjacent chunks
-  size_t released = 0;
+  size_t released = 0, taken = 0;
   auto flush = [&] {
     if (run.empty()) return;
     size_t last = run.back();
@@ -311,7 +326,9 @@ size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep) {
       continue;
     }
     size_t c = chunk_first_[i], len = chunk_len_[c];
+    if (taken >= most) break;
     if (c >= first && c + len <= stop) {  // the whole chunk is inside
+      taken += len;
       if (!run.empty() && run.back() + chunk_len_[run.back()] != c) flush();
       run.push_back(c);
     } else {

@@ -37,8 +37,9 @@
 //
 // Note [Pages mapped whole]: the range is cut into pages of
 // `max_chunk_bytes` (aligned to the page size from the range's start), and
-// a chunk never crosses a page's edge. The allocator maps a miss's block
-// over page_span(): the unmapped granules of every page the block touches,
+// a chunk never crosses a page's edge (but see Note [One handle for a long
+// run]). The allocator maps a miss's block over page_span(): the unmapped
+// granules of every page the block touches,
 // so a page is one handle (two driver calls) however many blocks later
 // fill it, as PyTorch's expandable segments map 20 MiB pages in their
 // large pool (2 MiB in the small one). What a page holds beyond the block
@@ -52,15 +53,33 @@
 // Note [Moving a page instead of making one]: when the allocator releases
 // cached pages only to map as many elsewhere (Note [Releasing memory] in
 // device_allocator.h), unmap(..., keep) unmaps them but keeps their
-// handles, and the map() that follows maps a kept handle of the same size
-// where it would have created one: cuMemUnmap + cuMemMap instead of
-// cuMemUnmap + cuMemRelease + cuMemCreate + cuMemMap, and no zeroing of
-// new memory. The caller releases what no map took (release_kept()) before
-// it returns, so a kept handle never outlives one allocation; a map that
-// needs a size none kept has releases them all before creating, so they
-// never make it fail. A handle ever exported for IPC (chunks()) is never
+// handles, and the map() that follows maps kept handles where it would
+// have created one: cuMemUnmap + cuMemMap instead of cuMemUnmap +
+// cuMemRelease + cuMemCreate + cuMemMap, and no zeroing of new memory. A
+// run of unmapped granules takes the largest kept handle that fits in it,
+// then the next, so that kept handles smaller than the run (a page's last
+// granules, mapped alone before) fill it instead of being released while
+// one handle is created for the run. The caller releases what no map took
+// (release_kept()) before it returns, so a kept handle never outlives one
+// allocation; a run that no kept handle fits releases them all before
+// creating, so they never make it fail. A handle ever exported for IPC (chunks()) is never
 // kept: an importer may still map it after the exporter's free, as CUDA
 // documents, and must not see another block's bytes.
+//
+// Note [One handle for a long run]: a run of unmapped granules that one
+// map() backs, of at least kLongRunPages pages (160 MiB with 20 MiB pages),
+// is one handle over the whole run instead of a handle per page, when the
+// caller allows a handle that large (map()'s `long_run_bytes`: the
+// allocator allows 1/MappingPolicy::kLongRunShare of the most it ever had
+// allocated): two driver calls instead of two per page. The price is the page's, larger: the
+// handle is released only whole, so once a smaller block reuses part of
+// the run's space the rest stays mapped as cache. The share bounds that:
+// on the 18 replayed traces no peak reserved grew (a share of 1/4, or runs
+// of 4 pages, grew minimalloc's by up to 17%), and a training step's large
+// blocks, mapped once and reused at the same sizes, cost a tenth of the
+// calls (bench/README.md, "One handle for a long run"). Only runs of
+// whole pages (in_pages), so never a small block's granules nor a nearly
+// full device's.
 //
 // Note [One unmap per run]: unmap() makes one cuMemUnmap over each run of
 // adjacent chunks it unmaps, not one per chunk: the driver unmaps a range
@@ -119,6 +138,9 @@ class GranuleMap {
   // A page's bytes (Note [Pages mapped whole]): `max_chunk_bytes` rounded
   // down to granules, at least one.
   uint64_t page_bytes() const { return max_chunk_ * granularity_; }
+  // The fewest pages a run spans to be one handle (See Note [One handle
+  // for a long run]).
+  static constexpr size_t kLongRunPages = 8;
 
   // Maps every granule that overlaps [offset, offset + bytes) and is not
   // mapped yet, each run of them in chunks. CUDA_SUCCESS, or the error of
@@ -126,8 +148,11 @@ class GranuleMap {
   // again). A chunk the device cannot create whole is retried granule by
   // granule.
   // With `in_pages` false, every chunk is one granule (Note [Pages mapped
-  // whole]: what a nearly full device maps).
-  CUresult map(uint64_t offset, uint64_t bytes, bool in_pages = true);
+  // whole]: what a nearly full device maps). With `in_pages`, a run of
+  // unmapped granules of at least kLongRunPages pages and at most
+  // `long_run_bytes` is one handle (Note [One handle for a long run]; 0:
+  // never).
+  CUresult map(uint64_t offset, uint64_t bytes, bool in_pages = true, uint64_t long_run_bytes = 0);
   // See Note [Pages mapped whole]: [offset, offset + bytes) grown, over
   // granules not mapped, out to the edges of the pages it touches: what to
   // map() for a block there so that its pages are mapped whole. The range
@@ -137,8 +162,9 @@ class GranuleMap {
   // bytes). Returns how many granules were released. With `keep`, the
   // chunks' handles are kept for the next map() instead of released
   // (Note [Moving a page instead of making one]). One cuMemUnmap per run of
-  // adjacent chunks (Note [One unmap per run]).
-  size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false);
+  // adjacent chunks (Note [One unmap per run]). Chunks are taken from the
+  // range's start until they hold at least `most` bytes.
+  size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false, uint64_t most = ~0ull);
   // Releases the handles unmap() kept that no map() took.
   void release_kept();
 
@@ -185,7 +211,12 @@ class GranuleMap {
   unsigned refused() const;
 
  private:
-  CUresult map_chunk(size_t first, size_t count);
+  // Maps granules [first, first + count) on `handle` (a kept one), or on
+  // one created (0).
+  CUresult map_chunk(size_t first, size_t count, CUmemGenericAllocationHandle handle);
+  // The largest kept handle of at most `most` granules (its count in
+  // *count), taken from kept_; 0 when none fits.
+  CUmemGenericAllocationHandle take_kept(size_t most, size_t* count);
   // cuMemCreate with prop_, less what the driver refused.
   // See Note [What the driver refuses at creation].
   CUresult create(CUmemGenericAllocationHandle* handle, uint64_t bytes);
@@ -193,8 +224,9 @@ class GranuleMap {
   CUresult set_access_call(CUdeviceptr at, uint64_t bytes, const CUmemAccessDesc* desc, size_t count);
   void unmap_chunk(size_t first, bool keep = false);
   // Unmaps every chunk wholly inside granules [first, stop), one call per
-  // run of adjacent ones; returns the granules unmapped.
-  size_t unmap_whole_chunks(size_t first, size_t stop, bool keep);
+  // run of adjacent ones, until `most` granules are taken; returns the
+  // granules unmapped.
+  size_t unmap_whole_chunks(size_t first, size_t stop, bool keep, size_t most = ~size_t{0});
   // A chunk's handle released (or kept) and its granules marked unmapped,
   // after the cuMemUnmap that covered it; returns its granule count.
   size_t forget_chunk(size_t first, bool keep);

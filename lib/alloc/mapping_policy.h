@@ -18,6 +18,9 @@
 //     BlockManager::kSmallLimit) while the mapped total, with it, stays
 //     within 1/kPagesUpTo of the device's memory; granule by granule
 //     otherwise.
+//   - long_run_bytes(): the largest run of unmapped granules a miss maps
+//     as one handle (GranuleMap's Note [One handle for a long run]):
+//     1/kLongRunShare of the allocated bytes' high-water mark.
 //   - fence_wait(size): seconds to poll fenced frees for a block of
 //     `size` bytes: the measured mapping cost per byte (a moving average)
 //     times `size`, within [kMinFenceWait, kMaxFenceWait]; knows_map_cost()
@@ -38,6 +41,10 @@ class MappingPolicy {
   void note_peaks(uint64_t mapped, uint64_t allocated);
   uint64_t growth(uint64_t mapped) const;
   bool in_pages(uint64_t bytes, uint64_t mapped) const;
+  // GranuleMap's Note [One handle for a long run]: the most bytes one
+  // handle over a long run may hold: 1/kLongRunShare of the allocated
+  // high-water mark.
+  uint64_t long_run_bytes() const;
 
   // A mapping took `seconds` and mapped `mapped` bytes (0: none; ignored).
   void note_map_cost(double seconds, uint64_t mapped);
@@ -56,6 +63,9 @@ class MappingPolicy {
   // 4 KiB block that lived all run pinned a whole page,
   // findings.test_fragmentation_fires_when_allocations_wait_for_frees).
   static constexpr uint64_t kPagesUpTo = 4;
+  // GranuleMap's Note [One handle for a long run]: what one handle may pin
+  // past its live bytes, as a share of the most ever allocated.
+  static constexpr uint64_t kLongRunShare = 6;
   // Seconds. The floor: an event on an idle GPU completes within
   // microseconds, but the thread recording it may be descheduled between
   // the record and the first query on a loaded machine; mapping even one

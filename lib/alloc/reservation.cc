@@ -37,7 +37,7 @@ std::optional<uintptr_t> Reservation::allocate_mapped(uint64_t bytes, Owner owne
 
 std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
                                                        std::optional<Owner> owner, uint64_t growth_allowed,
-                                                       bool in_pages) {
+                                                       bool in_pages, uint64_t long_run_bytes) {
   BlockManager::Ranges from_held;
   // Granule by granule, a block of whole granules goes at a granule edge at
   // the same price (BlockManager's Note [Whole granules at granule edges]).
@@ -58,15 +58,16 @@ std::optional<uintptr_t> Reservation::allocate_mapping(uint64_t bytes, uint64_t 
     // growth allowed, cached granules elsewhere give back first, so the
     // mapped total does not grow while free memory lies unused elsewhere.
     uint64_t missing = map_.unmapped_bytes(span_at, span_size);
-    if (missing > growth_allowed) release_free(missing - growth_allowed, true);
+    // See Note [Releasing what a miss needs]: whole ranges on a fuller device.
+    if (missing > growth_allowed) release_free(missing - growth_allowed, true, !in_pages);
   }
   auto map = [&](uint64_t o, uint64_t n) {
-    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n, in_pages);
+    if (map_budget == kNoBudget || map_.mapped_range(o, n)) return map_.map(o, n, in_pages, long_run_bytes);
     if (map_budget == 0) return CUDA_ERROR_OUT_OF_MEMORY;
     // The budget caps what this reservation may map in all: what it has
     // plus what the device-wide cap leaves.
     map_.set_limit(map_.mapped_bytes() + map_budget);
-    CUresult r = map_.map(o, n, in_pages);
+    CUresult r = map_.map(o, n, in_pages, long_run_bytes);
     map_.set_limit(0);
     return r;
   };
@@ -100,7 +101,7 @@ uint64_t Reservation::trim() {
   return released;
 }
 
-uint64_t Reservation::release_free(uint64_t want, bool keep) {
+uint64_t Reservation::release_free(uint64_t want, bool keep, bool whole_ranges) {
   // Smaller free ranges first: holes that serve fewer requests.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [offset, size] : blocks_.large_free().ranges())
@@ -108,9 +109,13 @@ uint64_t Reservation::release_free(uint64_t want, bool keep) {
   for (const auto& [offset, size] : blocks_.small_free().ranges()) ranges.emplace_back(offset, size);  // empty pages
   std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   uint64_t released = 0;
+  const uint64_t page = map_.page_bytes();
   for (const auto& [offset, size] : ranges) {
     if (released >= want) break;
-    released += map_.unmap(offset, size, keep) * map_.granularity();
+    // See Note [Releasing what a miss needs]: of this range, what is still
+    // wanted, in whole pages, and kReleaseSlackPages more.
+    uint64_t most = whole_ranges ? ~0ull : (want - released + page - 1) / page * page + kReleaseSlackPages * page;
+    released += map_.unmap(offset, size, keep, most) * map_.granularity();
   }
   return released;
 }

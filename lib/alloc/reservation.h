@@ -13,6 +13,23 @@
 // small-pool pages go, so that no small block shares a physical page with
 // a large one. Address space costs no memory.
 //
+// Note [Releasing what a miss needs]: a miss past the growth ceiling
+// releases cached chunks first (DeviceAllocator's Note [Releasing
+// memory]), smallest free ranges first. It used to unmap every chunk of
+// each range it took, the last one included, so a 20 MiB need could
+// release a 200 MiB hole: the handles no map took were released
+// (cuMemRelease), and the next miss created them again (cuMemCreate +
+// cuMemMap). Now a range gives only what is still wanted, rounded up to
+// whole pages, and kReleaseSlackPages more (the next miss of a trace whose
+// shapes change usually needs a page again: with no slack one replayed
+// trace's peak grew a granule, with two some needed more calls;
+// bench/README.md, "Releasing what a miss needs"). The chunks go from the
+// range's start. Only while the miss maps in pages (the device less than
+// a quarter full, GranuleMap's Note [Pages mapped whole]): on a fuller
+// device a range gives every chunk, as before, since giving back less
+// made one replayed trace need a larger device (minimalloc/H, 1.02 to
+// 1.05 GiB).
+//
 // Not thread-safe: the allocator serializes calls. holds() reads only
 // what never changes after construction.
 #pragma once
@@ -57,10 +74,12 @@ class Reservation {
   // whole]); else its own granules, one handle each.
   // Of what the block needs mapped, all but `growth_allowed` bytes are
   // first released from cached granules in other free ranges (kNoBudget:
-  // nothing is released).
+  // nothing is released). `long_run_bytes`: GranuleMap::map's (Note [One
+  // handle for a long run]).
   std::optional<uintptr_t> allocate_mapping(uint64_t bytes, uint64_t map_budget, CUresult* result,
                                            std::optional<Owner> owner = std::nullopt,
-                                           uint64_t growth_allowed = kNoBudget, bool in_pages = true);
+                                           uint64_t growth_allowed = kNoBudget, bool in_pages = true,
+                                           uint64_t long_run_bytes = 0);
 
   // Note [Space held for an owner], in absolute addresses.
   uint64_t release_to(uintptr_t a, Owner owner) { return blocks_.release_to(a - base_, owner); }
@@ -101,12 +120,17 @@ class Reservation {
   // the small pool's); returns the bytes released.
   uint64_t trim();
   // Unmaps chunks lying wholly in free ranges, smallest ranges first, until
-  // at least `want` bytes are released or none is left; returns the bytes
-  // released. DeviceAllocator's Note [Releasing memory].
+  // at least `want` bytes are released or none is left, and of a range
+  // only what is still wanted (Note [Releasing what a miss needs]); returns
+  // the bytes released. DeviceAllocator's Note [Releasing memory].
   // With `keep`, the handles are kept for the map that follows (GranuleMap's
   // Note [Moving a page instead of making one]).
-  uint64_t release_free(uint64_t want, bool keep = false);
+  // With `whole_ranges`, every chunk of each range taken, as before.
+  uint64_t release_free(uint64_t want, bool keep = false, bool whole_ranges = false);
   CUresult grant(int device) { return map_.grant(device); }
+  // Pages a range gives past the need (See Note [Releasing what a miss
+  // needs]).
+  static constexpr uint64_t kReleaseSlackPages = 1;
 
   uint64_t allocated() const { return blocks_.allocated(); }  // live blocks, freed-but-held included
   uint64_t mapped_bytes() const { return map_.mapped_bytes(); }

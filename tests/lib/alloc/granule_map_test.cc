@@ -231,6 +231,82 @@ TEST(GranuleMap, KeptHandlesOfAnotherSizeAreReleasedBeforeCreating) {
   EXPECT_EQ(0u, m.handles_moved_total());
 }
 
+// Reservation's Note [Releasing what a miss needs]: an unmap with `most`
+// takes whole chunks from the range's start until they hold that much.
+TEST(GranuleMap, UnmapTakesChunksFromTheStartUpToWhatIsAskedFor) {
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // chunks of up to 2 granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  size_t before = gpusim_device_used(0);
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 16 * kMiB));  // four chunks
+  EXPECT_EQ(4u, m.unmap(0, 16 * kMiB, false, 5 * kMiB));  // 3 granules asked: two chunks
+  EXPECT_EQ(1u, m.unmap_calls());
+  EXPECT_FALSE(m.mapped(6 * kMiB));
+  EXPECT_TRUE(m.mapped(8 * kMiB));
+  EXPECT_EQ(before + 8 * kMiB, gpusim_device_used(0));
+  EXPECT_EQ(2u, m.unmap(0, 16 * kMiB, false, 1));  // at least one chunk
+  EXPECT_TRUE(m.mapped(12 * kMiB));
+  EXPECT_EQ(2u, m.unmap(0, 16 * kMiB));  // no bound: the rest
+  EXPECT_EQ(before, gpusim_device_used(0));
+}
+
+// See Note [Moving a page instead of making one]: kept handles smaller than
+// the run fill it, the largest first, with no cuMemCreate.
+TEST(GranuleMap, SmallerKeptHandlesFillARun) {
+  GranuleMap m(api(), 0, 64 * kMiB, 8 * kMiB);  // pages of 4 granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  size_t before = gpusim_device_used(0);
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, 4 * kMiB));           // one chunk of 2 granules
+  ASSERT_EQ(CUDA_SUCCESS, m.map(10 * kMiB, 2 * kMiB));   // one of 1
+  EXPECT_EQ(2u, m.chunks_mapped_total());
+  EXPECT_EQ(2u, m.unmap(0, 4 * kMiB, true));
+  EXPECT_EQ(1u, m.unmap(8 * kMiB, 8 * kMiB, true));
+  long creates = gpusim_calls("cuMemCreate"), maps = gpusim_calls("cuMemMap");
+  ASSERT_EQ(CUDA_SUCCESS, m.map(16 * kMiB, 6 * kMiB));  // 3 granules: 2 + 1, both kept
+  EXPECT_EQ(0, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(2, gpusim_calls("cuMemMap") - maps);
+  EXPECT_EQ(2u, m.handles_moved_total());
+  EXPECT_EQ(before + 6 * kMiB, gpusim_device_used(0));
+  std::memset(reinterpret_cast<void*>(m.base() + 16 * kMiB), 3, 6 * kMiB);  // usable
+  std::vector<GranuleMap::Chunk> chunks;
+  ASSERT_TRUE(m.chunks(16 * kMiB, 6 * kMiB, &chunks));
+  ASSERT_EQ(2u, chunks.size());
+  EXPECT_EQ(4 * kMiB, chunks[0].bytes);  // the largest first
+  EXPECT_EQ(2 * kMiB, chunks[1].bytes);
+}
+
+// See Note [One handle for a long run]: a run of at least kLongRunPages
+// unmapped pages, within the bytes allowed, is one handle (one cuMemCreate,
+// one cuMemMap), released only whole; past the bytes allowed, or shorter,
+// it is mapped in pages.
+TEST(GranuleMap, ALongRunIsOneHandleWithinTheBytesAllowed) {
+  GranuleMap m(api(), 0, 64 * kMiB, 2 * kMiB);  // pages of one granule
+  ASSERT_TRUE(m.ok()) << m.why();
+  const uint64_t run = GranuleMap::kLongRunPages * m.page_bytes();
+  ASSERT_LE(run, 16 * kMiB);  // the binary's device has 16 MiB
+  size_t before = gpusim_device_used(0);
+  long creates = gpusim_calls("cuMemCreate"), maps = gpusim_calls("cuMemMap");
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, run, true, run));
+  EXPECT_EQ(1, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(1, gpusim_calls("cuMemMap") - maps);
+  EXPECT_EQ(1u, m.chunks_mapped_total());
+  EXPECT_EQ(before + run, gpusim_device_used(0));
+  std::memset(reinterpret_cast<void*>(m.base()), 5, run);
+  EXPECT_EQ(0u, m.unmap(0, run - m.page_bytes()));  // released only whole
+  EXPECT_EQ(run / m.granularity(), m.unmap(0, run));
+  EXPECT_EQ(before, gpusim_device_used(0));
+  // One byte short of the run's bytes allowed: pages.
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, run, true, run - 1));
+  EXPECT_EQ(1 + GranuleMap::kLongRunPages, m.chunks_mapped_total());
+  EXPECT_EQ(run / m.granularity(), m.unmap(0, run));
+  // A page short of kLongRunPages: pages, whatever is allowed.
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, run - m.page_bytes(), true, run));
+  EXPECT_EQ(2 * GranuleMap::kLongRunPages, m.chunks_mapped_total());
+  // Granule by granule (in_pages false): never one handle.
+  EXPECT_EQ(run / m.granularity() - 1, m.unmap(0, run));
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, run, false, run));
+  EXPECT_EQ(3 * GranuleMap::kLongRunPages, m.chunks_mapped_total());
+}
+
 // (Grants that succeed, over chunks: DeviceAllocatorStreams.
 // PeersGetEveryMappingNowAndLater, on two simulated devices.)
 TEST(GranuleMap, AFailedGrantLeavesTheMapUsable) {

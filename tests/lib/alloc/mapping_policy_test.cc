@@ -40,6 +40,17 @@ TEST(MappingPolicy, MapsWholePagesOnlyForLargeRequestsOnALightlyFilledDevice) {
   EXPECT_FALSE(p.in_pages(large, 256 * kMiB - large + 1));
 }
 
+// GranuleMap's Note [One handle for a long run]: a long run is one handle
+// only while it stays within a share of the most ever allocated.
+TEST(MappingPolicy, OneHandleForALongRunHoldsAShareOfTheAllocatedHighWaterMark) {
+  MappingPolicy p(1024 * kMiB);
+  EXPECT_EQ(0u, p.long_run_bytes());  // nothing allocated yet: pages only
+  p.note_peaks(0, 600 * kMiB);
+  EXPECT_EQ(600 * kMiB / MappingPolicy::kLongRunShare, p.long_run_bytes());
+  p.note_peaks(0, 60 * kMiB);  // a high-water mark: lower values change nothing
+  EXPECT_EQ(600 * kMiB / MappingPolicy::kLongRunShare, p.long_run_bytes());
+}
+
 TEST(MappingPolicy, WaitsAsLongAsMappingWouldTakeWithinBounds) {
   MappingPolicy p(1024 * kMiB);
   EXPECT_FALSE(p.knows_map_cost());

@@ -90,6 +90,29 @@ TEST_F(MappedAndUnmappedHoles, AllocateMappingMapsNothingWhenAMappedRangeHoldsTh
 // the small block's own granule stays mapped. Before the small pool was
 // kept apart, its page went, by cost, into the cached rest of the first
 // large block's 20 MiB page, and held all 20 MiB mapped.
+// See Note [Releasing what a miss needs]: a large cached range gives what is
+// wanted, in whole pages, and kReleaseSlackPages more, not all it holds.
+TEST(ReleaseFree, ARangeGivesWhatIsWantedAndOnePageMore) {
+  Reservation r(api(), 0, 64 * kMiB, 2 * kMiB);  // pages of one granule
+  ASSERT_TRUE(r.ok()) << r.why();
+  CUresult e = CUDA_SUCCESS;
+  std::optional<uintptr_t> a = r.allocate_mapping(24 * kMiB, Reservation::kNoBudget, &e);
+  ASSERT_TRUE(a) << e;
+  ASSERT_EQ(24 * kMiB, r.mapped_bytes());
+  ASSERT_EQ(24 * kMiB, r.release(*a));  // cached: one free range, 12 pages mapped
+  const uint64_t page = r.map().page_bytes();
+  EXPECT_EQ(2 * page + Reservation::kReleaseSlackPages * page, r.release_free(3 * kMiB));
+  EXPECT_EQ(24 * kMiB - (2 + Reservation::kReleaseSlackPages) * page, r.mapped_bytes());
+  const uint64_t left = r.mapped_bytes();
+  EXPECT_EQ(left, r.release_free(64 * kMiB));  // more than is cached: all of it
+  EXPECT_EQ(0u, r.mapped_bytes());
+  // On a fuller device (whole_ranges), a range gives every chunk.
+  a = r.allocate_mapping(24 * kMiB, Reservation::kNoBudget, &e);
+  ASSERT_TRUE(a) << e;
+  ASSERT_EQ(24 * kMiB, r.release(*a));
+  EXPECT_EQ(24 * kMiB, r.release_free(3 * kMiB, false, true));
+}
+
 TEST(SmallPool, ASmallBlockDoesNotKeepALargePageMapped) {
   Reservation r(api(), 0, 64 * kMiB, 20 * kMiB);
   ASSERT_TRUE(r.ok()) << r.why();

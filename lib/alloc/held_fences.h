@@ -39,7 +39,7 @@
 // So the allocation path has a budget: it records a due fence itself at
 // most once per kAllocationsPerFence large cached-path allocations, with up
 // to kFenceBurst at once (a budget full at first, so a trace with few large
-// allocations, minimalloc's, fences exactly as before); past it the fence
+// allocations, minimalloc's, fences almost as before); past it the fence
 // stays due and the stream's next large free records it (over what the
 // stream then caches by size and holds: later than it fell due, so it
 // covers more, never less), or the stream's next miss fences every holder

@@ -204,6 +204,58 @@ def cnn_train_bf16(torch, steps):
         del x, y, loss
 
 
+def gpt_train_overlap_bf16(torch, steps):
+    """GPT-style decoder (d 512, 8 layers, 8 heads, vocab 32000, ~58M params) trained under autocast bf16 with AdamW, batch 8 as 4 microbatches of sequence length 128..512 (drawn each step): each next microbatch's tokens made on a side stream while the current one runs (record_stream), and the gradients packed into 16 MiB buckets and scaled on a communication stream after backward, as overlapped data loading and gradient all-reduce do: three streams."""
+    GPT = gpt_classes(torch)
+    dev = torch.device("cuda")
+    model = GPT(32000, 512, 8, 8, 512).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    load, comm = torch.cuda.Stream(), torch.cuda.Stream()
+    main = torch.cuda.current_stream()
+    rng = random.Random(3)
+    bucket_elems = (16 << 20) // 4
+
+    def next_tokens(n):
+        with torch.cuda.stream(load):
+            return torch.randint(0, 32000, (2, n + 1), device=dev)
+
+    for _ in range(steps):
+        n = rng.choice([128, 192, 256, 384, 512])
+        tokens = next_tokens(n)
+        for micro in range(4):
+            main.wait_stream(load)
+            cur = tokens
+            cur.record_stream(main)
+            if micro < 3:
+                tokens = next_tokens(n)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                logits = model(cur[:, :-1])
+                loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, 32000), cur[:, 1:].reshape(-1))
+            (loss / 4).backward()
+            del logits, loss, cur
+        comm.wait_stream(main)
+        with torch.cuda.stream(comm):
+            grads = [p.grad for p in model.parameters() if p.grad is not None]
+            i = 0
+            while i < len(grads):
+                group, elems = [], 0
+                while i < len(grads) and (not group or elems + grads[i].numel() <= bucket_elems):
+                    group.append(grads[i])
+                    elems += grads[i].numel()
+                    i += 1
+                bucket = torch.cat([g.reshape(-1) for g in group])
+                bucket.mul_(0.5)
+                off = 0
+                for g in group:
+                    g.copy_(bucket[off:off + g.numel()].view_as(g))
+                    off += g.numel()
+                del bucket
+        main.wait_stream(comm)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del tokens
+
+
 def tiny(torch, steps):
     """A tiny GPT-style decoder (d 64, 2 layers, vocab 256) trained in fp32 with AdamW, batch 2, sequence length 16..64: the recorder's test."""
     train_gpt(torch, steps, 256, 64, 2, 4, 2, [16, 32, 64])
@@ -217,6 +269,7 @@ MODELS = {
     "gpt-decode-bf16": (gpt_decode_bf16, 2),
     "gpt-decode-large-bf16": (gpt_decode_large_bf16, 2),
     "cnn-train-bf16": (cnn_train_bf16, 4),
+    "gpt-train-overlap-bf16": (gpt_train_overlap_bf16, 6),
     "tiny": (tiny, 3),
 }
 

@@ -152,7 +152,8 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
       // blocks it cached by size join its held ranges first, its fronts'
       // too.
       drain_fronts(stream, true);
-      hold_cached_large(stream);
+      held_fences_.allocation_passed();
+      hold_cached_large(stream, true);
       for (int i = 0; i < reservations_made_; ++i)
         if (std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_held(owner_of(stream), bytes)) {
           stats_.reused_on_stream();
@@ -395,6 +396,12 @@ bool DeviceAllocator::free(void* p, std::optional<cudaStream_t> stream) {
     // Large blocks past kHeldFenceBytes join the stream's held ranges now,
     // where the next fence covers them (Note [Held ranges reach everyone]).
     hold_cached_large(*stream);
+  } else if (size > BlockManager::kSmallLimit && held_fences_.due(*stream)) {
+    // A fence the allocation path left due (Note [Fences off the allocation
+    // path] in held_fences.h): this free records it, over what the stream
+    // caches by size too.
+    hold_cached_large(*stream);
+    freed_to_held(*stream, 0);
   }
   note_peaks();
   return true;

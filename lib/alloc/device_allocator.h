@@ -47,8 +47,10 @@
 // Frees fence too, once a stream holds at least kHeldFenceBytes: one event
 // per kHeldFenceBytes it frees into what it holds (replacing a pending
 // one), so that what a stream freed a while ago is free for everyone, and
-// releasable, by the next miss. A stream that holds less (a cached
-// alloc/free pair) records nothing.
+// releasable, by the next miss; recorded by the free or the allocation
+// where it falls due, an allocation within a budget only (Note [Fences off
+// the allocation path] in held_fences.h). A stream that holds less (a
+// cached alloc/free pair) records nothing.
 //
 // Note [Releasing memory]: with the defaults (no cache limit), mapped
 // granules are given back in two cases. A miss that would map the device's
@@ -334,10 +336,13 @@ class DeviceAllocator {
   void drop_held_fence(cudaStream_t stream);  // and its unfenced count
   void release_fenced(cudaStream_t s);  // `s`'s fence completed: what it covered goes to everyone
   void fence_held_on(cudaStream_t s);  // one event on `s` over what it holds
-  // The large blocks `stream` cached by size join what it holds.
-  void hold_cached_large(cudaStream_t stream);
+  // The large blocks `stream` cached by size join what it holds; on the
+  // allocation path (`on_allocation`), a fence they make due waits for the
+  // budget (Note [Fences off the allocation path] in held_fences.h).
+  void hold_cached_large(cudaStream_t stream, bool on_allocation = false);
   // Large blocks of `size` went to what `s` holds: every kHeldFenceBytes
-  // so freed, a fence (once the previous one completed).
+  // so freed, a fence (replacing a pending one). Size 0: a fence if one is
+  // due already.
   void freed_to_held(cudaStream_t s, uint64_t size);
   static constexpr uint64_t kHeldFenceBytes = 32ull << 20;
   void reclaim();              // blocks whose epochs completed -> free

@@ -51,7 +51,7 @@ void DeviceAllocator::settle_held() {
     if (!held_fences_.pending(stream_of(o))) fence_held_on(stream_of(o));
 }
 
-void DeviceAllocator::hold_cached_large(cudaStream_t stream) {
+void DeviceAllocator::hold_cached_large(cudaStream_t stream, bool on_allocation) {
   std::vector<uint64_t> blocks;
   streams_.take_large(stream, &blocks);
   uint64_t bytes = 0;
@@ -62,10 +62,18 @@ void DeviceAllocator::hold_cached_large(cudaStream_t stream) {
     freed_.erase(it);
     reservation_of(addr)->release_to(addr, owner_of(stream));  // merged with its held neighbours
   }
-  if (bytes) freed_to_held(stream, bytes);
+  if (!bytes) return;
+  if (!on_allocation) {
+    freed_to_held(stream, bytes);
+    return;
+  }
+  // See Note [Fences off the allocation path]: a fence due here is recorded
+  // now only within the allocations' budget; else by the stream's next
+  // large free (free()), or its next miss, which fences every holder.
+  if (held_fences_.add_unfenced(stream, bytes) && held_fences_.allocation_may_fence()) freed_to_held(stream, 0);
 }
 
-void DeviceAllocator::freed_to_held(cudaStream_t s, uint64_t size) {
+void DeviceAllocator::freed_to_held(cudaStream_t s, uint64_t size) {  // size 0: a fence already due
   // A stream holding little needs no fence: a cached pair never records one.
   uint64_t held = 0;
   for (int i = 0; i < reservations_made_; ++i)

@@ -56,6 +56,11 @@ bool HeldFences::drop(cudaStream_t stream) {
   return false;
 }
 
+bool HeldFences::due(cudaStream_t stream) const {
+  auto it = unfenced_.find(stream);
+  return it != unfenced_.end() && it->second >= fence_every_;
+}
+
 bool HeldFences::add_unfenced(cudaStream_t stream, uint64_t bytes) {
   uint64_t& unfenced = unfenced_[stream];
   unfenced += bytes;

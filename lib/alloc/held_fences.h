@@ -22,7 +22,35 @@
 //     covered stay the caller's to fence again.
 //   - add_unfenced(s, bytes) counts bytes the stream freed into what it
 //     holds; true once the count since its last fence reached `fence_every`
-//     (the caller fences then). forget_unfenced(s) restarts the count.
+//     (the caller fences then); due(s) says so without counting.
+//     forget_unfenced(s) restarts the count.
+//   - allocation_passed() counts one allocation on the allocator's large
+//     cached path; allocation_may_fence() says whether such an allocation
+//     may record a due fence itself, and if so spends that from the budget
+//     (Note [Fences off the allocation path]).
+// Note [Fences off the allocation path]: a fence costs the call that
+// records it a capture query and a cudaEventRecord (about 1.5-2 us on the
+// simulated device, whose event record is priced as real hardware's), and
+// the held ranges' marking. With every due fence recorded where it fell due,
+// large allocations that merged cached blocks into the held ranges recorded
+// one on 0.56% and 1.93% of all allocations of the two decode traces
+// (bench/README.md, "Where the decode traces' allocation p99 comes from"):
+// their allocation p99 was that fence, 2-4x PyTorch expandable segments'.
+// So the allocation path has a budget: it records a due fence itself at
+// most once per kAllocationsPerFence large cached-path allocations, with up
+// to kFenceBurst at once (a budget full at first, so a trace with few large
+// allocations, minimalloc's, fences almost as before); past it the fence
+// stays due and the stream's next large free records it (over what the
+// stream then caches by size and holds: later than it fell due, so it
+// covers more, never less), or the stream's next miss fences every holder
+// as always. At most 1/48 + a burst of the large allocations record a held
+// fence; frees pay for the rest, as frees pay for record_stream's events in
+// PyTorch. Why a budget rather than fences at frees alone: a run of
+// allocations with no large free between them (minimalloc's traces) then
+// fenced nothing until its next miss, which found nothing it could release,
+// and mapped more (bench/README.md, "Fences off the allocation path":
+// peak reserved +20 to +40 MiB on three traces).
+//
 // Events come from the event pool (sync/event_pool.h) and go back to it
 // when a fence leaves, and at destruction.
 //
@@ -71,7 +99,21 @@ class HeldFences {
   bool drop(cudaStream_t stream);
 
   bool add_unfenced(cudaStream_t stream, uint64_t bytes);
+  bool due(cudaStream_t stream) const;
   void forget_unfenced(cudaStream_t stream) { unfenced_.erase(stream); }
+
+  // See Note [Fences off the allocation path]: at most one fence per
+  // kAllocationsPerFence large cached-path allocations, kFenceBurst at once.
+  static constexpr uint64_t kAllocationsPerFence = 48;
+  static constexpr uint64_t kFenceBurst = 8;
+  void allocation_passed() {
+    if (budget_ < kFenceBurst * kAllocationsPerFence) ++budget_;
+  }
+  bool allocation_may_fence() {
+    if (budget_ < kAllocationsPerFence) return false;
+    budget_ -= kAllocationsPerFence;
+    return true;
+  }
 
   size_t size() const { return fences_.size(); }
 
@@ -95,6 +137,7 @@ class HeldFences {
   uint64_t fence_every_;
   std::vector<Fence> fences_;  // at most one per stream
   std::unordered_map<cudaStream_t, uint64_t> unfenced_;  // bytes held since the stream's last fence
+  uint64_t budget_ = kFenceBurst * kAllocationsPerFence;  // allocations' worth of fences, full at first
 };
 
 }  // namespace alloc

@@ -128,6 +128,49 @@ TEST(DeviceAllocatorStreams, HeldMemoryReachesOtherStreamsOnceFenced) {
   cudaStreamDestroy(s2);
 }
 
+// See Note [Fences off the allocation path] in held_fences.h: a stream that
+// keeps merging what it cached into its held ranges on the allocation path
+// (large requests of changing sizes, as a decode loop's growing caches make)
+// still fences every 32 MiB, but its allocations record at most a burst and
+// one per 48 of them; its large frees record the rest.
+TEST(DeviceAllocatorStreams, FencesTheAllocationPathLeavesDueAreRecordedByTheNextLargeFree) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking();
+  void* big = a.allocate(40 * kMiB, s1);
+  ASSERT_NE(nullptr, big);
+  // s1 busy throughout: no fence completes, so what s1 holds stays its own
+  // (over 32 MiB) and each fence replaces the one pending.
+  void* busy = a.allocate(64 * 1024, s1);
+  ASSERT_NE(nullptr, busy);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s1, busy, 64 * 1024, 300000, 5, nullptr));
+  ASSERT_TRUE(a.free(big, s1));  // s1 holds 40 MiB: past the fence threshold
+  const uint64_t reserved = a.stats().reserved;
+  const int kSteps = 400;
+  long by_allocations = 0, by_frees = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    // 3 and 4 MiB in turn: never the size just freed, so each allocation
+    // merges the block freed before it into what s1 holds.
+    long before = gpusim_calls("cudaEventRecord");
+    void* p = a.allocate((i % 2 ? 3 : 4) * kMiB, s1);
+    ASSERT_NE(nullptr, p);
+    by_allocations += gpusim_calls("cudaEventRecord") - before;
+    before = gpusim_calls("cudaEventRecord");
+    ASSERT_TRUE(a.free(p, s1));
+    by_frees += gpusim_calls("cudaEventRecord") - before;
+  }
+  // About 3.5 MiB merged a step: some 43 fences due in all, none lost.
+  EXPECT_LE(by_allocations, static_cast<long>(HeldFences::kFenceBurst + kSteps / HeldFences::kAllocationsPerFence + 1));
+  EXPECT_GE(by_frees, 20);
+  EXPECT_GE(by_allocations + by_frees, 40);
+  EXPECT_EQ(reserved, a.stats().reserved);  // served from what s1 holds throughout
+  ASSERT_TRUE(a.free(busy, s1));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));
+  EXPECT_EQ(0, gpusim_busy_kernel_violations());
+  cudaStreamDestroy(s1);
+}
+
 // See Note [Waiting instead of mapping]: stream-less frees behind a finished
 // device come back to the next allocation, which waits for their fence
 // (bounded) rather than mapping more: a loop maps its first step only.

@@ -1,7 +1,8 @@
 // HeldFences on the simulated runtime: a fence is one event on its stream,
 // handed back once when the GPU has passed it; at most one per stream;
 // nothing is recorded on a capturing stream; the unfenced bytes call for a
-// fence at the threshold; every event goes back to the pool.
+// fence at the threshold; the allocation path's fence budget; every event
+// goes back to the pool.
 #include "alloc/held_fences.h"
 
 #include <cuda_runtime_api.h>
@@ -113,6 +114,41 @@ TEST(HeldFences, TheUnfencedBytesCallForAFenceAtTheThresholdUntilOneIsRecorded) 
   ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
   cudaStreamDestroy(s);
   cudaStreamDestroy(t);
+}
+
+TEST(HeldFences, DueSaysWhatTheCountSaysWithoutCounting) {
+  HeldFences f(0, kEvery);
+  cudaStream_t s = non_blocking();
+  EXPECT_FALSE(f.due(s));
+  EXPECT_FALSE(f.add_unfenced(s, kEvery - 1));
+  EXPECT_FALSE(f.due(s));
+  EXPECT_FALSE(f.due(s));  // asking adds nothing
+  EXPECT_TRUE(f.add_unfenced(s, 1));
+  EXPECT_TRUE(f.due(s));
+  ASSERT_TRUE(f.record(s));
+  EXPECT_FALSE(f.due(s));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  cudaStreamDestroy(s);
+}
+
+// See Note [Fences off the allocation path].
+TEST(HeldFences, TheAllocationPathFencesABurstThenOncePerItsShareOfAllocations) {
+  HeldFences f(0, kEvery);
+  const uint64_t per = HeldFences::kAllocationsPerFence, burst = HeldFences::kFenceBurst;
+  // Full at first: a burst, then nothing.
+  for (uint64_t i = 0; i < burst; ++i) EXPECT_TRUE(f.allocation_may_fence()) << i;
+  EXPECT_FALSE(f.allocation_may_fence());
+  // One more per `per` allocations, not before.
+  for (uint64_t i = 0; i + 1 < per; ++i) f.allocation_passed();
+  EXPECT_FALSE(f.allocation_may_fence());
+  f.allocation_passed();
+  EXPECT_TRUE(f.allocation_may_fence());
+  EXPECT_FALSE(f.allocation_may_fence());
+  // Idle allocations fill it up to a burst, no further.
+  for (uint64_t i = 0; i < 10 * burst * per; ++i) f.allocation_passed();
+  uint64_t granted = 0;
+  while (f.allocation_may_fence()) ++granted;
+  EXPECT_EQ(burst, granted);
 }
 
 TEST(HeldFences, EveryEventGoesBackToThePool) {

@@ -208,16 +208,73 @@ std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes,
   // held, or where `free_fits` says. Even an exact held fit is weighed:
   // taking it at once raised opt-finetune's peak by 20 MiB.
   const base::RangeSet& held = h->second.all;
-  auto usable = [&](uint64_t offset, uint64_t n, uint64_t) -> uint64_t {
+  auto usable = [&](uint64_t offset, uint64_t n) {
     std::optional<std::pair<uint64_t, uint64_t>> in = held.containing(offset);
     bool wholly_held = in && offset + n <= in->first + in->second;
-    return wholly_held || free_fits(offset, n, n) ? 0 : 1;
+    return wholly_held || free_fits(offset, n, n);
   };
-  if (std::optional<uint64_t> one_pool = allocate_growing(owner, bytes, usable, 0)) return one_pool;
+  // The one pool, read without changing either set: each held range
+  // grown over the free ranges beside it (two held ranges with one free
+  // range between them are one), and every other free range as it is.
+  struct Extent {
+    uint64_t start, size;
+  };
+  std::vector<Extent> merged;           // by address, then by (size, start)
+  std::vector<uint64_t> absorbed;       // starts of the free ranges merged in
+  for (const auto& [start, n] : held.ranges()) {
+    uint64_t lo = start, hi = start + n;
+    if (auto left = start ? large_free_.containing(start - 1) : std::nullopt) {
+      lo = left->first;
+      absorbed.push_back(left->first);
+    }
+    if (auto right = large_free_.containing(hi)) {
+      hi = right->first + right->second;
+      absorbed.push_back(right->first);
+    }
+    if (!merged.empty() && merged.back().start + merged.back().size >= lo)
+      merged.back().size = hi - merged.back().start;
+    else
+      merged.push_back({lo, hi - lo});
+  }
+  merged.erase(std::remove_if(merged.begin(), merged.end(), [&](const Extent& e) { return e.size < size; }),
+               merged.end());
+  std::sort(merged.begin(), merged.end(),
+            [](const Extent& a, const Extent& b) { return a.size != b.size ? a.size < b.size : a.start < b.start; });
+  // In best-fit order over both, as take_from would see them lent together:
+  // at most kPlacementCandidates ranges, each at its start, then its end.
+  std::optional<uint64_t> at;
+  size_t seen = 0, next = 0;
+  auto consider = [&](uint64_t start, uint64_t range) {
+    ++seen;
+    for (uint64_t place : {start, start + range - size}) {
+      if (usable(place, size)) return at = place, false;
+      if (range == size) break;
+    }
+    return seen < kPlacementCandidates;
+  };
+  bool go_on = true;
+  large_free_.for_each_fit(size, kPlacementCandidates + absorbed.size(), [&](uint64_t start, uint64_t range) {
+    for (; go_on && next < merged.size() &&
+           (merged[next].size < range || (merged[next].size == range && merged[next].start < start));
+         ++next)
+      go_on = consider(merged[next].start, merged[next].size);
+    if (!go_on) return false;
+    if (std::find(absorbed.begin(), absorbed.end(), start) != absorbed.end()) return true;
+    return go_on = consider(start, range);
+  });
+  for (; go_on && next < merged.size(); ++next) go_on = consider(merged[next].start, merged[next].size);
+  if (at) {
+    // What the block covers of the held ranges, then of the free space.
+    uint64_t from_held = h->second.all.take_overlap(*at, size);
+    [[maybe_unused]] uint64_t from_free = large_free_.take_overlap(*at, size);
+    assert(from_held + from_free == size);
+    held_bytes_ -= from_held;
+    h->second.fenced.take_overlap(*at, size);
+    add_live(*at, Block{size, kNoPage, bytes});
+    return at;
+  }
   // None of the ranges looked at could be used where they start or end: the
   // held best fit, if any.
-  std::optional<uint64_t> at;
-  h = held_.find(owner);
   h->second.all.for_each_fit(size, 1, [&](uint64_t start, uint64_t) { return at = start, false; });
   if (!at) return std::nullopt;
   [[maybe_unused]] bool taken = h->second.all.take(*at, size);

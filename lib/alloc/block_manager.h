@@ -118,10 +118,15 @@
 // 30 such pieces at the peak; as one pool, 724. An exact held fit is
 // weighed like the rest (taken at once, it cost opt-finetune 20 MiB). When
 // no range looked at offers a usable place at its ends, the held best fit
-// serves, as before. Each call lends the owner's held ranges to the free
-// space and takes them back: a few tree operations per held range (at most
-// 20 on the recorded traces), on the path that already missed the
-// same-size caches.
+// serves, as before. The pool is read, not built: each held range is grown
+// over the free ranges beside it (two lookups), those extents are ordered
+// by (size, start) and merged into the free space's own best-fit walk, and
+// only the block's bytes are taken (from the held ranges, then the free
+// space). Lending the held ranges to the free space and taking them back,
+// as allocate_growing does on a miss, chose the same places on all 19
+// traces but cost a few tree insertions and removals per held range on
+// every call, and doubled the decode traces' allocation p99
+// (bench/README.md, "The one pool read, not built").
 //
 // Note [The small pool apart]: the VMM allocator maps large blocks in
 // 20 MiB pages, one physical handle each, released only whole (GranuleMap's

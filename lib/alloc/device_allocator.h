@@ -344,6 +344,7 @@ class DeviceAllocator {
   // so freed, a fence (replacing a pending one). Size 0: a fence if one is
   // due already.
   void freed_to_held(cudaStream_t s, uint64_t size);
+  uint64_t held_by_stream(cudaStream_t s) const;  // what `s` holds, every reservation
   static constexpr uint64_t kHeldFenceBytes = 32ull << 20;
   void reclaim();              // blocks whose epochs completed -> free
   void* served(uintptr_t addr);  // counts and returns a successful allocation

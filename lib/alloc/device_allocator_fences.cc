@@ -69,16 +69,24 @@ void DeviceAllocator::hold_cached_large(cudaStream_t stream, bool on_allocation)
   }
   // See Note [Fences off the allocation path]: a fence due here is recorded
   // now only within the allocations' budget; else by the stream's next
-  // large free (free()), or its next miss, which fences every holder.
+  // large free (free()), or its next miss, which fences every holder. As in
+  // freed_to_held, bytes count toward a fence only while the stream holds
+  // enough to need one: blocks the allocation is about to take back at once
+  // must not make a fence due that freed_to_held would then never record.
+  if (held_by_stream(stream) < kHeldFenceBytes) return;
   if (held_fences_.add_unfenced(stream, bytes) && held_fences_.allocation_may_fence()) freed_to_held(stream, 0);
+}
+
+uint64_t DeviceAllocator::held_by_stream(cudaStream_t s) const {
+  uint64_t held = 0;
+  for (int i = 0; i < reservations_made_; ++i)
+    held += reservations_[i].load(std::memory_order_relaxed)->held_by(owner_of(s));
+  return held;
 }
 
 void DeviceAllocator::freed_to_held(cudaStream_t s, uint64_t size) {  // size 0: a fence already due
   // A stream holding little needs no fence: a cached pair never records one.
-  uint64_t held = 0;
-  for (int i = 0; i < reservations_made_; ++i)
-    held += reservations_[i].load(std::memory_order_relaxed)->held_by(owner_of(s));
-  if (held < kHeldFenceBytes) return;
+  if (held_by_stream(s) < kHeldFenceBytes) return;
   if (!held_fences_.add_unfenced(s, size)) return;
   // One fence per stream: a pending one is replaced by a fence over all the
   // stream holds now (in stream order, it completes after the old one).
@@ -99,6 +107,7 @@ void DeviceAllocator::fence_stream(cudaStream_t stream, bool with_held) {
     size_t first = blocks.size();
     for (int i = 0; i < reservations_made_; ++i)
       reservations_[i].load(std::memory_order_relaxed)->unhold(owner_of(stream), &blocks);
+    held_fences_.forget_unfenced(stream);  // it holds nothing now: no fence is due
     for (size_t i = first; i < blocks.size(); ++i) {
       uint64_t size = reservation_of(blocks[i])->size_of(blocks[i]);
       freed_.emplace(blocks[i], size);

@@ -61,6 +61,14 @@ def table(w, by, traces, extra=()):
         gs, ts = sum(g[x]["peak_reserved"] for x in recorded), sum(t[x]["peak_reserved"] for x in recorded)
         w("| recorded models (bench/traces, %d traces) sum <= torch expandable's | %s against %s: %.3fx | %s |"
           % (len(recorded), peers.gib(gs), peers.gib(ts), gs / ts, "yes" if gs <= ts else "no, by %.3fx" % (gs / ts)))
+    # Issue 28, point 1: every call that gives or takes device memory, as
+    # the simulated device counts them (the driver-call table below).
+    many = [x for x in traces if sum(g[x]["calls"].values()) > sum(t[x]["calls"].values())]
+    gc, tc = (sum(sum(side[x]["calls"].values()) for x in traces) for side in (g, t))
+    w("| driver calls <= torch expandable's on every trace | %d of %d traces (%d against %d in all)%s | %s |"
+      % (len(traces) - len(many), len(traces), gc, tc,
+         "; more on " + ", ".join("%s (%d against %d)" % (x, sum(g[x]["calls"].values()), sum(t[x]["calls"].values()))
+                                  for x in many) if many else "", "yes" if not many else "no"))
     for x in traces:
         if "opt-finetune" in x:
             ug = g[x]["peak_allocated"] / g[x]["peak_reserved"]

@@ -77,8 +77,9 @@ def main():
             line += "  gpuslack %s; torch %s" % (r["calls"], t["calls"])
         print(line)
     n = len(ours)
-    print("peak met %d/%d; calls met %d/%d (%d against %d); p99 met %d/%d; minimalloc sum %.3fx" % (
-        met["peak"], n, met["calls"], n, calls_sum[0], calls_sum[1], met["p99"], n, mm[0] / mm[1] if mm[1] else 0))
+    print("peak met %d/%d; calls met %d/%d (%d against %d); p99 met %d/%d; minimalloc sum %s" % (
+        met["peak"], n, met["calls"], n, calls_sum[0], calls_sum[1], met["p99"], n,
+        "%.3fx" % (mm[0] / mm[1]) if mm[1] else "- (no minimalloc trace)"))
 
 
 if __name__ == "__main__":

@@ -56,9 +56,11 @@ void on_signal(int sig, siginfo_t* info, void* context) {
   }
   const struct sigaction& prev = g_previous[sig];
   errno = saved_errno;
-  if (prev.sa_flags & SA_SIGINFO) {
+  // SA_SIGINFO with a null sa_sigaction is SIG_DFL (the union's 0): the
+  // default action below, not a handler to call.
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
     g_in_flight.fetch_sub(1);  // the program's handler may exit() itself
-    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+    prev.sa_sigaction(sig, info, context);
     return;
   }
   if (prev.sa_handler != SIG_DFL) g_in_flight.fetch_sub(1);

@@ -9,9 +9,9 @@
 // handler only writes the signal number into a pipe and waits (up to 3 s,
 // sleeping with nanosleep) for the reporter thread to finish writing. Then
 // it chains: to the handler that was installed before (sa_handler or
-// sa_sigaction), or, if that was SIG_DFL, restores SIG_DFL and re-raises the
-// signal, so the process ends with the same status it would have had
-// without gpuslack.
+// sa_sigaction), or, if that was SIG_DFL (also as a null sa_sigaction with
+// SA_SIGINFO), restores SIG_DFL and re-raises the signal, so the process
+// ends with the same status it would have had without gpuslack.
 //
 // Nothing else about the signal changes (tests/interpose/summary_test.py:
 // test_signal_still_interrupts_a_blocking_read,

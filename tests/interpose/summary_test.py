@@ -280,6 +280,16 @@ class Summary(OutDirTest):
         self.assertEqual(7, p.returncode)  # the application's handler ran
         self.assertEqual("signal SIGTERM", summary(self.out)["reason"])
 
+    def test_sigterm_kills_where_the_default_was_set_with_siginfo(self):
+        # SIG_DFL set through sa_sigaction (SA_SIGINFO, a null handler) is
+        # still the default action: gpuslack writes the summary and the
+        # process dies of the signal, as it would without gpuslack.
+        p = self.start_sleeper("dfl-siginfo", conf="text_summary:off")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        self.assertEqual(-signal.SIGTERM, p.returncode)
+        self.assertEqual("signal SIGTERM", summary(self.out)["reason"])
+
     def test_sigint_keeps_its_default_action(self):
         p = self.start_sleeper("sleep", conf="text_summary:off")
         p.send_signal(signal.SIGINT)

@@ -18,6 +18,9 @@
 //   handler   like sleep, with its own SIGTERM handler (installed before the
 //             first CUDA call, as Python installs its SIGINT handler) that
 //             exits with 7
+//   dfl-siginfo  like sleep, with SIGTERM set back to its default action by
+//             sigaction with SA_SIGINFO and a null sa_sigaction (what a
+//             program that saved and restores a SA_SIGINFO action may set)
 //   forkload N  4 threads make CUDA calls and a fifth reads the summary
 //             (gpuslack_summary_json, when preloaded) while the main thread
 //             forks N times; each child exits at once. A child still running
@@ -346,8 +349,16 @@ int main(int argc, char** argv) {
   else if (!std::strcmp(mode, "sigign")) return ignored_signals();
   else if (!std::strcmp(mode, "sigign-exec")) std::printf("SigIgn: %s\n", status_field("SigIgn").c_str());
   else if (!std::strcmp(mode, "late")) late_handler();
-  else if (!std::strcmp(mode, "sleep") || !std::strcmp(mode, "handler")) {
+  else if (!std::strcmp(mode, "sleep") || !std::strcmp(mode, "handler") || !std::strcmp(mode, "dfl-siginfo")) {
     if (!std::strcmp(mode, "handler")) signal(SIGTERM, on_term);
+    if (!std::strcmp(mode, "dfl-siginfo")) {
+      struct sigaction a;
+      std::memset(&a, 0, sizeof(a));
+      a.sa_flags = SA_SIGINFO;
+      a.sa_sigaction = nullptr;  // SIG_DFL
+      sigemptyset(&a.sa_mask);
+      sigaction(SIGTERM, &a, nullptr);
+    }
     void* d;
     CHECK(cudaMalloc(&d, 4096));
     std::printf("ready\n");

@@ -31,7 +31,7 @@ int loaded_runtime(std::string* path) {
   RuntimeSymbol sym = find_runtime_symbol("cudaRuntimeGetVersion");
   if (!sym.address) return 0;
   Dl_info info{};
-  if (dladdr(sym.address, &info) && info.dli_fname) *path = info.dli_fname;
+  if (dladdr(sym.address, &info) && info.dli_fname) *path = loader_string(info.dli_fname);  // See Note [Strings the loader owns]
   if (int major = runtime_major_from_path(path->c_str())) return major;
   int version = 0;
   using GetVersion = cudaError_t (*)(int*);
@@ -49,7 +49,7 @@ bool resolve(void* lib, const char* name, Fn* slot, bool required, std::string* 
 void* open_cupti(std::string* path, std::string* tried) {
   const char* loaded = nullptr;
   if (void* h = loaded_library(Library::kCupti, &loaded)) {  // step 1
-    *path = loaded;
+    *path = loader_string(loaded);  // See Note [Strings the loader owns]
     return h;
   }
   std::string cudart;
@@ -66,7 +66,7 @@ void* open_cupti(std::string* path, std::string* tried) {
       Dl_info info{};
       // The loader's own search: name the file it found.
       if (void* any = real_dlsym(h, "cuptiGetTimestamp"); any && dladdr(any, &info) && info.dli_fname)
-        *path = info.dli_fname;
+        *path = loader_string(info.dli_fname);
       return h;
     }
     if (!tried->empty()) *tried += ", ";

@@ -12,6 +12,7 @@
 #include <link.h>
 
 #include <cstdint>
+#include <string>
 
 #define GPUSLACK_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
 
@@ -142,6 +143,14 @@ GPUSLACK_UNINSTRUMENTED DlsymFn libc_dlsym() {
 void* real_dlsym(void* handle, const char* name) {
   DlsymFn f = libc_dlsym();
   return f ? f(handle, name) : nullptr;
+}
+
+std::string loader_string(const char* s) {  // See Note [Strings the loader owns]
+  if (!s) return {};
+  GPUSLACK_LOADER_READS_BEGIN();
+  std::string copy(s);
+  GPUSLACK_LOADER_READS_END();
+  return copy;
 }
 
 }  // namespace cuda

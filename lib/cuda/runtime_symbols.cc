@@ -10,21 +10,8 @@
 #include <cstring>
 #include <new>
 
-// Under ThreadSanitizer: the loader writes an object's name (dlpi_name)
-// under its own lock before publishing the object, and dl_iterate_phdr reads
-// it under the same lock; that lock lives inside ld.so, where TSan sees no
-// acquire or release, so a name another thread's dlopen wrote (the GPU
-// timeline's start thread loading libcupti) reads as a race. The scan's
-// reads are left out of TSan's view; its writes are not.
-#if defined(__SANITIZE_THREAD__)
-extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
-extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
-#define GPUSLACK_LOADER_READS_BEGIN() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
-#define GPUSLACK_LOADER_READS_END() AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
-#else
-#define GPUSLACK_LOADER_READS_BEGIN() (void)0
-#define GPUSLACK_LOADER_READS_END() (void)0
-#endif
+// The scan reads names the loader owns: See Note [Strings the loader owns]
+// (cuda/real_dl.h), whose macros leave its reads out of TSan's view.
 
 namespace gpuslack {
 namespace cuda {

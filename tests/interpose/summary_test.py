@@ -252,12 +252,16 @@ class Summary(OutDirTest):
         self.assertEqual("ready\n", p.stdout.readline())
         return p
 
-    def test_sigterm_writes_the_summary_and_still_kills(self):
-        p = self.start_sleeper("sleep")
-        p.send_signal(signal.SIGTERM)
+    def assert_dies_of(self, mode, sig, conf=None):
+        # The sleeper, sent `sig`, writes the summary and dies of the signal.
+        p = self.start_sleeper(mode, conf=conf)
+        p.send_signal(sig)
         p.wait(timeout=30)
-        self.assertEqual(-signal.SIGTERM, p.returncode)
-        self.assertEqual("signal SIGTERM", summary(self.out)["reason"])
+        self.assertEqual(-sig, p.returncode)
+        self.assertEqual("signal " + signal.Signals(sig).name, summary(self.out)["reason"])
+
+    def test_sigterm_writes_the_summary_and_still_kills(self):
+        self.assert_dies_of("sleep", signal.SIGTERM)
 
     def test_sigterm_right_after_the_first_call_always_kills(self):
         # The signal lands on whichever thread the kernel picks, the
@@ -284,18 +288,10 @@ class Summary(OutDirTest):
         # SIG_DFL set through sa_sigaction (SA_SIGINFO, a null handler) is
         # still the default action: gpuslack writes the summary and the
         # process dies of the signal, as it would without gpuslack.
-        p = self.start_sleeper("dfl-siginfo", conf="text_summary:off")
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=30)
-        self.assertEqual(-signal.SIGTERM, p.returncode)
-        self.assertEqual("signal SIGTERM", summary(self.out)["reason"])
+        self.assert_dies_of("dfl-siginfo", signal.SIGTERM, conf="text_summary:off")
 
     def test_sigint_keeps_its_default_action(self):
-        p = self.start_sleeper("sleep", conf="text_summary:off")
-        p.send_signal(signal.SIGINT)
-        p.wait(timeout=30)
-        self.assertEqual(-signal.SIGINT, p.returncode)
-        self.assertEqual("signal SIGINT", summary(self.out)["reason"])
+        self.assert_dies_of("sleep", signal.SIGINT, conf="text_summary:off")
 
     def popen_stall(self, mode, preload, **kw):
         env = dict(ENV)

@@ -131,10 +131,8 @@ bool parent_exports() {
 }
 
 int fork_and_wait() {
-  pid_t child = fork();
-  if (child == 0) std::exit(child_uses_ipc());
-  const int code = test::child_exit_code(child, kChildSeconds);
-  return code == -1 ? 10 : code == -2 ? 11 : code;  // 10: hung
+  const int code = test::fork_and_wait(child_uses_ipc, kChildSeconds);
+  return code == -1 || code == test::kHungOnASanitizerLock ? 10 : code == -2 ? 11 : code;  // 10: hung
 }
 
 void call(void* f) { (*static_cast<std::function<void()>*>(f))(); }

@@ -101,13 +101,10 @@ int fork_while_another_thread_holds(const std::function<void(const std::function
     });
   });
   while (stage.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  pid_t child = fork();
-  if (child == 0) _exit(in_child());
-  int status = test::wait_for_child(child, kChildSeconds);
+  const int code = test::fork_and_wait(in_child, kChildSeconds, false);
   stage = 2;
   holder.join();
-  if (status == -1) return 10;  // hung
-  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : 11;
+  return code == -1 || code == test::kHungOnASanitizerLock ? 10 : code == -2 ? 11 : code;  // 10: hung
 }
 
 TEST(Fork, TheChildNeverWaitsForTheLedgersLocks) {

@@ -55,10 +55,8 @@ int in_own_process(const std::function<int()>& body, double seconds) {
 // Forks; the child runs `in_child` and exits through exit(). The child's
 // exit code, 10 if it hung, 11 if it did not exit.
 int fork_and_wait(int (*in_child)()) {
-  pid_t child = fork();
-  if (child == 0) std::exit(in_child());
-  const int code = test::child_exit_code(child, kChildSeconds);
-  return code == -1 ? 10 : code == -2 ? 11 : code;  // 10: hung
+  const int code = test::fork_and_wait(in_child, kChildSeconds);
+  return code == -1 || code == test::kHungOnASanitizerLock ? 10 : code == -2 ? 11 : code;  // 10: hung
 }
 
 std::atomic<int> g_native_calls{0};

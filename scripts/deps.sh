@@ -24,8 +24,9 @@
 # Prints the cache prefix on its last line. Idempotent; safe to re-run.
 set -euo pipefail
 
-ABSEIL_VERSION=20220623.1
-JEMALLOC_VERSION=5.3.0
+# abseil's and jemalloc's versions, and how they are fetched and jemalloc
+# built (shared with scripts/wheel.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/dep_sources.sh"
 # The CUPTI that torch's pinned wheel pins (keep equal to
 # GPUSLACK_CUPTI_HEADERS_VERSION in cmake/dependencies.cmake).
 CUPTI_HEADERS_VERSION=13.2.86
@@ -105,22 +106,6 @@ fi
 
 mkdir -p "$CACHE"
 
-# Fetches and unpacks (with Debian's patches) source package $1, which must
-# be upstream version $2, into $3.
-fetch_source() {
-  local pkg=$1 version=$2 dest=$3 work
-  work=$(mktemp -d "$CACHE/src.XXXXXX")
-  (cd "$work" && apt-get source -q "$pkg" >&2)
-  local dir
-  dir=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n 1)
-  [ -n "$dir" ] || { log "apt-get source $pkg unpacked nothing"; exit 1; }
-  [ "$(basename "$dir")" = "$pkg-$version" ] \
-    || { log "apt-get source $pkg gave $(basename "$dir"), expected $pkg-$version"; exit 1; }
-  rm -rf "$dest"
-  mv "$dir" "$dest"
-  rm -rf "$work"
-}
-
 # --- abseil: PIC, hidden visibility, private inline namespace -------------
 build_abseil() {
   local dir=$1
@@ -145,31 +130,10 @@ build_abseil() {
 }
 build_abseil "$CACHE/abseil-$ABSEIL_VERSION-r$ABSEIL_RECIPE"
 
-# --- jemalloc: prefixed, private, no initial-exec TLS ----------------------
+# --- jemalloc: prefixed, private, no initial-exec TLS (dep_sources.sh) ------
 JE_DIR=$CACHE/jemalloc-$JEMALLOC_VERSION-r$JEMALLOC_RECIPE
-if [ ! -f "$JE_DIR/.done" ]; then
-  log "building jemalloc $JEMALLOC_VERSION into $JE_DIR"
-  rm -rf "$JE_DIR"; mkdir -p "$JE_DIR"
-  fetch_source jemalloc "$JEMALLOC_VERSION" "$JE_DIR/src"
-  # No constructor: jemalloc initializes itself at load time by default,
-  # and a library preloaded into every process (shells, compilers) must do
-  # nothing until it is used. Its lazy initialization on first allocation is
-  # thread-safe (init_lock).
-  perl -0pi -e 's/JEMALLOC_ATTR\(constructor\)\nstatic void\njemalloc_constructor/JEMALLOC_ATTR(unused)\nstatic void\njemalloc_constructor/' \
-    "$JE_DIR/src/src/jemalloc.c"
-  grep -q 'JEMALLOC_ATTR(unused)' "$JE_DIR/src/src/jemalloc.c" \
-    || { log "could not remove jemalloc's load-time constructor"; exit 1; }
-  (cd "$JE_DIR/src" && ./configure --with-jemalloc-prefix=gpuslack_je_ \
-      --with-private-namespace=gpuslack_je_int_ --without-export \
-      --disable-initial-exec-tls --disable-cxx --disable-prof --disable-libdl \
-      CFLAGS="-O2 -g0 -fPIC" >&2 \
-   && make -j "$JOBS" lib/libjemalloc_pic.a >&2)
-  mkdir -p "$JE_DIR/lib" "$JE_DIR/include/jemalloc"
-  cp "$JE_DIR/src/lib/libjemalloc_pic.a" "$JE_DIR/lib/libgpuslack_jemalloc.a"
-  cp "$JE_DIR/src/include/jemalloc/jemalloc.h" "$JE_DIR/include/jemalloc/"
-  rm -rf "$JE_DIR/src"
-  touch "$JE_DIR/.done"
-fi
+[ -f "$JE_DIR/.done" ] || log "building jemalloc $JEMALLOC_VERSION into $JE_DIR"
+build_jemalloc "$JE_DIR"
 
 # --- Headers from PyPI wheels: their include folder only ------------------
 # fetch_wheel_headers PACKAGE VERSION WHEEL_INCLUDE CHECK_FILE DEST: pip

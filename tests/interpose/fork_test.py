@@ -53,8 +53,15 @@ class Fork(OutDirTest):
                 extra={"TSAN_OPTIONS": tsan})
         self.assertEqual(0, r.returncode, r.stdout[-3000:] + r.stderr[-3000:])
         self.assertIn("forks %d hung 0 failed 0" % FORKS, r.stdout)
-        children = CHILD_LINE.findall(r.stdout)
-        self.assertEqual(FORKS, len(children), r.stdout[-3000:])
+        # A child that hung on a lock of the sanitizer's runtime was forked
+        # again (Note [A sanitizer's lock held at a fork]): its fork number
+        # may have printed twice, and it may have written a summary.
+        retried = int(re.search(r"^sanitizer_hangs (\d+)$", r.stdout, re.M).group(1))
+        if not ENV.get("GPUSLACK_TEST_SANITIZED"):
+            self.assertEqual(0, retried, r.stderr[-3000:])
+        children = {int(c[0]): c for c in CHILD_LINE.findall(r.stdout)}
+        self.assertEqual(list(range(FORKS)), sorted(children), r.stdout[-3000:] + r.stderr[-3000:])
+        children = list(children.values())
         for c in children:
             # The child's own allocations, on the device, on stream 0 and pinned.
             self.assertEqual(("0", "0", "0"), c[4:7], c)
@@ -62,7 +69,8 @@ class Fork(OutDirTest):
         # Each child wrote its own summary, and the parent its own: no
         # child wrote the parent's, nor failed to write its own.
         files = glob.glob(os.path.join(self.out, "gpuslack-*.json"))
-        self.assertEqual(FORKS + 1, len(files), r.stderr[-3000:])
+        self.assertLessEqual(FORKS + 1, len(files), r.stderr[-3000:])
+        self.assertGreaterEqual(FORKS + 1 + retried, len(files), r.stderr[-3000:])
         for path in files:
             with open(path) as f:
                 doc = json.load(f)

@@ -15,7 +15,10 @@
 // __sanitizer::Mutex::Lock. (LLVM's compiler-rt has since locked the
 // allocator around fork in its own atfork handlers; glibc's malloc always
 // has.) Under CI's load this hung a forked child of the fork tests about
-// once a run. So a child whose stacks show it waiting in the sanitizer's
+// once a run (StagerFork's, and fork_app's, whose parent loops pinned
+// pairs: there 2 of 160 forks by hand, each child waiting, on every thread,
+// for one region's mutex in GetFromAllocator). Every fork is retried on
+// its own. So a child whose stacks show it waiting in the sanitizer's
 // own Mutex/SpinMutex is counted apart and forked again, a bounded number
 // of times; a child hung anywhere else, on gpuslack's locks included, fails
 // its test as before, with its stacks in the log. Without gdb, every hang
@@ -35,11 +38,14 @@ namespace test {
 constexpr int kForksPerSanitizerHang = 3;
 
 // gdb's backtrace of every thread of process `pid` (it must be our child,
-// or ptrace must be allowed), "" when gdb is missing or cannot attach.
+// or ptrace must be allowed), "" when gdb is missing or cannot attach. gdb
+// runs without the program's LD_PRELOAD (a sanitized libgpuslack.so
+// preloaded into gdb would stop it before it attached).
 inline std::string thread_stacks(pid_t pid) {
   char command[200];
   std::snprintf(command, sizeof command,
-                "timeout 60 gdb -nx -batch -p %d -ex 'thread apply all bt 24' 2>/dev/null </dev/null", static_cast<int>(pid));
+                "env -u LD_PRELOAD timeout 60 gdb -nx -batch -p %d -ex 'thread apply all bt 24' 2>/dev/null </dev/null",
+                static_cast<int>(pid));
   std::string out;
   if (FILE* p = popen(command, "r")) {
     char buf[4096];

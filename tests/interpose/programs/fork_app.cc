@@ -23,7 +23,9 @@
 //   forks; one hung on a lock of the sanitizer's runtime is not counted,
 //   a bounded number of times (Note [A sanitizer's lock held at a fork],
 //   tests/lib/hung_child.h).
-// Ends with "forks <n> hung <h> failed <f>" (failed: children that exited
+// Ends with "sanitizer_hangs <s>" (children forked again, whose fork
+// number a second child line may repeat, and who may have written a
+// summary) and "forks <n> hung <h> failed <f>" (failed: children that exited
 // otherwise than 0); exits 0 when none hung or failed, 2 otherwise, 1 on a
 // CUDA error in the parent.
 #include <cuda_runtime_api.h>
@@ -138,7 +140,7 @@ int main(int argc, char** argv) {
   });
   while (pairs.load() < 1000 || pinned_pairs.load() < 1000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::fflush(stdout);
-  int hung = 0, failed = 0, forked = 0, sanitizer_hangs = 0;
+  int hung = 0, failed = 0, forked = 0, sanitizer_hangs = 0, tries = 0;  // tries: of this fork number
   for (int i = 0; i < forks && hung == 0; ++i, ++forked) {
     pid_t pid = fork();
     if (pid == 0) std::exit(child(i, parent_block, front_held.load(), parent_pinned));
@@ -147,10 +149,12 @@ int main(int argc, char** argv) {
       break;
     }
     const int status = gpuslack::test::wait_for_child(pid, 20);
-    if (status == gpuslack::test::kHungOnASanitizerLock && ++sanitizer_hangs < gpuslack::test::kForksPerSanitizerHang) {
+    if (status == gpuslack::test::kHungOnASanitizerLock && ++tries < gpuslack::test::kForksPerSanitizerHang) {
+      ++sanitizer_hangs;
       --i, --forked;  // Note [A sanitizer's lock held at a fork]: not counted, forked again
       continue;
     }
+    tries = 0;
     if (status == -1 || status == gpuslack::test::kHungOnASanitizerLock)
       ++hung;
     else if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -161,7 +165,7 @@ int main(int argc, char** argv) {
   pinner.join();
   CHECK(cudaFree(parent_block));
   CHECK(cudaFreeHost(parent_pinned));
-  std::printf("pairs %ld pinned_pairs %ld\nforks %d hung %d failed %d\n", pairs.load(), pinned_pairs.load(), forked,
-              hung, failed);
+  std::printf("pairs %ld pinned_pairs %ld\nsanitizer_hangs %d\nforks %d hung %d failed %d\n", pairs.load(),
+              pinned_pairs.load(), sanitizer_hangs, forked, hung, failed);
   return hung || failed ? 2 : 0;
 }

@@ -403,6 +403,49 @@ TEST(DeviceAllocatorStreams, FreesDuringACaptureWaitForItsEnd) {
   cudaStreamDestroy(cap);
 }
 
+// See Note [Others' fenced ranges before new space] in held_fences.h:
+// during a capture a large request asks no other stream's fence (the
+// query would invalidate the capture), so what s1 holds stays s1's until
+// the capture has ended.
+TEST(DeviceAllocatorStreams, NoOtherStreamsFenceIsAskedDuringACapture) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking(), cap = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking));
+  char* p = static_cast<char*>(a.allocate(40 * kMiB, s1));
+  void* z = a.allocate(10 * kMiB);
+  ASSERT_NE(nullptr, p);
+  ASSERT_NE(nullptr, z);
+  ASSERT_TRUE(a.free(z));
+  a.fence_frees();
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  a.take_back_completed();
+  ASSERT_TRUE(a.free(p, s1));  // held, fenced (past 32 MiB)
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));  // and the fence completed
+  const uint64_t reserved = a.stats().reserved;
+  char* r = nullptr;
+  void* more = nullptr;
+  cudaError_t e = capture_around(cap, true, [&] {
+    r = static_cast<char*>(a.allocate(5 * kMiB, s2));  // the free 10 MiB
+    more = a.allocate(20 * kMiB);  // only s1's range would hold it: left to the runtime
+  });
+  EXPECT_EQ(cudaSuccess, e) << "the allocator invalidated the capture";
+  ASSERT_NE(nullptr, r);
+  EXPECT_TRUE(r + 5 * kMiB <= p || r >= p + 40 * kMiB);
+  EXPECT_EQ(nullptr, more);
+  // Once it has ended, s2's next large request takes s1's range, unmapped nothing.
+  char* t = static_cast<char*>(a.allocate(20 * kMiB, s2));
+  EXPECT_TRUE(t >= p && t + 20 * kMiB <= p + 40 * kMiB);
+  EXPECT_EQ(reserved, a.stats().reserved);
+  EXPECT_TRUE(a.free(r, s2));
+  EXPECT_TRUE(a.free(t, s2));
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+  cudaStreamDestroy(cap);
+}
+
 TEST(DeviceAllocatorStreams, ControlAnAllocatorBlindToTheCaptureBreaksIt) {
   // The same frees and allocations, the capture not reported: the miss
   // queries events and the simulated runtime invalidates the capture, as

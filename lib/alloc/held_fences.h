@@ -65,7 +65,7 @@
 // stream that allocates and frees 8-62 MiB gradient buckets) the side
 // stream's buckets split the compute stream's free ranges, and the compute
 // stream's next 125 MiB block found no mapped range whole: peak reserved
-// 1912 MiB and 384 driver calls, against 1812 and 372 for the same events
+// 1912 MiB and 384 driver calls, against 1812 and 373 for the same events
 // on one stream (bench/README.md, "Held ranges of other streams"). So a
 // large request, before it takes free space, releases the ranges of every
 // other stream whose fence has completed (an event query each, nothing

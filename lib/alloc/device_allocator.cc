@@ -153,6 +153,9 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
       // too.
       drain_fronts(stream, true);
       held_fences_.allocation_passed();
+      // Other streams' finished ranges join the pool first (Note [Others'
+      // fenced ranges before new space] in held_fences.h).
+      if (held_fences_.size()) take_others_fenced(stream, true);
       hold_cached_large(stream, true);
       for (int i = 0; i < reservations_made_; ++i)
         if (std::optional<uintptr_t> a = reservations_[i].load(std::memory_order_relaxed)->allocate_held(owner_of(stream), bytes)) {
@@ -226,6 +229,11 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   const bool capture = sync::capturing();
   if (!capture && (!deferred_.empty() || !graph_holds_.empty())) settle_deferred();
   if (capture) drain_fronts(std::nullopt, false);  // Note [Front caches]: a capture began
+  // See Note [Others' fenced ranges before new space] in held_fences.h:
+  // other streams' finished ranges go to the free space first (an event
+  // query each, never during a capture).
+  if (!capture && held_fences_.size() && BlockManager::round_up(bytes) > BlockManager::kSmallLimit)
+    take_others_fenced(stream, false);
   // Memory that is free, fenced and mapped: no driver call, no event.
   if (void* p = allocate_mapped(bytes)) return p;
   if (capture) {

@@ -42,7 +42,9 @@
 // over what it holds then (BlockManager::fence_held); at a later miss, once
 // that event has completed, the ranges it covered that the stream has not
 // reused since go to the free space (release_fenced), where anyone may
-// allocate them and Note [Releasing memory] may unmap them. The stream
+// allocate them and Note [Releasing memory] may unmap them; so they do
+// earlier, at another stream's large request (Note [Others' fenced ranges
+// before new space] in held_fences.h). The stream
 // keeps its own reuse throughout: nothing it holds is taken from it early.
 // Frees fence too, once a stream holds at least kHeldFenceBytes: one event
 // per kHeldFenceBytes it frees into what it holds (replacing a pending
@@ -335,6 +337,9 @@ class DeviceAllocator {
   void settle_held();
   void drop_held_fence(cudaStream_t stream);  // and its unfenced count
   void release_fenced(cudaStream_t s);  // `s`'s fence completed: what it covered goes to everyone
+  // See Note [Others' fenced ranges before new space] in held_fences.h: the
+  // completed fences of every stream but `stream` release what they cover.
+  void take_others_fenced(std::optional<cudaStream_t> stream, bool sparing);
   void fence_held_on(cudaStream_t s);  // one event on `s` over what it holds
   // The large blocks `stream` cached by size join what it holds; on the
   // allocation path (`on_allocation`), a fence they make due waits for the

@@ -35,6 +35,11 @@ void DeviceAllocator::release_fenced(cudaStream_t s) {
     reservations_[r].load(std::memory_order_relaxed)->release_fenced(owner_of(s));
 }
 
+// Note [Others' fenced ranges before new space] in held_fences.h.
+void DeviceAllocator::take_others_fenced(std::optional<cudaStream_t> stream, bool sparing) {
+  held_fences_.poll_others(stream, sparing, [&](cudaStream_t s) { release_fenced(s); });
+}
+
 void DeviceAllocator::fence_held_on(cudaStream_t s) {
   if (!held_fences_.record(s)) return;
   for (int r = 0; r < reservations_made_; ++r)

@@ -128,6 +128,96 @@ TEST(DeviceAllocatorStreams, HeldMemoryReachesOtherStreamsOnceFenced) {
   cudaStreamDestroy(s2);
 }
 
+// See Note [Others' fenced ranges before new space] in held_fences.h: once
+// s1's fence has completed, what s1 held serves s2's next large request
+// that its own cache cannot, before any free range does; before, s2 split
+// the free range another block needed, and that block mapped more.
+TEST(DeviceAllocatorStreams, OtherStreamsFencedRangesServeBeforeFreeSpace) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking();
+  // A free, mapped 10 MiB range (stream-less, fenced and taken back), a
+  // live block after it, then 40 MiB on s1 and another live block.
+  void* z = a.allocate(10 * kMiB);
+  void* spacer = a.allocate(2 * kMiB);
+  char* p = static_cast<char*>(a.allocate(40 * kMiB, s1));
+  void* end = a.allocate(2 * kMiB);
+  ASSERT_NE(nullptr, z);
+  ASSERT_NE(nullptr, spacer);
+  ASSERT_NE(nullptr, p);
+  ASSERT_EQ(p + 40 * kMiB, end);
+  ASSERT_TRUE(a.free(z));
+  a.fence_frees();
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  a.take_back_completed();
+  // s1 frees its 40 MiB (held, fenced: past 32 MiB) and takes 34 back:
+  // it holds the last 6 MiB, and its fence completes.
+  ASSERT_TRUE(a.free(p, s1));
+  char* q = static_cast<char*>(a.allocate(34 * kMiB, s1));
+  ASSERT_EQ(p, q);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));
+  const uint64_t reserved = a.stats().reserved;
+  // s2's 5 MiB: in s1's 6 MiB, not in the 10 MiB range ...
+  char* r = static_cast<char*>(a.allocate(5 * kMiB, s2));
+  ASSERT_NE(nullptr, r);
+  EXPECT_GE(r, p + 34 * kMiB);
+  EXPECT_LE(r + 5 * kMiB, p + 40 * kMiB);
+  // ... which a 10 MiB block then finds whole: nothing mapped.
+  void* t = a.allocate(10 * kMiB);
+  EXPECT_EQ(z, t);
+  EXPECT_EQ(reserved, a.stats().reserved);
+  for (void* x : {t, spacer, end}) EXPECT_TRUE(a.free(x));
+  EXPECT_TRUE(a.free(q, s1));
+  EXPECT_TRUE(a.free(r, s2));
+  cudaDeviceSynchronize();
+  EXPECT_EQ(0, gpusim_busy_kernel_violations());
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+// The same on the cached path: s2 holds a range of its own, too small, and
+// its request reads the one pool (Note [One pool for an owner's reuse] in
+// block_manager.h) with s1's finished range in it.
+TEST(DeviceAllocatorStreams, OtherStreamsFencedRangesJoinTheOnePool) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking();
+  void* z = a.allocate(10 * kMiB);
+  void* spacer = a.allocate(2 * kMiB);
+  char* p = static_cast<char*>(a.allocate(40 * kMiB, s1));
+  void* end = a.allocate(2 * kMiB);
+  char* h = static_cast<char*>(a.allocate(3 * kMiB, s2));
+  void* end2 = a.allocate(2 * kMiB);
+  for (void* x : {z, spacer, static_cast<void*>(p), end, static_cast<void*>(h), end2}) ASSERT_NE(nullptr, x);
+  ASSERT_EQ(p + 40 * kMiB, end);
+  ASSERT_TRUE(a.free(z));
+  a.fence_frees();
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  a.take_back_completed();
+  ASSERT_TRUE(a.free(p, s1));
+  char* q = static_cast<char*>(a.allocate(34 * kMiB, s1));
+  ASSERT_EQ(p, q);
+  ASSERT_TRUE(a.free(h, s2));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  const uint64_t reserved = a.stats().reserved, reuses = a.stats().stream_reuses;
+  char* r = static_cast<char*>(a.allocate(5 * kMiB, s2));
+  ASSERT_NE(nullptr, r);
+  EXPECT_EQ(reuses + 1, a.stats().stream_reuses);  // the cached path served it
+  EXPECT_GE(r, p + 34 * kMiB);
+  EXPECT_LE(r + 5 * kMiB, p + 40 * kMiB);
+  void* t = a.allocate(10 * kMiB);
+  EXPECT_EQ(z, t);
+  EXPECT_EQ(reserved, a.stats().reserved);
+  for (void* x : {t, spacer, end, end2}) EXPECT_TRUE(a.free(x));
+  EXPECT_TRUE(a.free(q, s1));
+  EXPECT_TRUE(a.free(r, s2));
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
 // See Note [Fences off the allocation path] in held_fences.h: a stream that
 // keeps merging what it cached into its held ranges on the allocation path
 // (large requests of changing sizes, as a decode loop's growing caches make)
@@ -310,6 +400,49 @@ TEST(DeviceAllocatorStreams, FreesDuringACaptureWaitForItsEnd) {
   EXPECT_EQ(big, a.allocate(4 * kMiB));
   cudaFree(scratch);
   cudaStreamDestroy(s);
+  cudaStreamDestroy(cap);
+}
+
+// See Note [Others' fenced ranges before new space] in held_fences.h:
+// during a capture a large request asks no other stream's fence (the
+// query would invalidate the capture), so what s1 holds stays s1's until
+// the capture has ended.
+TEST(DeviceAllocatorStreams, NoOtherStreamsFenceIsAskedDuringACapture) {
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking(), cap = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking));
+  char* p = static_cast<char*>(a.allocate(40 * kMiB, s1));
+  void* z = a.allocate(10 * kMiB);
+  ASSERT_NE(nullptr, p);
+  ASSERT_NE(nullptr, z);
+  ASSERT_TRUE(a.free(z));
+  a.fence_frees();
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  a.take_back_completed();
+  ASSERT_TRUE(a.free(p, s1));  // held, fenced (past 32 MiB)
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));  // and the fence completed
+  const uint64_t reserved = a.stats().reserved;
+  char* r = nullptr;
+  void* more = nullptr;
+  cudaError_t e = capture_around(cap, true, [&] {
+    r = static_cast<char*>(a.allocate(5 * kMiB, s2));  // the free 10 MiB
+    more = a.allocate(20 * kMiB);  // only s1's range would hold it: left to the runtime
+  });
+  EXPECT_EQ(cudaSuccess, e) << "the allocator invalidated the capture";
+  ASSERT_NE(nullptr, r);
+  EXPECT_TRUE(r + 5 * kMiB <= p || r >= p + 40 * kMiB);
+  EXPECT_EQ(nullptr, more);
+  // Once it has ended, s2's next large request takes s1's range, unmapped nothing.
+  char* t = static_cast<char*>(a.allocate(20 * kMiB, s2));
+  EXPECT_TRUE(t >= p && t + 20 * kMiB <= p + 40 * kMiB);
+  EXPECT_EQ(reserved, a.stats().reserved);
+  EXPECT_TRUE(a.free(r, s2));
+  EXPECT_TRUE(a.free(t, s2));
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
   cudaStreamDestroy(cap);
 }
 

@@ -1,13 +1,14 @@
 // HeldFences on the simulated runtime: a fence is one event on its stream,
 // handed back once when the GPU has passed it; at most one per stream;
 // nothing is recorded on a capturing stream; the unfenced bytes call for a
-// fence at the threshold; the allocation path's fence budget; every event
-// goes back to the pool.
+// fence at the threshold; the allocation path's fence budget; the poll of
+// other streams' fences and its sparing; every event goes back to the pool.
 #include "alloc/held_fences.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "gpusim.h"
@@ -149,6 +150,47 @@ TEST(HeldFences, TheAllocationPathFencesABurstThenOncePerItsShareOfAllocations) 
   uint64_t granted = 0;
   while (f.allocation_may_fence()) ++granted;
   EXPECT_EQ(burst, granted);
+}
+
+// See Note [Others' fenced ranges before new space]: the asking stream's
+// own fence is never handed back; with no stream, every fence is; and the
+// sparing poll asks a fence it found pending again only once
+// kAllocationsPerPoll allocations have passed.
+TEST(HeldFences, PollOthersSkipsTheAskingStreamAndSparesAPendingFence) {
+  HeldFences f(0, kEvery);
+  cudaStream_t mine = non_blocking(), busy = non_blocking();
+  std::vector<cudaStream_t> handed;
+  auto take = [&](cudaStream_t s) { handed.push_back(s); };
+  ASSERT_TRUE(f.record(mine));
+  keep_busy(busy, 200000);
+  ASSERT_TRUE(f.record(busy));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(mine));
+  f.poll_others(mine, true, take);  // busy's: asked, pending; mine's: never asked
+  EXPECT_TRUE(handed.empty());
+  EXPECT_TRUE(f.pending(mine));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(busy));
+  for (uint64_t i = 0; i + 1 < HeldFences::kAllocationsPerPoll; ++i) {
+    f.allocation_passed();
+    f.poll_others(mine, true, take);  // spared: not asked again yet
+  }
+  EXPECT_TRUE(handed.empty());
+  f.poll_others(mine, false, take);  // not sparing: asked at once
+  EXPECT_EQ(std::vector<cudaStream_t>{busy}, handed);
+  keep_busy(busy, 200000);
+  ASSERT_TRUE(f.record(busy));
+  f.poll_others(mine, true, take);  // a new fence is asked at once: pending
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(busy));
+  f.allocation_passed();
+  f.poll_others(mine, true, take);
+  EXPECT_EQ(1u, handed.size());
+  for (uint64_t i = 1; i < HeldFences::kAllocationsPerPoll; ++i) f.allocation_passed();
+  f.poll_others(mine, true, take);  // its turn has come
+  EXPECT_EQ(2u, handed.size());
+  f.poll_others(std::nullopt, true, take);  // no asking stream: mine's too
+  EXPECT_EQ((std::vector<cudaStream_t>{busy, busy, mine}), handed);
+  EXPECT_EQ(0u, f.size());
+  cudaStreamDestroy(mine);
+  cudaStreamDestroy(busy);
 }
 
 TEST(HeldFences, EveryEventGoesBackToThePool) {

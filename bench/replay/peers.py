@@ -21,10 +21,12 @@ minimalloc sizes x1024, as bench/replay/run.sh does):
 - gpuslack: bench/trace_replay --tsv, the defaults and --cache-limit-mb 2
   (C++, alloc::DeviceAllocator, the replay's held-GPU model; each call
   timed with steady_clock);
-- torch: torch._C._cuda_cudaCachingAllocator_raw_alloc(size, 0) and
-  _raw_delete(ptr) (c10 raw_alloc_with_stream/raw_delete on the legacy
-  stream, what torch.cuda.caching_allocator_alloc/delete call after their
-  own Python argument handling), default and expandable_segments:True;
+- torch: torch._C._cuda_cudaCachingAllocator_raw_alloc(size, stream) and
+  _raw_delete(ptr) (c10 raw_alloc_with_stream/raw_delete, what
+  torch.cuda.caching_allocator_alloc/delete call after their own Python
+  argument handling), each block on the stream the trace recorded (the
+  legacy stream for 0, a torch.cuda.Stream of its own for each other, as
+  trace_replay does), default and expandable_segments:True;
   each call timed from Python with time.perf_counter_ns. Peaks from
   torch.cuda.memory_stats() (reset, and the cache emptied, between traces).
   The Python floor, the same timing around _raw_delete(0) (a binding call
@@ -80,18 +82,35 @@ PAIR_SIZES = (64 << 10, 8 << 20)
 # Runs in a child under the torch Python; imports torch only here.
 
 def read_stream(path):
-    """The events of one stream (trace_events.py's format): name, [(kind, id, size)]."""
+    """The events of one stream (trace_events.py's format): name,
+    [(kind, id, size, stream)]: the stream the trace recorded, as an integer
+    (0: the legacy stream), for allocations; 0 for frees."""
     name, events = os.path.basename(path), []
     with open(path) as f:
         for line in f:
             if line.startswith("# name "):
                 name = line[7:].strip()
             elif line[0] == "a":
-                _, i, size, _stream = line.split()
-                events.append((True, int(i), int(size)))
+                _, i, size, stream = line.split()
+                events.append((True, int(i), int(size), int(stream)))
             elif line[0] == "f":
-                events.append((False, int(line.split()[1]), 0))
+                events.append((False, int(line.split()[1]), 0, 0))
     return name, events
+
+
+def torch_streams(torch):
+    """The torch stream handle for each stream a trace recorded: 0 for 0,
+    and a stream of its own for every other (a torch.cuda.Stream, kept
+    alive by the returned function), as trace_replay makes one per recorded
+    stream: each allocator then serves every block on the stream the trace
+    allocated it on (and frees it there), per-stream pools included."""
+    made = {0: None}
+
+    def handle(recorded):
+        if recorded not in made:
+            made[recorded] = torch.cuda.Stream()
+        return made[recorded].cuda_stream if made[recorded] is not None else 0
+    return handle
 
 
 def gpusim_counter():
@@ -122,19 +141,23 @@ def torch_replay(streams):
     torch.cuda.empty_cache()
     for path in streams:
         name, events = read_stream(path)
+        stream_of = torch_streams(torch)
+        for e in events:  # made before the timed loop and the call counts
+            stream_of(e[3])
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         floor = python_floor(delete, 0)
         ptr, alloc_ns, free_ns, failed = {}, [], [], 0
         before = counts()
-        for is_alloc, i, size in events:
+        for is_alloc, i, size, stream in events:
             if is_alloc:
                 if size == 0:
                     continue
+                s = stream_of(stream)
                 t0 = clock()
                 try:
-                    p = alloc(size, 0)
+                    p = alloc(size, s)
                 except RuntimeError:
                     p = 0
                 alloc_ns.append(clock() - t0)
@@ -175,16 +198,17 @@ def torch_pressure(streams, caps):
     total = torch.cuda.mem_get_info()[1]
     for path, cap in zip(streams, caps):
         name, events = read_stream(path)
+        stream_of = torch_streams(torch)
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
         ptr, failed = {}, 0
-        for is_alloc, i, size in events:
+        for is_alloc, i, size, stream in events:
             if is_alloc:
                 if size == 0:
                     continue
                 try:
-                    ptr[i] = alloc(size, 0)
+                    ptr[i] = alloc(size, stream_of(stream))
                 except RuntimeError:  # torch.OutOfMemoryError
                     failed = 1
                     break

@@ -83,7 +83,7 @@ def bisect(ideals, fits):
 def ideal_peak(path):
     _, events = peers.read_stream(path)
     live, peak, size = 0, 0, {}
-    for is_alloc, i, n in events:
+    for is_alloc, i, n, _ in events:
         if is_alloc:
             size[i] = n
             live += n

@@ -158,5 +158,43 @@ class Markdown(unittest.TestCase):
         self.assertEqual(head.count("|"), rule.count("|"))
 
 
+class PeerStreams(unittest.TestCase):
+    """The peer replays each block on the stream the trace recorded, as
+    trace_replay does (bench/replay/peers.py: read_stream, torch_streams)."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "bench", "replay"))
+        import peers
+        self.peers = peers
+
+    def test_read_stream_keeps_each_allocations_stream(self):
+        _, events = self.peers.read_stream(TWO_STREAMS)
+        streams = {e[3] for e in events if e[0]}
+        self.assertEqual({0, 139887823030800, 139887823035936}, streams)
+        self.assertEqual((True, 1, 8388608, 139887823030800), events[1])
+        self.assertTrue(all(e[3] == 0 for e in events if not e[0]))
+
+    def test_one_peer_stream_per_recorded_stream_and_the_legacy_one_for_0(self):
+        made = []
+
+        class Stream:  # torch.cuda.Stream's one attribute used
+            def __init__(self):
+                made.append(self)
+                self.cuda_stream = 1000 + len(made)
+
+        class Cuda:
+            pass
+
+        class Torch:
+            cuda = Cuda()
+        Torch.cuda.Stream = Stream
+        handle = self.peers.torch_streams(Torch)
+        self.assertEqual(0, handle(0))
+        a, b = handle(139887823030800), handle(139887823035936)
+        self.assertNotEqual(a, b)
+        self.assertEqual(a, handle(139887823030800))
+        self.assertEqual(2, len(made))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -211,6 +211,22 @@ class BlockManager {
   // its size): what block_containing() reports as asked for.
   void set_requested(uint64_t offset, uint64_t bytes);
 
+  // Live small blocks reshaped in place, their page's free space and index
+  // untouched (StreamCache's Note [A stream's small blocks at any size];
+  // block_manager_reshape.cc). Whether a live small block starts at `next`
+  // where the live small block at `offset` ends, in the same page.
+  bool joinable(uint64_t offset, uint64_t next) const;
+  // Joins the live small block at `offset` with the one at its end
+  // (joinable()); the bytes asked for become the joined size, returned; 0
+  // if they are not joinable (nothing changes).
+  uint64_t join_next(uint64_t offset);
+  // Splits the live small block at `offset`: it keeps its first `size`
+  // bytes (a multiple of kAlignment, less than its size; its bytes asked
+  // for at most that), and the rest becomes a live block of its own (asked
+  // for: all of it), whose offset is returned; nullopt if there is no such
+  // block or `size` does not fit that rule (nothing changes).
+  std::optional<uint64_t> split(uint64_t offset, uint64_t size);
+
   // Note [Space held for an owner].
   using Owner = uint64_t;
   // Frees the large block at `offset` into `owner`'s held space; returns

@@ -171,6 +171,36 @@ void* DeviceAllocator::allocate_mapped(uint64_t bytes) {
   return nullptr;
 }
 
+// StreamCache's Note [A stream's small blocks at any size].
+void* DeviceAllocator::allocate_joined(uint64_t bytes, cudaStream_t stream) {
+  const uint64_t size = BlockManager::round_up(bytes);
+  drain_fronts(stream, false);  // its fronts' blocks join the pool
+  StreamCache::Blocks run;
+  auto same_page = [&](uint64_t a, uint64_t next) {
+    Reservation* r = reservation_of(a);
+    return r && r->joinable(a, next);
+  };
+  if (!streams_.take_joined(stream, size, same_page, &run)) return nullptr;
+  // Freed until now; the request takes the run's first block, joined with
+  // the rest, and what it does not need stays cached on the stream.
+  for (const auto& [addr, n] : run) {
+    freed_.erase(addr);
+    freed_bytes_ -= n;
+  }
+  const uint64_t at = run.front().first;
+  Reservation* r = reservation_of(at);
+  for (size_t i = 1; i < run.size(); ++i) r->join_next(at);
+  if (std::optional<uintptr_t> rest = r->split(at, size)) {
+    const uint64_t n = r->size_of(*rest);
+    freed_.emplace(*rest, n);
+    freed_bytes_ += n;
+    streams_.put(stream, *rest, n);
+  }
+  r->set_requested(at, bytes);  // what range checks allow now
+  stats_.reused_on_stream();
+  return served(at);
+}
+
 void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::optional<cudaStream_t> stream) {
   uint64_t mapped = mapped_bytes();
   uint64_t budget = !limit_ ? Reservation::kNoBudget : limit_ > mapped ? limit_ - mapped : 0;
@@ -250,6 +280,9 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   const bool fronts_cache = !fronts_.empty() && front_totals(false).cached_blocks;  // Note [Front caches]
   for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams() || fronts_cache); ++pass) {
     if (pass == 1) {
+      // Before the stream's cache is fenced: its small blocks at any size.
+      if (stream && BlockManager::round_up(bytes) <= BlockManager::kSmallLimit)
+        if (void* p = allocate_joined(bytes, *stream)) return p;
       fence_all(false);
       if (freed_.empty()) break;
     }

@@ -115,6 +115,13 @@ class Reservation {
     return true;
   }
   void set_requested(uintptr_t a, uint64_t bytes) { blocks_.set_requested(a - base_, bytes); }
+  // Live small blocks reshaped in place (BlockManager's joinable, join_next, split).
+  bool joinable(uintptr_t a, uintptr_t next) const { return holds(next) && blocks_.joinable(a - base_, next - base_); }
+  uint64_t join_next(uintptr_t a) { return blocks_.join_next(a - base_); }
+  std::optional<uintptr_t> split(uintptr_t a, uint64_t size) {
+    std::optional<uint64_t> at = blocks_.split(a - base_, size);
+    return at ? std::optional<uintptr_t>(base_ + *at) : std::nullopt;
+  }
 
   // Unmaps every chunk lying wholly in free space (the large space's and
   // the small pool's); returns the bytes released.

@@ -15,6 +15,37 @@
 // cache holds too many blocks, and every stream before it maps new memory,
 // so cached blocks never make the device map more than it needs.
 //
+// Note [A stream's small blocks at any size]: a stream's cached blocks come
+// back to it at their own rounded size only, and a small request (<= 1 MiB)
+// that no page in use and no mapped free range can hold used to fence
+// every stream's cache and map a new small-pool page, while the stream
+// cached small blocks of other sizes that stream order lets it reuse at
+// once. On the recorded training traces that left one to three pages more
+// than PyTorch's expandable segments at the peak (cnn-train-bf16 20 MiB of
+// small pool against 14, gpt-train-bf16 8 against 6; bench/README.md,
+// "Small blocks at any size for their stream"): PyTorch's small pool is per
+// stream too, but best-fits any free block of it, splitting it and
+// joining free neighbours. So, before such a miss fences anything,
+// take_joined() offers the stream's small cached blocks as one pool: a
+// run of blocks that lie one after another in one page (each where the
+// previous ends; the allocator asks BlockManager whether they share a
+// page), fewest bytes to spare first, lowest address among equals, one
+// block being a run of one. The allocator joins the run into one block
+// in place and splits off what the request does not need, which stays
+// cached on the stream at its new size (BlockManager::join_next, split:
+// live blocks reshaped within their page, its free space and index
+// untouched, so a small block never leaves the small pool: Note [The small
+// pool apart] in block_manager.h). Nothing else changes: every piece stays
+// freed in the allocator's books until the request takes it (range checks
+// see it as freed, a second free of it or of a joined block's interior
+// start is refused), no event is recorded or queried and nothing is mapped
+// (stream order is the fence, as for the same-size reuse), the fronts'
+// blocks of the stream are drained here first (Note [Front caches] in
+// device_allocator.h), and, as the cached path, it is never used during a
+// capture. Bounded: one pass over the stream's small blocks, at most
+// kStreamCacheBlocks and what its fronts cached, sorted by address, only
+// on a miss that would otherwise fence and map.
+//
 // A stream is keyed by its handle; the legacy default stream is 0 (callers
 // normalize cudaStreamLegacy). The per-thread default stream must not come
 // here: one handle names a different stream in each thread.
@@ -27,7 +58,10 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 namespace gpuslack {
 namespace alloc {
@@ -44,6 +78,16 @@ class StreamCache {
   // A cached block of exactly `size` freed on `stream`, or nullopt.
   std::optional<uint64_t> take(cudaStream_t stream, uint64_t size);
 
+  // Note [A stream's small blocks at any size]: the small blocks `stream`
+  // caches that lie one after another (each where the previous ends, and
+  // `same_page(previous, next)`) and hold `size` bytes together with the
+  // least to spare, lowest address among equals: removed, and appended to
+  // `out` (offset, size) in address order. False if none holds it (nothing
+  // changes).
+  using SamePage = absl::FunctionRef<bool(uint64_t offset, uint64_t next)>;
+  using Blocks = std::vector<std::pair<uint64_t, uint64_t>>;
+  bool take_joined(cudaStream_t stream, uint64_t size, SamePage same_page, Blocks* out);
+
   // Removes every large block of `stream`; appends their offsets to `out`.
   void take_large(cudaStream_t stream, std::vector<uint64_t>* out);
   // Removes every block of `stream`; appends their offsets to `out`.
@@ -57,6 +101,10 @@ class StreamCache {
     return s == streams_.end() ? 0 : s->second.bytes;
   }
   size_t blocks() const { return blocks_; }
+  uint64_t small_bytes_of(cudaStream_t stream) const {  // of that, in blocks of large_above and less
+    auto s = streams_.find(stream);
+    return s == streams_.end() ? 0 : s->second.small_bytes;
+  }
 
  private:
   struct PerStream {
@@ -64,6 +112,7 @@ class StreamCache {
     std::unordered_map<uint64_t, std::vector<uint64_t>> large;    // the same, above large_above_
     size_t blocks = 0;
     uint64_t bytes = 0;
+    uint64_t small_bytes = 0;  // in by_size
   };
   uint64_t large_above_;
   std::unordered_map<cudaStream_t, PerStream> streams_;

@@ -211,22 +211,6 @@ class BlockManager {
   // its size): what block_containing() reports as asked for.
   void set_requested(uint64_t offset, uint64_t bytes);
 
-  // Live small blocks reshaped in place, their page's free space and index
-  // untouched (StreamCache's Note [A stream's small blocks at any size];
-  // block_manager_reshape.cc). Whether a live small block starts at `next`
-  // where the live small block at `offset` ends, in the same page.
-  bool joinable(uint64_t offset, uint64_t next) const;
-  // Joins the live small block at `offset` with the one at its end
-  // (joinable()); the bytes asked for become the joined size, returned; 0
-  // if they are not joinable (nothing changes).
-  uint64_t join_next(uint64_t offset);
-  // Splits the live small block at `offset`: it keeps its first `size`
-  // bytes (a multiple of kAlignment, less than its size; its bytes asked
-  // for at most that), and the rest becomes a live block of its own (asked
-  // for: all of it), whose offset is returned; nullopt if there is no such
-  // block or `size` does not fit that rule (nothing changes).
-  std::optional<uint64_t> split(uint64_t offset, uint64_t size);
-
   // Note [Space held for an owner].
   using Owner = uint64_t;
   // Frees the large block at `offset` into `owner`'s held space; returns
@@ -255,6 +239,21 @@ class BlockManager {
   using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // (offset, size)
   std::optional<uint64_t> allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost, uint64_t max_cost,
                                            Ranges* from_held = nullptr, bool at_granule_edges = false);
+  // StreamCache's Note [A stream's small blocks at any size]
+  // (block_manager_reshape.cc): a small block of `bytes` over `mine` (live
+  // small blocks, by address, that the caller gives up) and the free ranges
+  // of their pages, at the start of the smallest extent (lowest address
+  // among equals) that one page's free ranges and blocks of `mine`, one
+  // after another, make with at least one block of `mine`; nullopt if none
+  // holds it (nothing changes). Joined::used: the blocks of `mine` it
+  // covered, which are gone; of one it covered in part the rest stays a live
+  // block of its own (asked for: all of it), Joined::rest.
+  struct Joined {
+    uint64_t at;
+    std::vector<uint64_t> used;
+    std::optional<std::pair<uint64_t, uint64_t>> rest;  // (offset, size)
+  };
+  std::optional<Joined> allocate_joined(uint64_t bytes, const Ranges& mine);
   // Moves [offset, offset + size), which must lie in free space, into
   // `owner`'s held ranges. False (nothing changes) if it does not.
   bool hold(Owner owner, uint64_t offset, uint64_t size);

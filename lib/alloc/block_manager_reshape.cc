@@ -1,47 +1,80 @@
-// BlockManager (block_manager.h): live small blocks joined and split in
-// place, for StreamCache's Note [A stream's small blocks at any size]. A
-// page's free space, its used bytes and the page index are untouched: only
-// the blocks' table and the page's bitmap of block starts change, so a
-// block never leaves its page (Note [The small pool apart]).
-#include "alloc/block_manager.h"
-
+// BlockManager (block_manager.h): a small block placed over blocks the
+// caller gives up and the free space beside them, for StreamCache's Note
+// [A stream's small blocks at any size]. Everything stays in its page
+// (Note [The small pool apart]): the blocks' table, the page's bitmap of
+// block starts, its free ranges and, when its largest free range changes,
+// its place in the page index.
 #include <algorithm>
+
+#include "alloc/block_manager.h"
 
 namespace gpuslack {
 namespace alloc {
 
-bool BlockManager::joinable(uint64_t offset, uint64_t next) const {
-  auto a = live_.find(offset);
-  if (a == live_.end() || a->second.page == kNoPage || offset + a->second.size != next) return false;
-  auto b = live_.find(next);
-  return b != live_.end() && b->second.page == a->second.page;
-}
-
-uint64_t BlockManager::join_next(uint64_t offset) {
-  if (!joinable(offset, offset + size_of(offset))) return 0;
-  Block& a = live_.find(offset)->second;
-  const uint64_t next = offset + a.size;
-  a.size += live_.find(next)->second.size;
-  a.requested = a.size;
-  const uint64_t joined = a.size;
-  pages_[a.page].mark_start(next, false);
-  live_.erase(next);
+std::optional<BlockManager::Joined> BlockManager::allocate_joined(uint64_t bytes, const Ranges& mine) {
+  const uint64_t size = round_up(bytes);
+  if (size > kSmallLimit) return std::nullopt;
+  // The extents: each block of `mine` grown over the free ranges beside it
+  // in its page, merged with the next one's where they meet. The smallest
+  // that holds `size` wins, lowest address among equals.
+  struct Extent {
+    uint64_t start, end;
+    uint32_t page;
+    size_t first, last;  // its blocks in `mine`
+  };
+  std::optional<Extent> best, cur;
+  auto consider = [&] {
+    if (cur && cur->end - cur->start >= size && (!best || cur->end - cur->start < best->end - best->start)) best = cur;
+  };
+  for (size_t i = 0; i < mine.size() && !(best && best->end - best->start == size); ++i) {
+    auto [offset, n] = mine[i];
+    auto it = live_.find(offset);
+    if (it == live_.end() || it->second.page == kNoPage || it->second.size != n) continue;  // not a small block
+    const Page& page = pages_[it->second.page];
+    uint64_t lo = offset, hi = offset + n;
+    if (offset > page.at)
+      if (auto left = page.free.containing(offset - 1)) lo = left->first;
+    if (hi < page.at + kPageSize)
+      if (auto right = page.free.containing(hi)) hi = right->first + right->second;
+    if (cur && cur->page == it->second.page && cur->last + 1 == i && cur->end >= lo) {
+      cur->end = hi;
+      cur->last = i;
+      continue;
+    }
+    consider();
+    cur = Extent{lo, hi, it->second.page, i, i};
+  }
+  consider();
+  if (!best) return std::nullopt;
+  // The block at the extent's start: the free ranges it covers are taken,
+  // the blocks it covers go, and one it covers in part keeps its rest.
+  Page& page = pages_[best->page];
+  const uint64_t at = best->start, end = at + size;
+  Joined joined{at, {}, std::nullopt};
+  for (size_t i = best->first; i <= best->last && mine[i].first < end; ++i) {
+    auto [offset, n] = mine[i];
+    joined.used.push_back(offset);
+    live_.erase(offset);
+    allocated_ -= n;
+    page.used -= n;
+    page.mark_start(offset, false);
+    if (offset + n > end) joined.rest = std::make_pair(end, offset + n - end);
+  }
+  page.free.take_overlap(at, size);
+  add_live(at, Block{size, best->page, bytes});
+  page.used += size;
+  if (joined.rest) {
+    add_live(joined.rest->first, Block{joined.rest->second, best->page, joined.rest->second});
+    page.used += joined.rest->second;
+  }
+  // The page's largest free range may have shrunk (nothing was freed).
+  uint32_t bucket = static_cast<uint32_t>(page.free.largest() / kAlignment);
+  if (bucket != page.bucket) {
+    index_remove(best->page);
+    page.bucket = bucket;
+    index_add(best->page);
+  }
   return joined;
-}
-
-std::optional<uint64_t> BlockManager::split(uint64_t offset, uint64_t size) {
-  auto it = live_.find(offset);
-  if (it == live_.end() || it->second.page == kNoPage || size == 0 || size % kAlignment ||
-      size >= it->second.size)
-    return std::nullopt;
-  Block& head = it->second;
-  const Block tail{head.size - size, head.page, head.size - size};
-  head.size = size;
-  head.requested = std::min(head.requested, size);
-  const uint64_t at = offset + size;
-  pages_[tail.page].mark_start(at, true);
-  live_.emplace(at, tail);  // may rehash: `head` is not used past here
-  return at;
 }
 
 }  // namespace alloc

@@ -173,32 +173,34 @@ void* DeviceAllocator::allocate_mapped(uint64_t bytes) {
 
 // StreamCache's Note [A stream's small blocks at any size].
 void* DeviceAllocator::allocate_joined(uint64_t bytes, cudaStream_t stream) {
-  const uint64_t size = BlockManager::round_up(bytes);
   drain_fronts(stream, false);  // its fronts' blocks join the pool
-  StreamCache::Blocks run;
-  auto same_page = [&](uint64_t a, uint64_t next) {
-    Reservation* r = reservation_of(a);
-    return r && r->joinable(a, next);
-  };
-  if (!streams_.take_joined(stream, size, same_page, &run)) return nullptr;
-  // Freed until now; the request takes the run's first block, joined with
-  // the rest, and what it does not need stays cached on the stream.
-  for (const auto& [addr, n] : run) {
-    freed_.erase(addr);
-    freed_bytes_ -= n;
+  StreamCache::Blocks mine;
+  streams_.small_blocks(stream, &mine);
+  if (mine.empty()) return nullptr;
+  for (int i = 0; i < reservations_made_; ++i) {
+    Reservation* r = reservations_[i].load(std::memory_order_relaxed);
+    StreamCache::Blocks here;
+    for (const auto& m : mine)
+      if (r->holds(m.first)) here.push_back(m);
+    std::optional<BlockManager::Joined> j = here.empty() ? std::nullopt : r->allocate_joined(bytes, here);
+    if (!j) continue;
+    // The blocks it covered were freed until now; what it left of one stays
+    // cached on the stream.
+    for (uint64_t addr : j->used) {
+      auto it = freed_.find(addr);
+      streams_.remove(stream, addr, it->second);
+      freed_bytes_ -= it->second;
+      freed_.erase(it);
+    }
+    if (j->rest) {
+      freed_.emplace(j->rest->first, j->rest->second);
+      freed_bytes_ += j->rest->second;
+      streams_.put(stream, j->rest->first, j->rest->second);
+    }
+    stats_.reused_on_stream();
+    return served(j->at);
   }
-  const uint64_t at = run.front().first;
-  Reservation* r = reservation_of(at);
-  for (size_t i = 1; i < run.size(); ++i) r->join_next(at);
-  if (std::optional<uintptr_t> rest = r->split(at, size)) {
-    const uint64_t n = r->size_of(*rest);
-    freed_.emplace(*rest, n);
-    freed_bytes_ += n;
-    streams_.put(stream, *rest, n);
-  }
-  r->set_requested(at, bytes);  // what range checks allow now
-  stats_.reused_on_stream();
-  return served(at);
+  return nullptr;
 }
 
 void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::optional<cudaStream_t> stream) {

@@ -115,12 +115,15 @@ class Reservation {
     return true;
   }
   void set_requested(uintptr_t a, uint64_t bytes) { blocks_.set_requested(a - base_, bytes); }
-  // Live small blocks reshaped in place (BlockManager's joinable, join_next, split).
-  bool joinable(uintptr_t a, uintptr_t next) const { return holds(next) && blocks_.joinable(a - base_, next - base_); }
-  uint64_t join_next(uintptr_t a) { return blocks_.join_next(a - base_); }
-  std::optional<uintptr_t> split(uintptr_t a, uint64_t size) {
-    std::optional<uint64_t> at = blocks_.split(a - base_, size);
-    return at ? std::optional<uintptr_t>(base_ + *at) : std::nullopt;
+  // BlockManager::allocate_joined, in absolute addresses: `mine` lie here.
+  std::optional<BlockManager::Joined> allocate_joined(uint64_t bytes, BlockManager::Ranges mine) {
+    for (auto& m : mine) m.first -= base_;
+    std::optional<BlockManager::Joined> j = blocks_.allocate_joined(bytes, mine);
+    if (!j) return j;
+    j->at += base_;
+    for (uint64_t& a : j->used) a += base_;
+    if (j->rest) j->rest->first += base_;
+    return j;
   }
 
   // Unmaps every chunk lying wholly in free space (the large space's and

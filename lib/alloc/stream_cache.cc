@@ -38,43 +38,30 @@ std::optional<uint64_t> StreamCache::take(cudaStream_t stream, uint64_t size) {
 }
 
 // Note [A stream's small blocks at any size].
-bool StreamCache::take_joined(cudaStream_t stream, uint64_t size, SamePage same_page, Blocks* out) {
+void StreamCache::small_blocks(cudaStream_t stream, Blocks* out) const {
   auto s = streams_.find(stream);
-  if (s == streams_.end() || s->second.small_bytes < size) return false;
-  Blocks blocks;  // (offset, size), by address
-  for (const auto& [bucket, offsets] : s->second.by_size)
-    for (uint64_t offset : offsets) blocks.emplace_back(offset, bucket);
-  std::sort(blocks.begin(), blocks.end());
-  // For each block, the shortest run that ends with it and holds `size`
-  // (sizes are positive: the run's first block only moves forward).
-  size_t first = 0, best_first = 0, best_last = 0;
-  uint64_t sum = 0, best = UINT64_MAX;
-  for (size_t last = 0; last < blocks.size() && best != size; ++last) {
-    if (last > first && !(blocks[last - 1].first + blocks[last - 1].second == blocks[last].first &&
-                          same_page(blocks[last - 1].first, blocks[last].first))) {
-      first = last;  // a new run
-      sum = 0;
-    }
-    sum += blocks[last].second;
-    while (sum - blocks[first].second >= size) sum -= blocks[first++].second;
-    if (sum >= size && sum < best) {
-      best = sum;
-      best_first = first;
-      best_last = last;
-    }
-  }
-  if (best == UINT64_MAX) return false;
-  for (size_t i = best_first; i <= best_last; ++i) {
-    auto [offset, n] = blocks[i];
-    std::vector<uint64_t>& bucket = s->second.by_size[n];
-    bucket.erase(std::find(bucket.begin(), bucket.end(), offset));  // cached: it is there
-    out->emplace_back(offset, n);
-  }
-  s->second.blocks -= best_last - best_first + 1;
-  blocks_ -= best_last - best_first + 1;
-  s->second.bytes -= best;
-  s->second.small_bytes -= best;
-  bytes_ -= best;
+  if (s == streams_.end()) return;
+  size_t first = out->size();
+  for (const auto& [size, offsets] : s->second.by_size)
+    for (uint64_t offset : offsets) out->emplace_back(offset, size);
+  std::sort(out->begin() + first, out->end());
+}
+
+bool StreamCache::remove(cudaStream_t stream, uint64_t offset, uint64_t size) {
+  auto s = streams_.find(stream);
+  if (s == streams_.end()) return false;
+  auto& buckets = size > large_above_ ? s->second.large : s->second.by_size;
+  auto bucket = buckets.find(size);
+  if (bucket == buckets.end()) return false;
+  auto it = std::find(bucket->second.begin(), bucket->second.end(), offset);
+  if (it == bucket->second.end()) return false;
+  bucket->second.erase(it);  // the rest keep their order (LIFO)
+  if (bucket->second.empty() && size > large_above_) buckets.erase(bucket);
+  --s->second.blocks;
+  s->second.bytes -= size;
+  if (size <= large_above_) s->second.small_bytes -= size;
+  bytes_ -= size;
+  --blocks_;
   return true;
 }
 

@@ -61,8 +61,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
-
 namespace gpuslack {
 namespace alloc {
 
@@ -78,15 +76,12 @@ class StreamCache {
   // A cached block of exactly `size` freed on `stream`, or nullopt.
   std::optional<uint64_t> take(cudaStream_t stream, uint64_t size);
 
-  // Note [A stream's small blocks at any size]: the small blocks `stream`
-  // caches that lie one after another (each where the previous ends, and
-  // `same_page(previous, next)`) and hold `size` bytes together with the
-  // least to spare, lowest address among equals: removed, and appended to
-  // `out` (offset, size) in address order. False if none holds it (nothing
-  // changes).
-  using SamePage = absl::FunctionRef<bool(uint64_t offset, uint64_t next)>;
+  // Note [A stream's small blocks at any size]: the small blocks (of
+  // large_above and less) `stream` caches, appended to `out` as (offset,
+  // size) by address; and one of them removed (false if not cached).
   using Blocks = std::vector<std::pair<uint64_t, uint64_t>>;
-  bool take_joined(cudaStream_t stream, uint64_t size, SamePage same_page, Blocks* out);
+  void small_blocks(cudaStream_t stream, Blocks* out) const;
+  bool remove(cudaStream_t stream, uint64_t offset, uint64_t size);
 
   // Removes every large block of `stream`; appends their offsets to `out`.
   void take_large(cudaStream_t stream, std::vector<uint64_t>* out);

@@ -16,35 +16,39 @@
 // so cached blocks never make the device map more than it needs.
 //
 // Note [A stream's small blocks at any size]: a stream's cached blocks come
-// back to it at their own rounded size only, and a small request (<= 1 MiB)
-// that no page in use and no mapped free range can hold used to fence
+// back to it at their own rounded size only. A small request (<= 1 MiB)
+// that no page in use and no mapped free range could hold used to fence
 // every stream's cache and map a new small-pool page, while the stream
-// cached small blocks of other sizes that stream order lets it reuse at
-// once. On the recorded training traces that left one to three pages more
-// than PyTorch's expandable segments at the peak (cnn-train-bf16 20 MiB of
-// small pool against 14, gpt-train-bf16 8 against 6; bench/README.md,
-// "Small blocks at any size for their stream"): PyTorch's small pool is per
-// stream too, but best-fits any free block of it, splitting it and
-// joining free neighbours. So, before such a miss fences anything,
-// take_joined() offers the stream's small cached blocks as one pool: a
-// run of blocks that lie one after another in one page (each where the
-// previous ends; the allocator asks BlockManager whether they share a
-// page), fewest bytes to spare first, lowest address among equals, one
-// block being a run of one. The allocator joins the run into one block
-// in place and splits off what the request does not need, which stays
-// cached on the stream at its new size (BlockManager::join_next, split:
-// live blocks reshaped within their page, its free space and index
-// untouched, so a small block never leaves the small pool: Note [The small
-// pool apart] in block_manager.h). Nothing else changes: every piece stays
-// freed in the allocator's books until the request takes it (range checks
-// see it as freed, a second free of it or of a joined block's interior
-// start is refused), no event is recorded or queried and nothing is mapped
-// (stream order is the fence, as for the same-size reuse), the fronts'
-// blocks of the stream are drained here first (Note [Front caches] in
-// device_allocator.h), and, as the cached path, it is never used during a
-// capture. Bounded: one pass over the stream's small blocks, at most
-// kStreamCacheBlocks and what its fronts cached, sorted by address, only
-// on a miss that would otherwise fence and map.
+// itself cached small blocks of other sizes, often beside the free ranges
+// of their pages, that stream order lets it reuse at once. On the recorded
+// training traces that kept one to three pages more than PyTorch's
+// expandable segments at the peak (small pool at the peak reserved:
+// cnn-train-bf16 20 MiB against 14, gpt-train-bf16 8 against 6;
+// bench/README.md, "Small blocks at any size for their stream"). PyTorch's
+// small pool is per stream too, but best-fits any free block of it,
+// splitting it, and a freed block joins its free neighbours. So, on such a
+// miss, after what the GPU is done with is taken back and before anything
+// is fenced, the allocator offers the stream's small cached blocks
+// (small_blocks(), its fronts' drained into them first: Note [Front
+// caches] in device_allocator.h) to BlockManager::allocate_joined: each
+// grown over the free ranges beside it in its page, and merged with the
+// next where they meet, they make extents; the block goes at the start of
+// the smallest extent that holds it (lowest address among equals). The
+// cached blocks it covers leave the cache (remove()); of one it covers in
+// part the rest stays a block of its own, cached on the stream at its new
+// size. Everything happens within one page, so a small block never leaves
+// the small pool (Note [The small pool apart] in block_manager.h). The
+// guarantees stay: a cached block is freed in the allocator's books until
+// a request takes it (range checks see it freed, a second free of it is
+// refused, and the start of a block joined into another is no block's);
+// the free ranges it takes were free for anyone, and what it leaves of the
+// stream's blocks is still the stream's alone; no event is recorded or
+// queried and nothing is mapped (stream order is the fence, as for the
+// same-size reuse); never during a capture (the miss path returns before).
+// Bounded: one pass over the stream's small blocks (at most
+// kStreamCacheBlocks and what its fronts cached), sorted by address, with
+// two free-range lookups each, only on a miss that would otherwise fence
+// and map; the cached pair is untouched.
 //
 // A stream is keyed by its handle; the legacy default stream is 0 (callers
 // normalize cudaStreamLegacy). The per-thread default stream must not come
@@ -76,9 +80,9 @@ class StreamCache {
   // A cached block of exactly `size` freed on `stream`, or nullopt.
   std::optional<uint64_t> take(cudaStream_t stream, uint64_t size);
 
-  // Note [A stream's small blocks at any size]: the small blocks (of
-  // large_above and less) `stream` caches, appended to `out` as (offset,
-  // size) by address; and one of them removed (false if not cached).
+  // The small blocks (of large_above and less) `stream` caches, appended
+  // to `out` as (offset, size) by address; and one of them removed (false
+  // if not cached). See Note [A stream's small blocks at any size].
   using Blocks = std::vector<std::pair<uint64_t, uint64_t>>;
   void small_blocks(cudaStream_t stream, Blocks* out) const;
   bool remove(cudaStream_t stream, uint64_t offset, uint64_t size);

@@ -26,15 +26,29 @@ std::optional<BlockManager::Joined> BlockManager::allocate_joined(uint64_t bytes
   auto consider = [&] {
     if (cur && cur->end - cur->start >= size && (!best || cur->end - cur->start < best->end - best->start)) best = cur;
   };
-  for (size_t i = 0; i < mine.size() && !(best && best->end - best->start == size); ++i) {
+  for (size_t i = 0, group_end = 0; i < mine.size() && !(best && best->end - best->start == size); ++i) {
     auto [offset, n] = mine[i];
     auto it = live_.find(offset);
     if (it == live_.end() || it->second.page == kNoPage || it->second.size != n) continue;  // not a small block
     const Page& page = pages_[it->second.page];
+    if (i >= group_end) {
+      // A page's first block here: no extent in it can be larger than its
+      // blocks here and its free bytes together; if those cannot hold the
+      // request, none of its blocks is looked at.
+      uint64_t bound = kPageSize - page.used;
+      for (group_end = i; group_end < mine.size() && mine[group_end].first < page.at + kPageSize; ++group_end)
+        bound += mine[group_end].second;
+      if (bound < size) {
+        i = group_end - 1;
+        continue;
+      }
+    }
     uint64_t lo = offset, hi = offset + n;
-    if (offset > page.at)
+    // The free ranges beside it; not where the block before or after is
+    // one of `mine` (its neighbour is that block).
+    if (offset > page.at && !(i > 0 && mine[i - 1].first + mine[i - 1].second == offset))
       if (auto left = page.free.containing(offset - 1)) lo = left->first;
-    if (hi < page.at + kPageSize)
+    if (hi < page.at + kPageSize && !(i + 1 < mine.size() && mine[i + 1].first == hi))
       if (auto right = page.free.containing(hi)) hi = right->first + right->second;
     if (cur && cur->page == it->second.page && cur->last + 1 == i && cur->end >= lo) {
       cur->end = hi;

@@ -179,10 +179,12 @@ void* DeviceAllocator::allocate_joined(uint64_t bytes, cudaStream_t stream) {
   if (mine.empty()) return nullptr;
   for (int i = 0; i < reservations_made_; ++i) {
     Reservation* r = reservations_[i].load(std::memory_order_relaxed);
-    StreamCache::Blocks here;
-    for (const auto& m : mine)
-      if (r->holds(m.first)) here.push_back(m);
-    std::optional<BlockManager::Joined> j = here.empty() ? std::nullopt : r->allocate_joined(bytes, here);
+    StreamCache::Blocks here;  // the blocks in `r`: usually all (one reservation)
+    if (reservations_made_ > 1)
+      for (const auto& m : mine)
+        if (r->holds(m.first)) here.push_back(m);
+    const StreamCache::Blocks& in_r = reservations_made_ > 1 ? here : mine;
+    std::optional<BlockManager::Joined> j = in_r.empty() ? std::nullopt : r->allocate_joined(bytes, in_r);
     if (!j) continue;
     // The blocks it covered were freed until now; what it left of one stays
     // cached on the stream.

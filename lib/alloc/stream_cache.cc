@@ -9,7 +9,10 @@ size_t StreamCache::put(cudaStream_t stream, uint64_t offset, uint64_t size) {
   PerStream& s = streams_[stream];
   (size > large_above_ ? s.large : s.by_size)[size].push_back(offset);
   s.bytes += size;
-  if (size <= large_above_) s.small_bytes += size;
+  if (size <= large_above_) {
+    s.small_bytes += size;
+    s.small_by_address.emplace(offset, size);
+  }
   bytes_ += size;
   ++blocks_;
   return ++s.blocks;
@@ -31,7 +34,10 @@ std::optional<uint64_t> StreamCache::take(cudaStream_t stream, uint64_t size) {
   if (bucket->second.empty() && size > large_above_) buckets.erase(bucket);
   --s->second.blocks;
   s->second.bytes -= size;
-  if (size <= large_above_) s->second.small_bytes -= size;
+  if (size <= large_above_) {
+    s->second.small_bytes -= size;
+    s->second.small_by_address.erase(offset);
+  }
   bytes_ -= size;
   --blocks_;
   return offset;
@@ -41,10 +47,7 @@ std::optional<uint64_t> StreamCache::take(cudaStream_t stream, uint64_t size) {
 void StreamCache::small_blocks(cudaStream_t stream, Blocks* out) const {
   auto s = streams_.find(stream);
   if (s == streams_.end()) return;
-  size_t first = out->size();
-  for (const auto& [size, offsets] : s->second.by_size)
-    for (uint64_t offset : offsets) out->emplace_back(offset, size);
-  std::sort(out->begin() + first, out->end());
+  out->insert(out->end(), s->second.small_by_address.begin(), s->second.small_by_address.end());
 }
 
 bool StreamCache::remove(cudaStream_t stream, uint64_t offset, uint64_t size) {
@@ -59,7 +62,10 @@ bool StreamCache::remove(cudaStream_t stream, uint64_t offset, uint64_t size) {
   if (bucket->second.empty() && size > large_above_) buckets.erase(bucket);
   --s->second.blocks;
   s->second.bytes -= size;
-  if (size <= large_above_) s->second.small_bytes -= size;
+  if (size <= large_above_) {
+    s->second.small_bytes -= size;
+    s->second.small_by_address.erase(offset);
+  }
   bytes_ -= size;
   --blocks_;
   return true;

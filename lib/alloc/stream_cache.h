@@ -65,6 +65,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/absl_containers.h"
+
 namespace gpuslack {
 namespace alloc {
 
@@ -112,6 +114,9 @@ class StreamCache {
     size_t blocks = 0;
     uint64_t bytes = 0;
     uint64_t small_bytes = 0;  // in by_size
+    // by_size's blocks again, by address: offset -> size (Note [A stream's
+    // small blocks at any size]: read in address order, never sorted).
+    absl::btree_map<uint64_t, uint64_t> small_by_address;
   };
   uint64_t large_above_;
   std::unordered_map<cudaStream_t, PerStream> streams_;

@@ -4,6 +4,9 @@
 // size]); every invariant checked after each step.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <map>
+#include <random>
 #include <vector>
 
 #include "alloc/block_manager.h"
@@ -121,6 +124,59 @@ TEST(BlockManagerJoined, NothingJoinsAcrossPagesOrOverAnotherLiveBlock) {
   EXPECT_EQ(allocated, m.allocated());
   EXPECT_EQ(kMiB, m.size_of(*a));
   EXPECT_EQ("", m.check());
+}
+
+// Random small blocks: some live, some given up (`mine`), some freed; each
+// joined block must lie over given-up blocks and free space only, never a
+// live block, and every invariant hold after every step.
+TEST(BlockManagerJoined, RandomSequencesNeverCoverALiveBlock) {
+  std::mt19937_64 rng(28);
+  size_t joined = 0, with_rest = 0;
+  for (int round = 0; round < 20; ++round) {
+    BlockManager m(256 * kMiB, 32 * kMiB);
+    std::map<uint64_t, uint64_t> live, mine;  // offset -> size
+    for (int step = 0; step < 400; ++step) {
+      const uint64_t bytes = 1 + rng() % (rng() % 4 == 0 ? kMiB : 64 * kKiB);
+      switch (rng() % 4) {
+        case 0:
+        case 1:
+          if (auto at = m.allocate(bytes)) live[*at] = m.size_of(*at);
+          break;
+        case 2:  // give one up, or free one
+          if (!live.empty()) {
+            auto it = std::next(live.begin(), rng() % live.size());
+            if (rng() % 2) mine.insert(*it);
+            else ASSERT_EQ(it->second, m.release(it->first));
+            live.erase(it);
+          }
+          break;
+        case 3: {
+          Ranges given(mine.begin(), mine.end());
+          std::optional<BlockManager::Joined> j = m.allocate_joined(bytes, given);
+          if (!j) break;
+          ++joined;
+          with_rest += j->rest.has_value();
+          const uint64_t size = BlockManager::round_up(bytes);
+          ASSERT_EQ(size, m.size_of(j->at));
+          auto after = live.lower_bound(j->at);
+          if (after != live.end()) ASSERT_LE(j->at + size, after->first) << "covers a live block";
+          if (after != live.begin()) ASSERT_LE(std::prev(after)->first + std::prev(after)->second, j->at);
+          for (uint64_t u : j->used) ASSERT_EQ(1u, mine.erase(u));
+          for (const auto& [offset, n] : mine) ASSERT_TRUE(offset + n <= j->at || offset >= j->at + size);
+          if (j->rest) {
+            ASSERT_EQ(j->at + size, j->rest->first);
+            ASSERT_EQ(j->rest->second, m.size_of(j->rest->first));
+            mine[j->rest->first] = j->rest->second;
+          }
+          live[j->at] = size;
+          break;
+        }
+      }
+      ASSERT_EQ("", m.check()) << "round " << round << " step " << step;
+    }
+  }
+  EXPECT_GT(joined, 200u);  // the sequences do join, and split
+  EXPECT_GT(with_rest, 100u);
 }
 
 }  // namespace

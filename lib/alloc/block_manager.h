@@ -239,6 +239,21 @@ class BlockManager {
   using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // (offset, size)
   std::optional<uint64_t> allocate_growing(Owner owner, uint64_t bytes, PlacementCost cost, uint64_t max_cost,
                                            Ranges* from_held = nullptr, bool at_granule_edges = false);
+  // StreamCache's Note [A stream's small blocks at any size]
+  // (block_manager_reshape.cc): a small block of `bytes` over `mine` (live
+  // small blocks, by address, that the caller gives up) and the free ranges
+  // of their pages, at the start of the smallest extent (lowest address
+  // among equals) that one page's free ranges and blocks of `mine`, one
+  // after another, make with at least one block of `mine`; nullopt if none
+  // holds it (nothing changes). Joined::used: the blocks of `mine` it
+  // covered, which are gone; of one it covered in part the rest stays a live
+  // block of its own (asked for: all of it), Joined::rest.
+  struct Joined {
+    uint64_t at;
+    std::vector<uint64_t> used;
+    std::optional<std::pair<uint64_t, uint64_t>> rest;  // (offset, size)
+  };
+  std::optional<Joined> allocate_joined(uint64_t bytes, const Ranges& mine);
   // Moves [offset, offset + size), which must lie in free space, into
   // `owner`'s held ranges. False (nothing changes) if it does not.
   bool hold(Owner owner, uint64_t offset, uint64_t size);

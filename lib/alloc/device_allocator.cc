@@ -174,6 +174,40 @@ void* DeviceAllocator::allocate_mapped(uint64_t bytes) {
   return nullptr;
 }
 
+// StreamCache's Note [A stream's small blocks at any size].
+void* DeviceAllocator::allocate_joined(uint64_t bytes, cudaStream_t stream) {
+  drain_fronts(stream, false);  // its fronts' blocks join the pool
+  StreamCache::Blocks mine;
+  streams_.small_blocks(stream, &mine);
+  if (mine.empty()) return nullptr;
+  for (int i = 0; i < reservations_made_; ++i) {
+    Reservation* r = reservations_[i].load(std::memory_order_relaxed);
+    StreamCache::Blocks here;  // the blocks in `r`: usually all (one reservation)
+    if (reservations_made_ > 1)
+      for (const auto& m : mine)
+        if (r->holds(m.first)) here.push_back(m);
+    const StreamCache::Blocks& in_r = reservations_made_ > 1 ? here : mine;
+    std::optional<BlockManager::Joined> j = in_r.empty() ? std::nullopt : r->allocate_joined(bytes, in_r);
+    if (!j) continue;
+    // The blocks it covered were freed until now; what it left of one stays
+    // cached on the stream.
+    for (uint64_t addr : j->used) {
+      auto it = freed_.find(addr);
+      streams_.remove(stream, addr, it->second);
+      freed_bytes_ -= it->second;
+      freed_.erase(it);
+    }
+    if (j->rest) {
+      freed_.emplace(j->rest->first, j->rest->second);
+      freed_bytes_ += j->rest->second;
+      streams_.put(stream, j->rest->first, j->rest->second);
+    }
+    stats_.reused_on_stream();
+    return served(j->at);
+  }
+  return nullptr;
+}
+
 void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::optional<cudaStream_t> stream) {
   uint64_t mapped = mapped_bytes();
   uint64_t budget = !limit_ ? Reservation::kNoBudget : limit_ > mapped ? limit_ - mapped : 0;
@@ -258,6 +292,9 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   const bool fronts_cache = !fronts_.empty() && front_totals(false).cached_blocks;  // Note [Front caches]
   for (int pass = 0; pass < 2 && (!freed_.empty() || cached_on_streams() || fronts_cache); ++pass) {
     if (pass == 1) {
+      // Before the stream's cache is fenced: its small blocks at any size.
+      if (stream && BlockManager::round_up(bytes) <= BlockManager::kSmallLimit)
+        if (void* p = allocate_joined(bytes, *stream)) return p;
       fence_all(false);
       if (freed_.empty()) break;
     }

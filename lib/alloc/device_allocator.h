@@ -16,7 +16,10 @@
 // back, then, if fenced blocks could serve, the allocator waits for them
 // while that costs less than mapping (Note [Waiting instead of mapping]),
 // and only then is what is still missing mapped, for a stream beside what
-// it holds. When no reservation has a free range that holds the block (the
+// it holds. On such a miss a small request on a stream first takes, before
+// anything is fenced, what the stream cached at other sizes, joined and split
+// (StreamCache's Note [A stream's small blocks at any size]). When no
+// reservation has a free range that holds the block (the
 // address space ran out, not the memory), another is reserved. Frees:
 // free(p) puts the block into sync::FreeEpochs (Note [Freeing without
 // synchronizing] in free_epochs.h; a batch of 64 is fenced at once);
@@ -312,6 +315,9 @@ class DeviceAllocator {
   static constexpr size_t kStreamCacheBlocks = 256;
 
   void* allocate_locked(size_t bytes, std::optional<cudaStream_t> stream);
+  // StreamCache's Note [A stream's small blocks at any size]: a small block
+  // joined and split from what `stream` caches, or nullptr.
+  void* allocate_joined(uint64_t bytes, cudaStream_t stream);
   // See Note [Waiting instead of mapping]: polls the fenced frees for at most
   // the measured cost of mapping `bytes`, and allocates on what completes.
   void* wait_then_allocate(uint64_t bytes);

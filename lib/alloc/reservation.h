@@ -115,6 +115,16 @@ class Reservation {
     return true;
   }
   void set_requested(uintptr_t a, uint64_t bytes) { blocks_.set_requested(a - base_, bytes); }
+  // BlockManager::allocate_joined, in absolute addresses: `mine` lie here.
+  std::optional<BlockManager::Joined> allocate_joined(uint64_t bytes, BlockManager::Ranges mine) {
+    for (auto& m : mine) m.first -= base_;
+    std::optional<BlockManager::Joined> j = blocks_.allocate_joined(bytes, mine);
+    if (!j) return j;
+    j->at += base_;
+    for (uint64_t& a : j->used) a += base_;
+    if (j->rest) j->rest->first += base_;
+    return j;
+  }
 
   // Unmaps every chunk lying wholly in free space (the large space's and
   // the small pool's); returns the bytes released.

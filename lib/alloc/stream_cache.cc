@@ -1,5 +1,7 @@
 #include "alloc/stream_cache.h"
 
+#include <algorithm>
+
 namespace gpuslack {
 namespace alloc {
 
@@ -7,6 +9,10 @@ size_t StreamCache::put(cudaStream_t stream, uint64_t offset, uint64_t size) {
   PerStream& s = streams_[stream];
   (size > large_above_ ? s.large : s.by_size)[size].push_back(offset);
   s.bytes += size;
+  if (size <= large_above_) {
+    s.small_bytes += size;
+    s.small_by_address.emplace(offset, size);
+  }
   bytes_ += size;
   ++blocks_;
   return ++s.blocks;
@@ -28,9 +34,41 @@ std::optional<uint64_t> StreamCache::take(cudaStream_t stream, uint64_t size) {
   if (bucket->second.empty() && size > large_above_) buckets.erase(bucket);
   --s->second.blocks;
   s->second.bytes -= size;
+  if (size <= large_above_) {
+    s->second.small_bytes -= size;
+    s->second.small_by_address.erase(offset);
+  }
   bytes_ -= size;
   --blocks_;
   return offset;
+}
+
+// Note [A stream's small blocks at any size].
+void StreamCache::small_blocks(cudaStream_t stream, Blocks* out) const {
+  auto s = streams_.find(stream);
+  if (s == streams_.end()) return;
+  out->insert(out->end(), s->second.small_by_address.begin(), s->second.small_by_address.end());
+}
+
+bool StreamCache::remove(cudaStream_t stream, uint64_t offset, uint64_t size) {
+  auto s = streams_.find(stream);
+  if (s == streams_.end()) return false;
+  auto& buckets = size > large_above_ ? s->second.large : s->second.by_size;
+  auto bucket = buckets.find(size);
+  if (bucket == buckets.end()) return false;
+  auto it = std::find(bucket->second.begin(), bucket->second.end(), offset);
+  if (it == bucket->second.end()) return false;
+  bucket->second.erase(it);  // the rest keep their order (LIFO)
+  if (bucket->second.empty() && size > large_above_) buckets.erase(bucket);
+  --s->second.blocks;
+  s->second.bytes -= size;
+  if (size <= large_above_) {
+    s->second.small_bytes -= size;
+    s->second.small_by_address.erase(offset);
+  }
+  bytes_ -= size;
+  --blocks_;
+  return true;
 }
 
 void StreamCache::take_large(cudaStream_t stream, std::vector<uint64_t>* out) {

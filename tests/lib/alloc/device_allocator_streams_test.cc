@@ -543,6 +543,100 @@ TEST(DeviceAllocatorStreams, PeersGetEveryMappingNowAndLater) {
   cudaSetDevice(0);
 }
 
+// See Note [A stream's small blocks at any size]: a small block freed on a
+// stream at one size serves a smaller request on that stream at once, from
+// its start, with no event and no new page; the rest stays the stream's,
+// freed (range checks, a second free), and another stream never gets it
+// while the freeing stream's kernel runs; during a capture, nothing of it.
+TEST(DeviceAllocatorStreams, ASmallBlockServesASmallerRequestOnItsStreamWithoutANewPage) {
+  constexpr uint64_t kKiB = 1024;
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s1 = non_blocking(), s2 = non_blocking(), cap = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&cap, cudaStreamNonBlocking));
+  // One small-pool page, full.
+  char* p = static_cast<char*>(a.allocate(kMiB, s1));
+  char* q = static_cast<char*>(a.allocate(kMiB, s1));
+  ASSERT_TRUE(p && q);
+  ASSERT_EQ(p + kMiB, q);
+  const uint64_t reserved = a.stats().reserved;
+  ASSERT_EQ(2 * kMiB, reserved);
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s1, p, kMiB, 300000, 7, nullptr));
+  ASSERT_TRUE(a.free(p, s1));
+  // During a capture the stream's blocks serve nothing (the graph may run
+  // on another stream), and nothing is mapped: the runtime's turn.
+  void* captured = reinterpret_cast<void*>(1);
+  EXPECT_EQ(cudaSuccess, capture_around(cap, true, [&] { captured = a.allocate(256 * kKiB, s1); }));
+  EXPECT_EQ(nullptr, captured);
+  const DeviceStats before = a.stats();
+  char* r = static_cast<char*>(a.allocate(256 * kKiB - 100, s1));
+  EXPECT_EQ(p, r);
+  const DeviceStats after = a.stats();
+  EXPECT_EQ(reserved, after.reserved);
+  EXPECT_EQ(before.epochs, after.epochs);  // no event
+  EXPECT_EQ(before.stream_reuses + 1, after.stream_reuses);
+  EXPECT_TRUE(a.holds_range(r, 256 * kKiB - 100));
+  EXPECT_FALSE(a.holds_range(r, 256 * kKiB - 99));
+  // The rest: freed, cached for s1.
+  size_t size = 0;
+  EXPECT_FALSE(a.holds_range(p + 256 * kKiB, 1));
+  EXPECT_EQ(nullptr, a.block_of(p + 300 * kKiB, &size));
+  EXPECT_FALSE(a.free(p + 256 * kKiB, s1));  // freed already
+  // Another stream: never inside what s1's kernel still uses.
+  char* t = static_cast<char*>(a.allocate(768 * kKiB, s2));
+  ASSERT_NE(nullptr, t);
+  EXPECT_TRUE(t >= p + kMiB || t + 768 * kKiB <= p);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));
+  EXPECT_EQ(0, gpusim_busy_kernel_violations());
+  for (void* x : {static_cast<void*>(r), static_cast<void*>(q), static_cast<void*>(t)}) EXPECT_TRUE(a.free(x, s1));
+  cudaDeviceSynchronize();
+  for (cudaStream_t x : {s1, s2, cap}) cudaStreamDestroy(x);
+}
+
+// See Note [A stream's small blocks at any size]: blocks a stream freed one
+// after another join, with the free range beside them, into one larger
+// block for it, on the page they are in; a joined block's start is no
+// block's any more.
+TEST(DeviceAllocatorStreams, AStreamsAdjacentSmallBlocksJoinWithTheFreeSpaceBeside) {
+  constexpr uint64_t kKiB = 1024;
+  sync::reset_streams();
+  DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
+  ASSERT_TRUE(a.ok());
+  cudaStream_t s = non_blocking();
+  // One page: a | b | c, 512 KiB each, and 512 KiB free after c.
+  char* x = static_cast<char*>(a.allocate(512 * kKiB, s));
+  char* b = static_cast<char*>(a.allocate(512 * kKiB, s));
+  char* c = static_cast<char*>(a.allocate(512 * kKiB, s));
+  ASSERT_TRUE(x && b && c);
+  ASSERT_EQ(b + 512 * kKiB, c);
+  const uint64_t reserved = a.stats().reserved;
+  // Still in use by s when freed: only s may have them now.
+  ASSERT_EQ(cudaSuccess, gpusim_busy_kernel(s, b, kMiB, 300000, 7, nullptr));
+  ASSERT_TRUE(a.free(c, s));
+  ASSERT_TRUE(a.free(b, s));
+  // 1 MiB: no page has it free; b and c together do.
+  char* j = static_cast<char*>(a.allocate(kMiB, s));
+  EXPECT_EQ(b, j);
+  EXPECT_EQ(reserved, a.stats().reserved);
+  EXPECT_FALSE(a.free(c, s));  // inside j now
+  EXPECT_TRUE(a.holds_range(c, 512 * kKiB));
+  ASSERT_TRUE(a.free(j, s));
+  char* k = static_cast<char*>(a.allocate(kMiB, s));  // its own size: j back
+  EXPECT_EQ(j, k);
+  ASSERT_TRUE(a.free(k, s));
+  // Another size: k's start again (with the free 512 KiB after it, the
+  // extent is 1.5 MiB), its last 512 bytes still cached; no new page.
+  char* m = static_cast<char*>(a.allocate(kMiB - 512, s));
+  EXPECT_EQ(b, m);
+  EXPECT_EQ(reserved, a.stats().reserved);
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+  EXPECT_EQ(0, gpusim_busy_kernel_violations());
+  for (void* p : {static_cast<void*>(x), static_cast<void*>(m)}) EXPECT_TRUE(a.free(p, s));
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(s);
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

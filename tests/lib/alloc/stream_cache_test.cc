@@ -64,6 +64,34 @@ TEST(StreamCache, TakeLargeLeavesTheSmallBlocks) {
   EXPECT_EQ(0u, c.bytes());
 }
 
+// See Note [A stream's small blocks at any size]: a stream's small blocks by
+// address, and one of them taken out by name, the counts kept.
+TEST(StreamCache, SmallBlocksByAddressAndOneRemoved) {
+  StreamCache c(1024);
+  c.put(stream(1), 8192, 512);
+  c.put(stream(1), 0, 1024);
+  c.put(stream(1), 4096, 512);
+  c.put(stream(1), 16384, 2048);  // large
+  c.put(stream(2), 2048, 512);
+  EXPECT_EQ(2048u, c.small_bytes_of(stream(1)));
+  StreamCache::Blocks out;
+  c.small_blocks(stream(1), &out);
+  EXPECT_EQ((StreamCache::Blocks{{0, 1024}, {4096, 512}, {8192, 512}}), out);
+  EXPECT_FALSE(c.remove(stream(1), 4096, 1024));  // not at that size
+  EXPECT_FALSE(c.remove(stream(2), 4096, 512));   // not that stream's
+  EXPECT_TRUE(c.remove(stream(1), 8192, 512));
+  EXPECT_FALSE(c.remove(stream(1), 8192, 512));
+  EXPECT_EQ(1536u, c.small_bytes_of(stream(1)));
+  EXPECT_EQ(3584u, c.bytes_of(stream(1)));
+  EXPECT_EQ(4u, c.blocks());
+  EXPECT_EQ(4096u, c.take(stream(1), 512));  // the other 512 stays
+  EXPECT_EQ(std::nullopt, c.take(stream(1), 512));
+  EXPECT_EQ(1024u, c.small_bytes_of(stream(1)));
+  out.clear();
+  c.small_blocks(stream(3), &out);
+  EXPECT_TRUE(out.empty());
+}
+
 }  // namespace
 }  // namespace alloc
 }  // namespace gpuslack

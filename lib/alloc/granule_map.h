@@ -185,6 +185,9 @@ class GranuleMap {
   size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false, uint64_t most = ~0ull);
   // Releases the handles unmap() kept that no map() took.
   void release_kept();
+  // The bytes unmap(offset, bytes) would release: those of the chunks lying
+  // wholly inside. Counting stops once it reaches `enough`.
+  uint64_t whole_chunk_bytes(uint64_t offset, uint64_t bytes, uint64_t enough = ~0ull) const;
 
   // Grants `device` read-write access to every granule mapped now and to
   // every one mapped later (peer access: cudaDeviceEnablePeerAccess from

@@ -97,7 +97,15 @@
 // before; no trace's peak over theirs that was not before). A larger
 // share costs more memory than the goal's 0.8x allows (runs of 2 pages
 // with a share of 1/4: 0.817x; of 3 pages with 1/4: 0.801x), and runs of
-// 3 pages with 1/6 more calls (5,447, 9 traces met).
+// 3 pages with 1/6 more calls (5,447, 9 traces met). Only while the
+// mapped total, with the miss, stays within 1/MappingPolicy::kLongRunsUpTo
+// (an eighth) of the device's memory: with runs of two pages up to a
+// quarter (where pages stop), the smallest device on which
+// gpt-train-overlap-bf16 runs grew from 1.78 to 1.82 GiB, past expandable
+// segments' 1.78 (handles made early pinned cached pages later); with the
+// eighth every trace's smallest device is as before (bench/README.md,
+// "Two pages make a long run"), and on a device as large as the replays'
+// (80 GB) nothing changes.
 //
 // Note [One unmap per run]: unmap() makes one cuMemUnmap over each run of
 // adjacent chunks it unmaps, not one per chunk: the driver unmaps a range

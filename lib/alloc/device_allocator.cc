@@ -227,7 +227,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
     const double start = clock::monotonic_seconds();
     const uint64_t granules = r->map().granules_mapped_total();  // what this maps, releases aside
     std::optional<uintptr_t> a =
-        r->allocate_mapping(bytes, budget, result, owner, growth, in_pages, policy_.long_run_bytes());
+        r->allocate_mapping(bytes, budget, result, owner, growth, in_pages, policy_.long_run_bytes(mapped, bytes));
     if (a) {
       policy_.note_map_cost(clock::monotonic_seconds() - start,
                             (r->map().granules_mapped_total() - granules) * r->map().granularity());
@@ -254,7 +254,7 @@ void* DeviceAllocator::allocate_mapping(uint64_t bytes, CUresult* result, std::o
   reservations_made_.store(n + 1, std::memory_order_release);
   log::info("device {}: the VMM allocator reserved more address space ({} reservations)", device_, n + 1);
   std::optional<uintptr_t> a = r->allocate_mapping(bytes, budget, result, std::nullopt, Reservation::kNoBudget, in_pages,
-                                                   policy_.long_run_bytes());
+                                                   policy_.long_run_bytes(mapped, bytes));
   return a ? served(*a) : nullptr;
 }
 

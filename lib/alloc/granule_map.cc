@@ -307,6 +307,23 @@ size_t GranuleMap::unmap(uint64_t offset, uint64_t bytes, bool keep, uint64_t mo
   return unmap_whole_chunks(first, end / granularity_, keep, most_granules);
 }
 
+uint64_t GranuleMap::whole_chunk_bytes(uint64_t offset, uint64_t bytes, uint64_t enough) const {
+  if (!base_ || bytes == 0 || offset >= size_) return 0;
+  uint64_t end = offset + bytes > size_ ? size_ : offset + bytes;
+  size_t first = (offset + granularity_ - 1) / granularity_, stop = end / granularity_;  // as unmap()
+  uint64_t whole = 0;
+  for (size_t i = first; i < stop && whole < enough;) {
+    if (!handles_[i]) {
+      ++i;
+      continue;
+    }
+    size_t c = chunk_first_[i], len = chunk_len_[c];
+    if (c >= first && c + len <= stop) whole += len * granularity_;
+    i = c + len;
+  }
+  return whole;
+}
+
 size_t GranuleMap::unmap_whole_chunks(size_t first, size_t stop, bool keep, size_t most) {
   // See Note [One unmap per run]: chunks collected while they follow one
   // another, then one cuMemUnmap over them and each one's handle after it.

@@ -67,19 +67,45 @@
 // documents, and must not see another block's bytes.
 //
 // Note [One handle for a long run]: a run of unmapped granules that one
-// map() backs, of at least kLongRunPages pages (160 MiB with 20 MiB pages),
-// is one handle over the whole run instead of a handle per page, when the
-// caller allows a handle that large (map()'s `long_run_bytes`: the
-// allocator allows 1/MappingPolicy::kLongRunShare of the most it ever had
-// allocated): two driver calls instead of two per page. The price is the page's, larger: the
-// handle is released only whole, so once a smaller block reuses part of
-// the run's space the rest stays mapped as cache. The share bounds that:
-// on the 18 replayed traces no peak reserved grew (a share of 1/4, or runs
-// of 4 pages, grew minimalloc's by up to 17%), and a training step's large
-// blocks, mapped once and reused at the same sizes, cost a tenth of the
-// calls (bench/README.md, "One handle for a long run"). Only runs of
-// whole pages (in_pages), so never a small block's granules nor a nearly
-// full device's.
+// map() backs, of at least kLongRunPages pages (40 MiB with 20 MiB pages;
+// See Note [Two pages make a long run]), is one handle over the whole run
+// instead of a handle per page, when the caller allows a handle that large
+// (map()'s `long_run_bytes`: the allocator allows
+// 1/MappingPolicy::kLongRunShare of the most it ever had allocated): two
+// driver calls instead of two per page. The price is the page's, larger:
+// the handle is released only whole, so once a smaller block reuses part
+// of the run's space the rest stays mapped as cache. The share bounds
+// that: a share of 1/4 grew minimalloc's peak reserved by up to 17%, and a
+// training step's large blocks, mapped once and reused at the same sizes,
+// cost a tenth of the calls (bench/README.md, "One handle for a long
+// run"). Only runs of whole pages (in_pages), so never a small block's
+// granules nor a nearly full device's.
+//
+// Note [Two pages make a long run]: kLongRunPages was 8 when a run that
+// no kept handle fitted released them all and became one handle (a later
+// smaller block then pinned it); since kept handles fill a run first (Note
+// [Moving a page instead of making one]) and a miss releases only what it
+// needs (Reservation's Note [Releasing what a miss needs]), the calls are
+// in the moves, and a move costs one cuMemMap per handle moved: a run of N
+// pages as one handle costs 2 calls to make instead of 2N, and one
+// cuMemMap to move instead of N, wherever a run of its size takes it. So
+// any run of two pages or more is one handle, within the same share. On
+// the 19 replayed traces (bench/README.md, "Two pages make a long run")
+// driver calls fell from 6,313 to 5,018 against expandable segments'
+// 5,347, cnn-train-bf16, opt-finetune and minimalloc A, B and D now at or
+// under theirs, minimalloc's peak reserved summed 0.791x theirs (0.744x
+// before; no trace's peak over theirs that was not before). A larger
+// share costs more memory than the goal's 0.8x allows (runs of 2 pages
+// with a share of 1/4: 0.817x; of 3 pages with 1/4: 0.801x), and runs of
+// 3 pages with 1/6 more calls (5,447, 9 traces met). Only while the
+// mapped total, with the miss, stays within 1/MappingPolicy::kLongRunsUpTo
+// (an eighth) of the device's memory: with runs of two pages up to a
+// quarter (where pages stop), the smallest device on which
+// gpt-train-overlap-bf16 runs grew from 1.78 to 1.82 GiB, past expandable
+// segments' 1.78 (handles made early pinned cached pages later); with the
+// eighth every trace's smallest device is as before (bench/README.md,
+// "Two pages make a long run"), and on a device as large as the replays'
+// (80 GB) nothing changes.
 //
 // Note [One unmap per run]: unmap() makes one cuMemUnmap over each run of
 // adjacent chunks it unmaps, not one per chunk: the driver unmaps a range
@@ -139,8 +165,8 @@ class GranuleMap {
   // down to granules, at least one.
   uint64_t page_bytes() const { return max_chunk_ * granularity_; }
   // The fewest pages a run spans to be one handle (See Note [One handle
-  // for a long run]).
-  static constexpr size_t kLongRunPages = 8;
+  // for a long run], Note [Two pages make a long run]).
+  static constexpr size_t kLongRunPages = 2;
 
   // Maps every granule that overlaps [offset, offset + bytes) and is not
   // mapped yet, each run of them in chunks. CUDA_SUCCESS, or the error of
@@ -167,6 +193,9 @@ class GranuleMap {
   size_t unmap(uint64_t offset, uint64_t bytes, bool keep = false, uint64_t most = ~0ull);
   // Releases the handles unmap() kept that no map() took.
   void release_kept();
+  // The bytes unmap(offset, bytes) would release: those of the chunks lying
+  // wholly inside. Counting stops once it reaches `enough`.
+  uint64_t whole_chunk_bytes(uint64_t offset, uint64_t bytes, uint64_t enough = ~0ull) const;
 
   // Grants `device` read-write access to every granule mapped now and to
   // every one mapped later (peer access: cudaDeviceEnablePeerAccess from

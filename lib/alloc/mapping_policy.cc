@@ -21,7 +21,10 @@ bool MappingPolicy::in_pages(uint64_t bytes, uint64_t mapped) const {
   return bytes > BlockManager::kSmallLimit && mapped + bytes <= device_bytes_ / kPagesUpTo;
 }
 
-uint64_t MappingPolicy::long_run_bytes() const { return allocated_high_water_ / kLongRunShare; }
+uint64_t MappingPolicy::long_run_bytes(uint64_t mapped, uint64_t bytes) const {
+  if (mapped + bytes > device_bytes_ / kLongRunsUpTo) return 0;  // Note [Two pages make a long run]
+  return allocated_high_water_ / kLongRunShare;
+}
 
 void MappingPolicy::note_map_cost(double seconds, uint64_t mapped) {
   if (mapped == 0 || seconds <= 0) return;

@@ -18,9 +18,10 @@
 //     BlockManager::kSmallLimit) while the mapped total, with it, stays
 //     within 1/kPagesUpTo of the device's memory; granule by granule
 //     otherwise.
-//   - long_run_bytes(): the largest run of unmapped granules a miss maps
-//     as one handle (GranuleMap's Note [One handle for a long run]):
-//     1/kLongRunShare of the allocated bytes' high-water mark.
+//   - long_run_bytes(mapped, bytes): the largest run of unmapped granules
+//     a miss maps as one handle (GranuleMap's Note [One handle for a long
+//     run]): 1/kLongRunShare of the allocated bytes' high-water mark, and
+//     none past 1/kLongRunsUpTo of the device's memory.
 //   - fence_wait(size): seconds to poll fenced frees for a block of
 //     `size` bytes: the measured mapping cost per byte (a moving average)
 //     times `size`, within [kMinFenceWait, kMaxFenceWait]; knows_map_cost()
@@ -43,8 +44,10 @@ class MappingPolicy {
   bool in_pages(uint64_t bytes, uint64_t mapped) const;
   // GranuleMap's Note [One handle for a long run]: the most bytes one
   // handle over a long run may hold: 1/kLongRunShare of the allocated
-  // high-water mark.
-  uint64_t long_run_bytes() const;
+  // high-water mark; none (0) once the mapped total with `bytes` more is
+  // past 1/kLongRunsUpTo of the device's memory (Note [Two pages make a
+  // long run]).
+  uint64_t long_run_bytes(uint64_t mapped = 0, uint64_t bytes = 0) const;
 
   // A mapping took `seconds` and mapped `mapped` bytes (0: none; ignored).
   void note_map_cost(double seconds, uint64_t mapped);
@@ -66,6 +69,9 @@ class MappingPolicy {
   // GranuleMap's Note [One handle for a long run]: what one handle may pin
   // past its live bytes, as a share of the most ever allocated.
   static constexpr uint64_t kLongRunShare = 6;
+  // See Note [Two pages make a long run]: long runs while the mapped total
+  // stays within 1/kLongRunsUpTo of the device's memory.
+  static constexpr uint64_t kLongRunsUpTo = 8;
   // Seconds. The floor: an event on an idle GPU completes within
   // microseconds, but the thread recording it may be descheduled between
   // the record and the first query on a loaded machine; mapping even one

@@ -108,6 +108,14 @@ uint64_t Reservation::release_free(uint64_t want, bool keep, bool whole_ranges) 
     if (size >= map_.granularity()) ranges.emplace_back(offset, size);
   for (const auto& [offset, size] : blocks_.small_free().ranges()) ranges.emplace_back(offset, size);  // empty pages
   std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (!whole_ranges) {
+    // See Note [One range for a move]: the smallest range that alone gives
+    // what is wanted goes first.
+    auto one = std::find_if(ranges.begin(), ranges.end(), [&](const auto& r) {
+      return map_.whole_chunk_bytes(r.first, r.second, want) >= want;
+    });
+    if (one != ranges.end()) std::rotate(ranges.begin(), one, one + 1);
+  }
   uint64_t released = 0;
   const uint64_t page = map_.page_bytes();
   for (const auto& [offset, size] : ranges) {

@@ -307,6 +307,31 @@ TEST(GranuleMap, ALongRunIsOneHandleWithinTheBytesAllowed) {
   EXPECT_EQ(3 * GranuleMap::kLongRunPages, m.chunks_mapped_total());
 }
 
+// See Note [Two pages make a long run]: a run of two pages is one handle
+// (two calls, not four), and a release that keeps it moves it with one
+// cuMemMap into a run that fits it.
+TEST(GranuleMap, ARunOfTwoPagesIsOneHandleMovedWithOneMap) {
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // pages of two granules
+  ASSERT_TRUE(m.ok()) << m.why();
+  const uint64_t run = 2 * m.page_bytes();
+  ASSERT_LE(run, 16 * kMiB);  // the binary's device has 16 MiB
+  long creates = gpusim_calls("cuMemCreate"), maps = gpusim_calls("cuMemMap");
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, run, true, run));
+  EXPECT_EQ(1, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(1, gpusim_calls("cuMemMap") - maps);
+  std::memset(reinterpret_cast<void*>(m.base()), 3, run);
+  // Moved: unmapped with its handle kept, mapped a page further on.
+  ASSERT_EQ(run / m.granularity(), m.unmap(0, run, true));
+  creates = gpusim_calls("cuMemCreate");
+  maps = gpusim_calls("cuMemMap");
+  ASSERT_EQ(CUDA_SUCCESS, m.map(3 * m.page_bytes(), run, true, run));
+  m.release_kept();
+  EXPECT_EQ(0, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(1, gpusim_calls("cuMemMap") - maps);
+  EXPECT_EQ(1u, m.handles_moved_total());
+  std::memset(reinterpret_cast<void*>(m.base() + 3 * m.page_bytes()), 4, run);
+}
+
 // (Grants that succeed, over chunks: DeviceAllocatorStreams.
 // PeersGetEveryMappingNowAndLater, on two simulated devices.)
 TEST(GranuleMap, AFailedGrantLeavesTheMapUsable) {

@@ -51,6 +51,19 @@ TEST(MappingPolicy, OneHandleForALongRunHoldsAShareOfTheAllocatedHighWaterMark) 
   EXPECT_EQ(600 * kMiB / MappingPolicy::kLongRunShare, p.long_run_bytes());
 }
 
+// GranuleMap's Note [Two pages make a long run]: no long run once the
+// mapped total, with the miss, is past an eighth of the device.
+TEST(MappingPolicy, NoLongRunPastAnEighthOfTheDevice) {
+  MappingPolicy p(1024 * kMiB);
+  p.note_peaks(0, 600 * kMiB);
+  const uint64_t share = 600 * kMiB / MappingPolicy::kLongRunShare;
+  const uint64_t eighth = 1024 * kMiB / MappingPolicy::kLongRunsUpTo;
+  ASSERT_EQ(128 * kMiB, eighth);
+  EXPECT_EQ(share, p.long_run_bytes(eighth - 40 * kMiB, 40 * kMiB));
+  EXPECT_EQ(0u, p.long_run_bytes(eighth - 40 * kMiB, 40 * kMiB + 1));
+  EXPECT_EQ(0u, p.long_run_bytes(eighth + 1, 0));
+}
+
 TEST(MappingPolicy, WaitsAsLongAsMappingWouldTakeWithinBounds) {
   MappingPolicy p(1024 * kMiB);
   EXPECT_FALSE(p.knows_map_cost());

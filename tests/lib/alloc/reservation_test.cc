@@ -113,6 +113,35 @@ TEST(ReleaseFree, ARangeGivesWhatIsWantedAndOnePageMore) {
   EXPECT_EQ(24 * kMiB, r.release_free(3 * kMiB, false, true));
 }
 
+// See Note [One range for a move]: a range that alone gives what is
+// wanted goes before smaller ones: one cuMemUnmap, and the smaller hole
+// stays mapped.
+TEST(ReleaseFree, OneRangeThatGivesWhatIsWantedGoesFirst) {
+  Reservation r(api(), 0, 64 * kMiB, 2 * kMiB);  // pages of one granule
+  ASSERT_TRUE(r.ok()) << r.why();
+  CUresult e = CUDA_SUCCESS;
+  // Three blocks side by side; the first and the third freed: a free range
+  // of 2 MiB (the first), and one of 12 MiB (the third and the rest).
+  std::optional<uintptr_t> small = r.allocate_mapping(2 * kMiB, Reservation::kNoBudget, &e);
+  std::optional<uintptr_t> live = r.allocate_mapping(2 * kMiB, Reservation::kNoBudget, &e);
+  std::optional<uintptr_t> large = r.allocate_mapping(12 * kMiB, Reservation::kNoBudget, &e);
+  ASSERT_TRUE(small && live && large) << e;
+  ASSERT_EQ(*small + 2 * kMiB, *live);
+  ASSERT_EQ(*live + 2 * kMiB, *large);
+  ASSERT_EQ(16 * kMiB, r.mapped_bytes());
+  r.release(*small);
+  r.release(*large);
+  const uint64_t unmaps = r.map().unmap_calls();
+  const uint64_t page = r.map().page_bytes();
+  EXPECT_EQ(4 * kMiB + Reservation::kReleaseSlackPages * page, r.release_free(4 * kMiB));
+  EXPECT_EQ(1u, r.map().unmap_calls() - unmaps);
+  EXPECT_TRUE(r.map().mapped(*small - r.map().base()));  // the small hole stays
+  EXPECT_TRUE(r.map().mapped(*live - r.map().base()));
+  // On a fuller device (whole_ranges), smallest first, as before.
+  EXPECT_EQ(2 * kMiB, r.release_free(1, false, true));
+  EXPECT_FALSE(r.map().mapped(*small - r.map().base()));
+}
+
 TEST(SmallPool, ASmallBlockDoesNotKeepALargePageMapped) {
   Reservation r(api(), 0, 64 * kMiB, 20 * kMiB);
   ASSERT_TRUE(r.ok()) << r.why();

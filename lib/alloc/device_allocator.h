@@ -344,7 +344,11 @@ class DeviceAllocator {
   // The large blocks `stream` cached by size join what it holds; on the
   // allocation path (`on_allocation`), a fence they make due waits for the
   // budget (Note [Fences off the allocation path] in held_fences.h).
+  // On the allocation path the fronts' large blocks of `stream` join too.
   void hold_cached_large(cudaStream_t stream, bool on_allocation = false);
+  // Its scratch, kept so that the allocation path does not use the heap.
+  std::vector<FrontCache::Drained> to_hold_from_fronts_;
+  std::vector<uint64_t> to_hold_;
   // Large blocks of `size` went to what `s` holds: every kHeldFenceBytes
   // so freed, a fence (replacing a pending one). Size 0: a fence if one is
   // due already.
@@ -373,8 +377,8 @@ class DeviceAllocator {
   // Under mu_: a live record leaves its front (false: a cached one stays).
   bool detach_front(uint64_t addr);
   // Under mu_: cached blocks of every front -> StreamCache (bookkeeping
-  // only): all, those of `stream`, or its large ones.
-  void drain_fronts(std::optional<cudaStream_t> stream, bool large_only);
+  // only): all, or those of `stream`.
+  void drain_fronts(std::optional<cudaStream_t> stream);
   void drained_to_streams(const std::vector<FrontCache::Drained>& blocks);
   void spill(FrontCaches::Front* f);      // takes mu_: f past its limits
   void settle_fronts() {                  // under mu_, before a step that changes the books

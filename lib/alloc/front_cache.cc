@@ -35,6 +35,7 @@ bool FrontCache::adopt(cudaStream_t stream, uint64_t addr, uint64_t size) {
   list(stream, size, true)->push_back(slot);
   cached_bytes_ += size;
   ++cached_blocks_;
+  cached_large_ += size > limits_.large_above;
   return true;
 }
 
@@ -47,6 +48,7 @@ std::optional<uint64_t> FrontCache::take(cudaStream_t stream, uint64_t size, uin
   r.requested = requested;
   cached_bytes_ -= size;
   --cached_blocks_;
+  cached_large_ -= size > limits_.large_above;
   low_water_ = std::min(low_water_, cached_bytes_);
   ++counts_.allocations;
   return r.addr;
@@ -61,6 +63,7 @@ FrontCache::Put FrontCache::put(uint64_t addr, cudaStream_t stream) {
   r.cached = true;
   cached_bytes_ += r.size;
   ++cached_blocks_;
+  cached_large_ += r.size > limits_.large_above;
   ++counts_.frees;
   return Put::kCached;
 }
@@ -90,6 +93,7 @@ void FrontCache::drain_list(cudaStream_t stream, List* l, std::vector<Drained>* 
     out->push_back({stream, r.addr, r.size});
     cached_bytes_ -= r.size;
     --cached_blocks_;
+    cached_large_ -= r.size > limits_.large_above;
     forget(slot);
   }
   l->clear();
@@ -103,6 +107,7 @@ void FrontCache::drain(std::vector<Drained>* out) {
 }
 
 void FrontCache::drain(cudaStream_t stream, std::optional<uint64_t> larger_than, std::vector<Drained>* out) {
+  if (larger_than && *larger_than >= limits_.large_above && cached_large_ == 0) return;
   for (auto it = lists_.begin(); it != lists_.end();) {
     if (it->first.first != stream || (larger_than && it->first.second <= *larger_than)) {
       ++it;

@@ -44,6 +44,9 @@ class FrontCache {
     size_t blocks = 64;            // cached blocks at most
     uint64_t bytes = 64ull << 20;  // cached bytes at most
     size_t records = 1024;         // records (live and cached) at most
+    // Blocks above this size are counted apart, so that draining only
+    // those finds at once when there are none (none counted by default).
+    uint64_t large_above = UINT64_MAX;
   };
   explicit FrontCache(Limits limits) : limits_(limits) {}
   FrontCache() : FrontCache(Limits{}) {}
@@ -77,7 +80,8 @@ class FrontCache {
     uint64_t addr, size;
   };
   // Cached blocks leave, oldest first in each list: every one, or those
-  // freed on `stream`, or of those only the ones larger than `larger_than`.
+  // freed on `stream`, or of those only the ones larger than `larger_than`
+  // (at once when that is Limits::large_above and none is cached).
   void drain(std::vector<Drained>* out);
   void drain(cudaStream_t stream, std::optional<uint64_t> larger_than, std::vector<Drained>* out);
   // Everything leaves: the cached blocks (as drain()) and the live records
@@ -118,6 +122,7 @@ class FrontCache {
   List* last_ = nullptr;
   uint64_t cached_bytes_ = 0, low_water_ = 0;
   size_t cached_blocks_ = 0;
+  size_t cached_large_ = 0;  // of them, above limits_.large_above
   Counts counts_;
 };
 

@@ -70,7 +70,7 @@ void DeviceAllocator::hold_cached_large(cudaStream_t stream, bool on_allocation)
     }
   }
   to_hold_.clear();
-  streams_.take_large(stream, &to_hold_);
+  if (streams_.bytes_of(stream)) streams_.take_large(stream, &to_hold_);  // none cached: nothing to take
   for (uint64_t addr : to_hold_) {
     auto it = freed_.find(addr);
     bytes += it->second;

@@ -354,8 +354,8 @@ class DeviceAllocator {
   // changes a decision: the fronts' large blocks go to the held ranges
   // directly, not into freed_ and StreamCache to be taken out again at
   // once (the sets they end in are the same; nothing between reads them);
-  // a front that caches no large block is not searched (FrontCache counts
-  // its blocks above Limits::large_above); the scratch vectors are kept
+  // a front with no record of a large block is not searched (FrontCache
+  // counts them, off the cached pair); the scratch vectors are kept
   // (members here, inline in BlockManager::allocate_held), not allocated
   // per request; and a set is looked up only where it can hold a part of
   // the block. Any change here must leave peak reserved and driver calls

@@ -35,7 +35,7 @@ bool FrontCache::adopt(cudaStream_t stream, uint64_t addr, uint64_t size) {
   list(stream, size, true)->push_back(slot);
   cached_bytes_ += size;
   ++cached_blocks_;
-  cached_large_ += size > limits_.large_above;
+  large_records_ += size > limits_.large_above;
   return true;
 }
 
@@ -48,7 +48,6 @@ std::optional<uint64_t> FrontCache::take(cudaStream_t stream, uint64_t size, uin
   r.requested = requested;
   cached_bytes_ -= size;
   --cached_blocks_;
-  cached_large_ -= size > limits_.large_above;
   low_water_ = std::min(low_water_, cached_bytes_);
   ++counts_.allocations;
   return r.addr;
@@ -63,7 +62,6 @@ FrontCache::Put FrontCache::put(uint64_t addr, cudaStream_t stream) {
   r.cached = true;
   cached_bytes_ += r.size;
   ++cached_blocks_;
-  cached_large_ += r.size > limits_.large_above;
   ++counts_.frees;
   return Put::kCached;
 }
@@ -75,6 +73,7 @@ std::optional<FrontCache::Record> FrontCache::find(uint64_t addr) const {
 }
 
 void FrontCache::forget(uint32_t slot) {
+  large_records_ -= slots_[slot].size > limits_.large_above;
   index_.erase(slots_[slot].addr);
   free_slots_.push_back(slot);
 }
@@ -93,7 +92,6 @@ void FrontCache::drain_list(cudaStream_t stream, List* l, std::vector<Drained>* 
     out->push_back({stream, r.addr, r.size});
     cached_bytes_ -= r.size;
     --cached_blocks_;
-    cached_large_ -= r.size > limits_.large_above;
     forget(slot);
   }
   l->clear();
@@ -107,7 +105,7 @@ void FrontCache::drain(std::vector<Drained>* out) {
 }
 
 void FrontCache::drain(cudaStream_t stream, std::optional<uint64_t> larger_than, std::vector<Drained>* out) {
-  if (larger_than && *larger_than >= limits_.large_above && cached_large_ == 0) return;
+  if (larger_than && *larger_than >= limits_.large_above && large_records_ == 0) return;
   for (auto it = lists_.begin(); it != lists_.end();) {
     if (it->first.first != stream || (larger_than && it->first.second <= *larger_than)) {
       ++it;
@@ -125,6 +123,7 @@ void FrontCache::detach_all(std::vector<Drained>* cached, std::vector<Record>* l
   index_.clear();
   slots_.clear();
   free_slots_.clear();
+  large_records_ = 0;
 }
 
 }  // namespace alloc

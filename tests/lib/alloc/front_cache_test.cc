@@ -118,8 +118,9 @@ TEST(FrontCache, DrainsByStreamAndByLargeSizeWithTheRightCounts) {
   EXPECT_EQ(0u, c.cached_bytes());
 }
 
-// Limits::large_above: draining the large blocks finds at once when none
-// is cached, and still finds every one after takes, puts and drains.
+// Limits::large_above: draining the large blocks finds at once when no
+// large block has a record, and still finds every cached one after takes,
+// puts and drains.
 TEST(FrontCache, LargeBlocksCountedApartAreDrainedWhenThereAreSome) {
   FrontCache::Limits limits;
   limits.large_above = 1 << 20;

@@ -219,8 +219,10 @@ std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes,
   struct Extent {
     uint64_t start, size;
   };
-  std::vector<Extent> merged;           // by address, then by (size, start)
-  std::vector<uint64_t> absorbed;       // starts of the free ranges merged in
+  // Inline: an owner holds a few ranges, and the cached path should not
+  // use the heap (Note [The large cached path, cheaply] in device_allocator.h).
+  absl::InlinedVector<Extent, 16> merged;      // by address, then by (size, start)
+  absl::InlinedVector<uint64_t, 32> absorbed;  // starts of the free ranges merged in
   for (const auto& [start, n] : held.ranges()) {
     uint64_t lo = start, hi = start + n;
     if (auto left = start ? large_free_.containing(start - 1) : std::nullopt) {
@@ -265,11 +267,12 @@ std::optional<uint64_t> BlockManager::allocate_held(Owner owner, uint64_t bytes,
   for (; go_on && next < merged.size(); ++next) go_on = consider(merged[next].start, merged[next].size);
   if (at) {
     // What the block covers of the held ranges, then of the free space.
+    // (Each set looked up only where it can hold a part.)
     uint64_t from_held = h->second.all.take_overlap(*at, size);
-    [[maybe_unused]] uint64_t from_free = large_free_.take_overlap(*at, size);
+    [[maybe_unused]] uint64_t from_free = from_held < size ? large_free_.take_overlap(*at, size) : 0;
     assert(from_held + from_free == size);
     held_bytes_ -= from_held;
-    h->second.fenced.take_overlap(*at, size);
+    if (h->second.fenced.count()) h->second.fenced.take_overlap(*at, size);
     add_live(*at, Block{size, kNoPage, bytes});
     return at;
   }

@@ -30,7 +30,7 @@ DeviceAllocator::DeviceAllocator(const cuda::DriverApi* api, int device, uint64_
     // A front caches less than kHeldFenceBytes: a stream's large frees past
     // that are fenced for everyone at once (Note [Held ranges reach
     // everyone]), from StreamCache, as without fronts.
-    : fronts_(FrontCache::Limits{64, kHeldFenceBytes - 1, 1024}, &DeviceAllocator::front_thread_exited, this),
+    : fronts_(FrontCache::Limits{64, kHeldFenceBytes - 1, 1024, BlockManager::kSmallLimit}, &DeviceAllocator::front_thread_exited, this),
       api_(api),
       device_(device),
       reserve_bytes_(reserve_bytes),
@@ -150,8 +150,7 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
       // Any size, split from what the stream holds (Note [Space held for an
       // owner] in block_manager.h): stream order makes it safe. The large
       // blocks it cached by size join its held ranges first, its fronts'
-      // too.
-      drain_fronts(stream, true);
+      // too (hold_cached_large).
       held_fences_.allocation_passed();
       // Other streams' finished ranges join the pool first (Note [Others'
       // fenced ranges before new space] in held_fences.h).
@@ -262,7 +261,7 @@ void* DeviceAllocator::allocate_locked(size_t bytes, std::optional<cudaStream_t>
   if (!ok()) return nullptr;
   const bool capture = sync::capturing();
   if (!capture && (!deferred_.empty() || !graph_holds_.empty())) settle_deferred();
-  if (capture) drain_fronts(std::nullopt, false);  // Note [Front caches]: a capture began
+  if (capture) drain_fronts(std::nullopt);  // Note [Front caches]: a capture began
   // See Note [Others' fenced ranges before new space] in held_fences.h:
   // other streams' finished ranges go to the free space first (an event
   // query each, never during a capture).
@@ -470,7 +469,7 @@ void DeviceAllocator::forget_stream(cudaStream_t stream) {
   // During a capture the record fails and the blocks join the open epoch,
   // fenced on every stream later: safe either way.
   settle_fronts();
-  drain_fronts(stream, false);
+  drain_fronts(stream);
   fence_stream(stream, true);
 }
 

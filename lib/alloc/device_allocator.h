@@ -350,7 +350,25 @@ class DeviceAllocator {
   // The large blocks `stream` cached by size join what it holds; on the
   // allocation path (`on_allocation`), a fence they make due waits for the
   // budget (Note [Fences off the allocation path] in held_fences.h).
+  // On the allocation path the fronts' large blocks of `stream` join too.
+  //
+  // Note [The large cached path, cheaply]: a large request that neither
+  // the thread's front nor the same-size cache serves (9% of the decode
+  // traces' allocations; their p99) moves what the stream caches into its
+  // held ranges and splits the request from those and the free space. It
+  // runs under the lock on every such request, so it does only what
+  // changes a decision: the fronts' large blocks go to the held ranges
+  // directly, not into freed_ and StreamCache to be taken out again at
+  // once (the sets they end in are the same; nothing between reads them);
+  // a front with no record of a large block is not searched (FrontCache
+  // counts them, off the cached pair); the scratch vectors are kept
+  // (members here, inline in BlockManager::allocate_held), not allocated
+  // per request; and a set is looked up only where it can hold a part of
+  // the block. Any change here must leave peak reserved and driver calls
+  // identical on every trace (docs/allocator.md, "The large cached path").
   void hold_cached_large(cudaStream_t stream, bool on_allocation = false);
+  std::vector<FrontCache::Drained> to_hold_from_fronts_;  // its scratch
+  std::vector<uint64_t> to_hold_;                         // its scratch
   // Large blocks of `size` went to what `s` holds: every kHeldFenceBytes
   // so freed, a fence (replacing a pending one). Size 0: a fence if one is
   // due already.
@@ -379,8 +397,8 @@ class DeviceAllocator {
   // Under mu_: a live record leaves its front (false: a cached one stays).
   bool detach_front(uint64_t addr);
   // Under mu_: cached blocks of every front -> StreamCache (bookkeeping
-  // only): all, those of `stream`, or its large ones.
-  void drain_fronts(std::optional<cudaStream_t> stream, bool large_only);
+  // only): all, or those of `stream`.
+  void drain_fronts(std::optional<cudaStream_t> stream);
   void drained_to_streams(const std::vector<FrontCache::Drained>& blocks);
   void spill(FrontCaches::Front* f);      // takes mu_: f past its limits
   void settle_fronts() {                  // under mu_, before a step that changes the books

@@ -15,7 +15,7 @@ namespace gpuslack {
 namespace alloc {
 
 void DeviceAllocator::fence_all(bool with_held) {
-  drain_fronts(std::nullopt, false);  // Note [Front caches]: the fences take over
+  drain_fronts(std::nullopt);  // Note [Front caches]: the fences take over
   epochs_.close();
   std::vector<cudaStream_t> streams = streams_.streams();
   // Large blocks cached by size join their stream's held ranges: the stream
@@ -57,10 +57,21 @@ void DeviceAllocator::settle_held() {
 }
 
 void DeviceAllocator::hold_cached_large(cudaStream_t stream, bool on_allocation) {
-  std::vector<uint64_t> blocks;
-  streams_.take_large(stream, &blocks);
   uint64_t bytes = 0;
-  for (uint64_t addr : blocks) {
+  // See Note [The large cached path, cheaply]: on the allocation path the
+  // large blocks the threads' fronts cached for `stream` join straight
+  // from the fronts, not through freed_ and StreamCache.
+  if (on_allocation && !fronts_.empty()) {
+    to_hold_from_fronts_.clear();
+    fronts_.drain(stream, BlockManager::kSmallLimit, &to_hold_from_fronts_);
+    for (const FrontCache::Drained& d : to_hold_from_fronts_) {
+      bytes += d.size;
+      reservation_of(d.addr)->release_to(d.addr, owner_of(stream));
+    }
+  }
+  to_hold_.clear();
+  if (streams_.bytes_of(stream)) streams_.take_large(stream, &to_hold_);  // none cached: nothing to take
+  for (uint64_t addr : to_hold_) {
     auto it = freed_.find(addr);
     bytes += it->second;
     freed_bytes_ -= it->second;

@@ -107,10 +107,10 @@ void DeviceAllocator::drained_to_streams(const std::vector<FrontCache::Drained>&
   }
 }
 
-void DeviceAllocator::drain_fronts(std::optional<cudaStream_t> stream, bool large_only) {
+void DeviceAllocator::drain_fronts(std::optional<cudaStream_t> stream) {
   if (fronts_.empty()) return;
   std::vector<FrontCache::Drained> blocks;
-  fronts_.drain(stream, large_only ? std::optional<uint64_t>(BlockManager::kSmallLimit) : std::nullopt, &blocks);
+  fronts_.drain(stream, std::nullopt, &blocks);
   drained_to_streams(blocks);
 }
 

@@ -35,6 +35,7 @@ bool FrontCache::adopt(cudaStream_t stream, uint64_t addr, uint64_t size) {
   list(stream, size, true)->push_back(slot);
   cached_bytes_ += size;
   ++cached_blocks_;
+  large_records_ += size > limits_.large_above;
   return true;
 }
 
@@ -72,6 +73,7 @@ std::optional<FrontCache::Record> FrontCache::find(uint64_t addr) const {
 }
 
 void FrontCache::forget(uint32_t slot) {
+  large_records_ -= slots_[slot].size > limits_.large_above;
   index_.erase(slots_[slot].addr);
   free_slots_.push_back(slot);
 }
@@ -103,6 +105,7 @@ void FrontCache::drain(std::vector<Drained>* out) {
 }
 
 void FrontCache::drain(cudaStream_t stream, std::optional<uint64_t> larger_than, std::vector<Drained>* out) {
+  if (larger_than && *larger_than >= limits_.large_above && large_records_ == 0) return;
   for (auto it = lists_.begin(); it != lists_.end();) {
     if (it->first.first != stream || (larger_than && it->first.second <= *larger_than)) {
       ++it;
@@ -120,6 +123,7 @@ void FrontCache::detach_all(std::vector<Drained>* cached, std::vector<Record>* l
   index_.clear();
   slots_.clear();
   free_slots_.clear();
+  large_records_ = 0;
 }
 
 }  // namespace alloc

@@ -44,6 +44,10 @@ class FrontCache {
     size_t blocks = 64;            // cached blocks at most
     uint64_t bytes = 64ull << 20;  // cached bytes at most
     size_t records = 1024;         // records (live and cached) at most
+    // Records of blocks above this size are counted apart, so that
+    // draining only those finds at once when there are none (none counted
+    // by default).
+    uint64_t large_above = UINT64_MAX;
   };
   explicit FrontCache(Limits limits) : limits_(limits) {}
   FrontCache() : FrontCache(Limits{}) {}
@@ -77,7 +81,9 @@ class FrontCache {
     uint64_t addr, size;
   };
   // Cached blocks leave, oldest first in each list: every one, or those
-  // freed on `stream`, or of those only the ones larger than `larger_than`.
+  // freed on `stream`, or of those only the ones larger than `larger_than`
+  // (at once when that is Limits::large_above and no such block has a
+  // record).
   void drain(std::vector<Drained>* out);
   void drain(cudaStream_t stream, std::optional<uint64_t> larger_than, std::vector<Drained>* out);
   // Everything leaves: the cached blocks (as drain()) and the live records
@@ -111,6 +117,9 @@ class FrontCache {
   std::vector<Record> slots_;
   std::vector<uint32_t> free_slots_;
   absl::flat_hash_map<uint64_t, uint32_t> index_;  // addr -> slot
+  // Records (live or cached) above limits_.large_above: counted where
+  // records come and go, so that the cached pair (take, put) pays nothing.
+  size_t large_records_ = 0;
   absl::flat_hash_map<Key, List> lists_;
   // The list used last (lists_ moves its values when it grows or shrinks:
   // cleared then).

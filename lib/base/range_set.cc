@@ -69,6 +69,13 @@ bool RangeSet::take(uint64_t offset, uint64_t size) {
 uint64_t RangeSet::take_overlap(uint64_t offset, uint64_t size) {
   const uint64_t end = offset + size;
   uint64_t taken = 0;
+  // The common case, one range holding it all: no second lookup.
+  if (auto range = by_end_.upper_bound(offset); range == by_end_.end() || range->second >= end) {
+    return 0;
+  } else if (range->second <= offset && end <= range->first) {
+    carve(range, offset, size);
+    return size;
+  }
   // The first range ending past `offset` is the first that may overlap;
   // after a carve, look it up again (the iterators may have moved).
   for (auto range = by_end_.upper_bound(offset); range != by_end_.end() && range->second < end;

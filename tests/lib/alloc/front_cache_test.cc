@@ -1,6 +1,7 @@
 // FrontCache: exact-size reuse per stream, most recent first; a record
 // per block that says cached (freed) or live, so a second free is refused;
-// the limits; drains by stream and size; the counts, bytes and low water.
+// the limits; drains by stream and size (large blocks counted apart); the
+// counts, bytes and low water.
 #include "alloc/front_cache.h"
 
 #include <gtest/gtest.h>
@@ -115,6 +116,37 @@ TEST(FrontCache, DrainsByStreamAndByLargeSizeWithTheRightCounts) {
   c.drain(&out);
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(0u, c.cached_bytes());
+}
+
+// Limits::large_above: draining the large blocks finds at once when no
+// large block has a record, and still finds every cached one after takes,
+// puts and drains.
+TEST(FrontCache, LargeBlocksCountedApartAreDrainedWhenThereAreSome) {
+  FrontCache::Limits limits;
+  limits.large_above = 1 << 20;
+  FrontCache c(limits);
+  std::vector<FrontCache::Drained> out;
+  ASSERT_TRUE(c.adopt(stream(1), 0, 512));
+  ASSERT_TRUE(c.adopt(stream(1), 1 << 20, 1 << 20));  // not above: small
+  c.drain(stream(1), uint64_t{1} << 20, &out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(2u, c.cached_blocks());
+  ASSERT_TRUE(c.adopt(stream(1), 8 << 20, 4 << 20));
+  ASSERT_EQ(uint64_t{8} << 20, c.take(stream(1), 4 << 20, 100));  // live again: not cached
+  c.drain(stream(1), uint64_t{1} << 20, &out);
+  EXPECT_TRUE(out.empty());
+  ASSERT_EQ(FrontCache::Put::kCached, c.put(8 << 20, stream(2)));  // freed on another stream
+  c.drain(stream(1), uint64_t{1} << 20, &out);
+  EXPECT_TRUE(out.empty());
+  c.drain(stream(2), uint64_t{1} << 20, &out);
+  ASSERT_EQ(1u, out.size());
+  EXPECT_EQ(uint64_t{8} << 20, out[0].addr);
+  out.clear();
+  ASSERT_TRUE(c.adopt(stream(2), 16 << 20, 4 << 20));  // counted again after the drain
+  c.drain(stream(2), uint64_t{2} << 20, &out);  // a larger bound: looked for as before
+  ASSERT_EQ(1u, out.size());
+  EXPECT_EQ(uint64_t{16} << 20, out[0].addr);
+  EXPECT_EQ(2u, c.cached_blocks());
 }
 
 TEST(FrontCache, LowWaterIsTheLeastCachedSinceTheLastLook) {

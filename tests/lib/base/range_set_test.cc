@@ -211,6 +211,12 @@ TEST(RangeSet, TakeOverlapTakesEveryPieceInsideTheSpan) {
   EXPECT_EQ(10u, r.take_overlap(460, 10));  // inside one range: split in three
   EXPECT_EQ(3u, r.count());
   EXPECT_EQ("", r.check());
+  EXPECT_EQ(50u, r.take_overlap(0, 50));  // one whole range
+  EXPECT_EQ(2u, r.count());
+  EXPECT_EQ(0u, r.take_overlap(0, 450));  // ends where a range starts: nothing
+  EXPECT_EQ(5u, r.take_overlap(445, 10));  // starts before a range, ends inside it
+  EXPECT_EQ(35u, r.total());
+  EXPECT_EQ("", r.check());
 }
 
 }  // namespace

@@ -175,7 +175,7 @@ void* DeviceAllocator::allocate_mapped(uint64_t bytes) {
 
 // StreamCache's Note [A stream's small blocks at any size].
 void* DeviceAllocator::allocate_joined(uint64_t bytes, cudaStream_t stream) {
-  drain_fronts(stream, false);  // its fronts' blocks join the pool
+  drain_fronts(stream);  // its fronts' blocks join the pool
   StreamCache::Blocks mine;
   streams_.small_blocks(stream, &mine);
   if (mine.empty()) return nullptr;

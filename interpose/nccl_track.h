@@ -17,6 +17,7 @@
 #include "nccl/collectives.h"
 #include "nccl/communicators.h"
 #include "nccl/profiler_enable.h"
+#include "timeline/timeline.h"
 
 namespace gpuslack {
 namespace interpose {
@@ -74,6 +75,10 @@ inline void track_end(nccl::GroupTrack& g, ncclResult_t r, uint64_t) {
 // nccl/profiler_enable.h). Once per process; later inits are one load.
 struct CommInit {};
 inline CommInit track_begin(CommInit c) {
+  // prepare() may setenv, which must not run beside the timeline's start
+  // (Note [The start's thread reads no environment] in timeline/timeline.cc):
+  // an atomic load once that start is done.
+  timeline::wait_for_start(5);
   nccl::profiler::prepare();
   return c;
 }

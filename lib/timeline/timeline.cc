@@ -13,6 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include <pthread.h>
@@ -73,6 +75,9 @@ namespace {
 // forks as it would have without gpuslack.
 std::atomic<bool> g_starting{false};
 std::atomic<int> g_forks{0};
+// See Note [The start's thread reads no environment]: from start() handing
+// start_now() to its thread until that work is done (wait_for_start()).
+std::atomic<bool> g_start_pending{false};
 
 void before_fork() {
   g_forks.fetch_add(1);
@@ -82,6 +87,7 @@ void after_fork_in_parent() { g_forks.fetch_sub(1); }
 void after_fork_in_child() {
   g_forks.store(0);
   g_starting.store(false);
+  g_start_pending.store(false);
 }
 
 // Raises g_starting once no fork is in progress (Note above).
@@ -100,14 +106,33 @@ void stop_at_exit() { stop(); }
 // caller's thread]): loading libcupti and calibrating the clock (up to 10 ms)
 // happen outside the lock, so that a tool subscribing meanwhile
 // (before_foreign_subscribe) never waits for the loader.
-void start_now() {
+// Note [The start's thread reads no environment]: glibc's getenv is not
+// safe beside a setenv on another thread (setenv may move the environment
+// array while getenv walks it), and gpuslack itself calls setenv at the
+// first communicator init (NCCL_PROFILER_PLUGIN, Note [Joining NCCL as its
+// profiler] in nccl/profiler_enable.h), on the very thread whose hooked call
+// may have started this one: ASan caught start_now()'s getenv faulting
+// there (NcclHooks.AbortWhileAPeerIsBlockedNeitherHangsNorBreaksTheSummary).
+// So the variables the start needs are read by start(), on the caller's
+// thread, as the application's own getenv would be; and that setenv waits
+// for the start's work to end (wait_for_start()), since libcupti's loading
+// may read the environment too.
+struct StartEnvironment {
+  std::optional<std::string> cuda_home;
+  std::string injection;  // CUDA_INJECTION64_PATH, "" when unset
+};
+
+void start_now(const StartEnvironment& env) {
   // Note [No fork while the timeline starts].
   enter_start_work();
   struct Leave {
-    ~Leave() { g_starting.store(false); }
+    ~Leave() {
+      g_starting.store(false);
+      g_start_pending.store(false);
+    }
   } leave;
   const Options& o = options();
-  const cuda::CuptiApi* api = cuda::cupti(environment_variable("CUDA_HOME"));
+  const cuda::CuptiApi* api = cuda::cupti(env.cuda_home ? env.cuda_home->c_str() : nullptr);
   const double tick_s = api ? clock::tick_seconds() : 0;
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_state || g_forked_child) return;
@@ -127,8 +152,7 @@ void start_now() {
   st.sink = make_device_analysis(sink_options);
   SessionConfig config;
   config.mode = o.gpu_timeline == "on" ? Mode::kOn : Mode::kAuto;
-  if (const char* injected = environment_variable("CUDA_INJECTION64_PATH"); injected && *injected)
-    config.injection = injected;
+  if (!env.injection.empty()) config.injection = env.injection;
   config.buffer_limit_bytes = static_cast<uint64_t>(o.gpu_timeline_buffer_mb) << 20;
   // Blocked calls shorter than a launch-bound gap could not explain an idle
   // gap longer than one: they are not written; nor, whatever the gap, calls
@@ -181,14 +205,28 @@ void start() {
   }
   static const bool fork_handlers = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
   if (!fork_handlers) log::debug("gpu_timeline: pthread_atfork failed; a fork while the timeline starts may hang the child");
+  StartEnvironment env;  // See Note [The start's thread reads no environment]
+  if (const char* home = environment_variable("CUDA_HOME")) env.cuda_home = home;
+  if (const char* injected = environment_variable("CUDA_INJECTION64_PATH")) env.injection = injected;
+  g_start_pending.store(true);
   try {
-    start_quiet_thread(start_now).detach();
+    start_quiet_thread(start_now, std::move(env)).detach();
   } catch (...) {
+    g_start_pending.store(false);
     log::warn("gpu_timeline: cannot start a thread; the GPU timeline is off");
     std::lock_guard<std::mutex> lock(g_mu);
     g_state->status = Status::kUnavailable;
     g_state->detail = "no thread could be started";
   }
+}
+
+bool wait_for_start(double max_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_seconds);
+  while (g_start_pending.load()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 Snapshot snapshot() {

@@ -191,6 +191,11 @@ struct Snapshot {
 
 // Starts the timeline per the gpu_timeline knob (session start, once).
 void start();
+// Waits, up to `max_seconds`, until the work start() handed to its own
+// thread is done (at once when none is pending): a setenv must not run
+// beside it (Note [The start's thread reads no environment] in
+// timeline.cc). False if it was still running at the deadline.
+bool wait_for_start(double max_seconds);
 // Flushes CUPTI's buffers, waits (bounded) for them to be processed, and
 // returns the figures as of now. Cheap when the timeline is off.
 Snapshot snapshot();

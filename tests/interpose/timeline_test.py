@@ -68,9 +68,12 @@ class Timeline(OutDirTest):
         self.assertAlmostEqual(modeled_busy, d["busy_s"], delta=0.05 * modeled_busy, msg=what)
         self.assertAlmostEqual(d["busy_s"], d["busy"]["compute"], delta=1e-6, msg=what)
         # The CPU stage, and the window outside the loop (no CUDA call in
-        # flight but the stream's destruction), are host-bound: within 10%.
+        # flight but the stream's destruction), are host-bound: within 20%
+        # (run alone, RUN_SERIAL; still 17.6% over once in an ASan run
+        # beside other tests, and helpers saw it at load 8-11). A wrong
+        # cause would leave about nothing here, which 20% tells apart.
         host = app["cpu_s"] + (d["wall_s"] - app["loop_s"])
-        self.assertAlmostEqual(host, d["idle"]["host_bound"], delta=0.10 * host, msg=what)
+        self.assertAlmostEqual(host, d["idle"]["host_bound"], delta=0.20 * host, msg=what)
         # cudaMalloc and cudaFree with the GPU idle: allocation, within 30%.
         # The program times its calls from outside the hooks, so its figure
         # also holds what a loaded machine adds around each call: measured

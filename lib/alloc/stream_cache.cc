@@ -31,16 +31,20 @@ std::optional<uint64_t> StreamCache::take(cudaStream_t stream, uint64_t size) {
   // warm in the TLBs, and the oldest ones stay together for a flush.
   uint64_t offset = bucket->second.back();
   bucket->second.pop_back();
-  if (bucket->second.empty() && size > large_above_) buckets.erase(bucket);
-  --s->second.blocks;
-  s->second.bytes -= size;
+  forget(&s->second, &buckets, bucket, offset, size);
+  return offset;
+}
+
+void StreamCache::forget(PerStream* s, Buckets* buckets, Buckets::iterator bucket, uint64_t offset, uint64_t size) {
+  if (bucket->second.empty() && size > large_above_) buckets->erase(bucket);
+  --s->blocks;
+  s->bytes -= size;
   if (size <= large_above_) {
-    s->second.small_bytes -= size;
-    s->second.small_by_address.erase(offset);
+    s->small_bytes -= size;
+    s->small_by_address.erase(offset);
   }
   bytes_ -= size;
   --blocks_;
-  return offset;
 }
 
 // Note [A stream's small blocks at any size].
@@ -59,15 +63,7 @@ bool StreamCache::remove(cudaStream_t stream, uint64_t offset, uint64_t size) {
   auto it = std::find(bucket->second.begin(), bucket->second.end(), offset);
   if (it == bucket->second.end()) return false;
   bucket->second.erase(it);  // the rest keep their order (LIFO)
-  if (bucket->second.empty() && size > large_above_) buckets.erase(bucket);
-  --s->second.blocks;
-  s->second.bytes -= size;
-  if (size <= large_above_) {
-    s->second.small_bytes -= size;
-    s->second.small_by_address.erase(offset);
-  }
-  bytes_ -= size;
-  --blocks_;
+  forget(&s->second, &buckets, bucket, offset, size);
   return true;
 }
 

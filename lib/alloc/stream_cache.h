@@ -122,6 +122,11 @@ class StreamCache {
     // small blocks at any size]: read in address order, never sorted).
     absl::btree_map<uint64_t, uint64_t> small_by_address;
   };
+  using Buckets = std::unordered_map<uint64_t, std::vector<uint64_t>>;
+  // What take() and remove() share once `offset` (of `size`) left its
+  // bucket: the bucket goes if large and empty, and the counts drop.
+  void forget(PerStream* s, Buckets* buckets, Buckets::iterator bucket, uint64_t offset, uint64_t size);
+
   uint64_t large_above_;
   std::unordered_map<cudaStream_t, PerStream> streams_;
   uint64_t bytes_ = 0;

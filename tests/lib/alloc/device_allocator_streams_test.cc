@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -132,30 +133,43 @@ TEST(DeviceAllocatorStreams, HeldMemoryReachesOtherStreamsOnceFenced) {
 // s1's fence has completed, what s1 held serves s2's next large request
 // that its own cache cannot, before any free range does; before, s2 split
 // the free range another block needed, and that block mapped more.
+// What the two tests below start from: a free, mapped 10 MiB range (z:
+// stream-less, fenced and taken back), a live block after it, then 40 MiB
+// on s1 (p) and another live block (end); `more` allocates before z is
+// freed. Then s1 frees its 40 MiB (held, fenced: past 32 MiB) and takes 34
+// back: it holds the last 6 MiB.
+struct SixMiBHeldByS1 {
+  void *z, *spacer, *end;
+  char* p;
+};
+void hold_six_mib_on_s1(DeviceAllocator& a, cudaStream_t s1, const std::function<void()>& more, SixMiBHeldByS1* out) {
+  out->z = a.allocate(10 * kMiB);
+  out->spacer = a.allocate(2 * kMiB);
+  out->p = static_cast<char*>(a.allocate(40 * kMiB, s1));
+  out->end = a.allocate(2 * kMiB);
+  more();
+  ASSERT_NE(nullptr, out->z);
+  ASSERT_NE(nullptr, out->spacer);
+  ASSERT_NE(nullptr, out->p);
+  ASSERT_EQ(out->p + 40 * kMiB, out->end);
+  ASSERT_TRUE(a.free(out->z));
+  a.fence_frees();
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  a.take_back_completed();
+  ASSERT_TRUE(a.free(out->p, s1));
+  ASSERT_EQ(out->p, a.allocate(34 * kMiB, s1));
+}
+
 TEST(DeviceAllocatorStreams, OtherStreamsFencedRangesServeBeforeFreeSpace) {
   sync::reset_streams();
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
   cudaStream_t s1 = non_blocking(), s2 = non_blocking();
-  // A free, mapped 10 MiB range (stream-less, fenced and taken back), a
-  // live block after it, then 40 MiB on s1 and another live block.
-  void* z = a.allocate(10 * kMiB);
-  void* spacer = a.allocate(2 * kMiB);
-  char* p = static_cast<char*>(a.allocate(40 * kMiB, s1));
-  void* end = a.allocate(2 * kMiB);
-  ASSERT_NE(nullptr, z);
-  ASSERT_NE(nullptr, spacer);
-  ASSERT_NE(nullptr, p);
-  ASSERT_EQ(p + 40 * kMiB, end);
-  ASSERT_TRUE(a.free(z));
-  a.fence_frees();
-  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
-  a.take_back_completed();
-  // s1 frees its 40 MiB (held, fenced: past 32 MiB) and takes 34 back:
-  // it holds the last 6 MiB, and its fence completes.
-  ASSERT_TRUE(a.free(p, s1));
-  char* q = static_cast<char*>(a.allocate(34 * kMiB, s1));
-  ASSERT_EQ(p, q);
+  SixMiBHeldByS1 scene;
+  ASSERT_NO_FATAL_FAILURE(hold_six_mib_on_s1(a, s1, [] {}, &scene));
+  void *z = scene.z, *spacer = scene.spacer, *end = scene.end;
+  char *p = scene.p, *q = scene.p;
+  // s1's fence completes.
   ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s1));
   const uint64_t reserved = a.stats().reserved;
   // s2's 5 MiB: in s1's 6 MiB, not in the 10 MiB range ...
@@ -184,21 +198,20 @@ TEST(DeviceAllocatorStreams, OtherStreamsFencedRangesJoinTheOnePool) {
   DeviceAllocator a(cuda::driver(), 0, 256 * kMiB, 0);
   ASSERT_TRUE(a.ok());
   cudaStream_t s1 = non_blocking(), s2 = non_blocking();
-  void* z = a.allocate(10 * kMiB);
-  void* spacer = a.allocate(2 * kMiB);
-  char* p = static_cast<char*>(a.allocate(40 * kMiB, s1));
-  void* end = a.allocate(2 * kMiB);
-  char* h = static_cast<char*>(a.allocate(3 * kMiB, s2));
-  void* end2 = a.allocate(2 * kMiB);
-  for (void* x : {z, spacer, static_cast<void*>(p), end, static_cast<void*>(h), end2}) ASSERT_NE(nullptr, x);
-  ASSERT_EQ(p + 40 * kMiB, end);
-  ASSERT_TRUE(a.free(z));
-  a.fence_frees();
-  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
-  a.take_back_completed();
-  ASSERT_TRUE(a.free(p, s1));
-  char* q = static_cast<char*>(a.allocate(34 * kMiB, s1));
-  ASSERT_EQ(p, q);
+  char* h = nullptr;
+  void* end2 = nullptr;
+  SixMiBHeldByS1 scene;
+  ASSERT_NO_FATAL_FAILURE(hold_six_mib_on_s1(
+      a, s1,
+      [&] {
+        h = static_cast<char*>(a.allocate(3 * kMiB, s2));
+        end2 = a.allocate(2 * kMiB);
+      },
+      &scene));
+  ASSERT_NE(nullptr, h);
+  ASSERT_NE(nullptr, end2);
+  void *z = scene.z, *spacer = scene.spacer, *end = scene.end;
+  char *p = scene.p, *q = scene.p;
   ASSERT_TRUE(a.free(h, s2));
   ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
   const uint64_t reserved = a.stats().reserved, reuses = a.stats().stream_reuses;

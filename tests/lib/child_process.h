@@ -71,14 +71,15 @@ inline int fork_and_wait(const std::function<int()>& in_child, double seconds, b
 
 // Runs `body` in a process of its own (after `first`, when given): its exit
 // code, or a negative number if it did not exit within `seconds` or not
-// normally.
+// normally. `body` may fork and wait for children of its own: under a
+// sanitizer the deadline allows for their retries (with_sanitizer_retries).
 inline int in_own_process(const std::function<int()>& body, double seconds, void (*first)() = nullptr) {
   return fork_and_wait(
       [&] {
         if (first) first();
         return body();
       },
-      seconds, false);
+      with_sanitizer_retries(seconds), false);
 }
 
 // Runs `body` on a thread of its own whose stack no thread of the default

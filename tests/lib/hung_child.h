@@ -37,6 +37,18 @@ namespace test {
 // lock (Note [A sanitizer's lock held at a fork]).
 constexpr int kForksPerSanitizerHang = 3;
 
+// A process that forks children of its own waits, in the worst case, for
+// kForksPerSanitizerHang of them to hang, each for its deadline and gdb's
+// (at most 30 s): under a sanitizer, a deadline of `seconds` for such a
+// process is stretched by that much.
+inline double with_sanitizer_retries(double seconds) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return kForksPerSanitizerHang * (seconds + 30);
+#else
+  return seconds;
+#endif
+}
+
 // gdb's backtrace of every thread of process `pid` (it must be our child,
 // or ptrace must be allowed), "" when gdb is missing or cannot attach. gdb
 // runs without the program's LD_PRELOAD (a sanitized libgpuslack.so
@@ -44,7 +56,7 @@ constexpr int kForksPerSanitizerHang = 3;
 inline std::string thread_stacks(pid_t pid) {
   char command[200];
   std::snprintf(command, sizeof command,
-                "env -u LD_PRELOAD timeout 60 gdb -nx -batch -p %d -ex 'thread apply all bt 24' 2>/dev/null </dev/null",
+                "env -u LD_PRELOAD timeout 30 gdb -nx -batch -p %d -ex 'thread apply all bt 24' 2>/dev/null </dev/null",
                 static_cast<int>(pid));
   std::string out;
   if (FILE* p = popen(command, "r")) {

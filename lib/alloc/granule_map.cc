@@ -260,7 +260,8 @@ CUresult GranuleMap::map(uint64_t offset, uint64_t bytes, bool in_pages, uint64_
     size_t unmapped_run = 1;
     while (i + unmapped_run <= last && !handles_[i + unmapped_run]) ++unmapped_run;
     size_t run = 1;
-    if (in_pages && unmapped_run >= kLongRunPages * max_chunk_ && unmapped_run * granularity_ <= long_run_bytes)
+    if (in_pages && max_chunk_ > 1 && unmapped_run >= kLongRunPages * max_chunk_ &&
+        unmapped_run * granularity_ <= long_run_bytes)
       run = unmapped_run;
     else  // a chunk never crosses a page boundary (Note [Pages mapped whole])
       while (i + run <= last && !handles_[i + run] && run < max_chunk && (i + run) % max_chunk_ != 0) ++run;

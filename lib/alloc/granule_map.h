@@ -68,7 +68,9 @@
 //
 // Note [One handle for a long run]: a run of unmapped granules that one
 // map() backs, of at least kLongRunPages pages (40 MiB with 20 MiB pages;
-// See Note [Two pages make a long run]), is one handle over the whole run
+// See Note [Two pages make a long run]; never where a page is one granule,
+// map_chunk_mb:0 or 2, whose promise is one handle per granule), is one
+// handle over the whole run
 // instead of a handle per page, when the caller allows a handle that large
 // (map()'s `long_run_bytes`: the allocator allows
 // 1/MappingPolicy::kLongRunShare of the most it ever had allocated): two

@@ -79,7 +79,7 @@ constexpr Range zero_or(double min, double max) { return Range{min, max, true, t
   X(cache_limit_mb, int, 0, between(0, 16777216),                                                  \
     "vmm: release free physical memory past this many MiB (0: only on demand)")                    \
   X(map_chunk_mb, int, 20, between(0, 1024),                                                       \
-    "vmm: pages of this many MiB, each mapped as one physical handle (0: one granule)")             \
+    "vmm: pages of this many MiB, each one physical handle or runs of pages one (0: one granule, one handle each)")             \
   X(ipc_fds, std::string, "pidfd", kNoRange,                                                       \
     "vmm IPC: how an importer takes the exporter's descriptors: pidfd (pidfd_getfd, the exporter's socket where refused) or socket") \
   X(pin, bool, true, kNoRange,                                                                     \

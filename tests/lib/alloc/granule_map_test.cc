@@ -279,7 +279,7 @@ TEST(GranuleMap, SmallerKeptHandlesFillARun) {
 // one cuMemMap), released only whole; past the bytes allowed, or shorter,
 // it is mapped in pages.
 TEST(GranuleMap, ALongRunIsOneHandleWithinTheBytesAllowed) {
-  GranuleMap m(api(), 0, 64 * kMiB, 2 * kMiB);  // pages of one granule
+  GranuleMap m(api(), 0, 64 * kMiB, 4 * kMiB);  // pages of two granules
   ASSERT_TRUE(m.ok()) << m.why();
   const uint64_t run = GranuleMap::kLongRunPages * m.page_bytes();
   ASSERT_LE(run, 16 * kMiB);  // the binary's device has 16 MiB
@@ -302,9 +302,24 @@ TEST(GranuleMap, ALongRunIsOneHandleWithinTheBytesAllowed) {
   ASSERT_EQ(CUDA_SUCCESS, m.map(0, run - m.page_bytes(), true, run));
   EXPECT_EQ(2 * GranuleMap::kLongRunPages, m.chunks_mapped_total());
   // Granule by granule (in_pages false): never one handle.
-  EXPECT_EQ(run / m.granularity() - 1, m.unmap(0, run));
+  EXPECT_EQ((run - m.page_bytes()) / m.granularity(), m.unmap(0, run));
   ASSERT_EQ(CUDA_SUCCESS, m.map(0, run, false, run));
-  EXPECT_EQ(3 * GranuleMap::kLongRunPages, m.chunks_mapped_total());
+  EXPECT_EQ(2 * GranuleMap::kLongRunPages + run / m.granularity(), m.chunks_mapped_total());
+}
+
+// Pages of one granule (map_chunk_mb:0 or 2) promise one handle per
+// granule: no run of them is ever one handle, whatever is allowed.
+TEST(GranuleMap, PagesOfOneGranuleNeverMakeALongRun) {
+  GranuleMap m(api(), 0, 64 * kMiB, 0);
+  ASSERT_TRUE(m.ok()) << m.why();
+  ASSERT_EQ(m.granularity(), m.page_bytes());
+  const uint64_t run = 4 * m.page_bytes();
+  ASSERT_LE(run, 16 * kMiB);  // the binary's device has 16 MiB
+  long creates = gpusim_calls("cuMemCreate");
+  ASSERT_EQ(CUDA_SUCCESS, m.map(0, run, true, run));
+  EXPECT_EQ(4, gpusim_calls("cuMemCreate") - creates);
+  EXPECT_EQ(4u, m.chunks_mapped_total());
+  EXPECT_EQ(run / m.granularity(), m.unmap(0, run));
 }
 
 // See Note [Two pages make a long run]: a run of two pages is one handle

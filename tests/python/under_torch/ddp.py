@@ -28,6 +28,7 @@ values of its all-reduce there.
 import argparse
 import json
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -83,9 +84,15 @@ def main(argv=None):
     group_sum = t[:4].cpu().tolist()
     dist.barrier()
     grad_bytes = sum(q.numel() * q.element_size() for q in model.parameters())
-    print("ddp: " + json.dumps({"rank": rank, "world_size": world, "device": str(device), "steps": a.steps,
-                                "grad_bytes": grad_bytes, "bucket_cap_mb": a.bucket_cap_mb,
-                                "group": pairs[mine], "group_sum": group_sum}), flush=True)
+    # One write of the whole line, newline included: the ranks share one
+    # pipe, and print() writes the text and its newline apart when stdout is
+    # unbuffered, so two ranks' lines could join (this stop's CI: "Extra
+    # data" in one line). A write of under PIPE_BUF bytes to a pipe is atomic.
+    line = "ddp: " + json.dumps({"rank": rank, "world_size": world, "device": str(device), "steps": a.steps,
+                                 "grad_bytes": grad_bytes, "bucket_cap_mb": a.bucket_cap_mb,
+                                 "group": pairs[mine], "group_sum": group_sum}) + "\n"
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), line.encode())
     dist.destroy_process_group()
     return 0
 

@@ -47,7 +47,7 @@ class MappingPolicy {
   // high-water mark; none (0) once the mapped total with `bytes` more is
   // past 1/kLongRunsUpTo of the device's memory (Note [Two pages make a
   // long run]).
-  uint64_t long_run_bytes(uint64_t mapped = 0, uint64_t bytes = 0) const;
+  uint64_t long_run_bytes(uint64_t mapped, uint64_t bytes) const;
 
   // A mapping took `seconds` and mapped `mapped` bytes (0: none; ignored).
   void note_map_cost(double seconds, uint64_t mapped);

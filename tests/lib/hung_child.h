@@ -36,17 +36,22 @@ namespace test {
 // How many times a fork is tried while its child hangs on a sanitizer's
 // lock (Note [A sanitizer's lock held at a fork]).
 constexpr int kForksPerSanitizerHang = 3;
+// Whether this build runs under a sanitizer (ASan or TSan): only then is a
+// hang excused, and deadlines stretched.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+// The most gdb may take to attach and print (thread_stacks).
+constexpr int kGdbSeconds = 30;
 
 // A process that forks children of its own waits, in the worst case, for
 // kForksPerSanitizerHang of them to hang, each for its deadline and gdb's
-// (at most 30 s): under a sanitizer, a deadline of `seconds` for such a
+// (kGdbSeconds): under a sanitizer, a deadline of `seconds` for such a
 // process is stretched by that much.
 inline double with_sanitizer_retries(double seconds) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return kForksPerSanitizerHang * (seconds + 30);
-#else
-  return seconds;
-#endif
+  return kSanitized ? kForksPerSanitizerHang * (seconds + kGdbSeconds) : seconds;
 }
 
 // gdb's backtrace of every thread of process `pid` (it must be our child,
@@ -56,8 +61,8 @@ inline double with_sanitizer_retries(double seconds) {
 inline std::string thread_stacks(pid_t pid) {
   char command[200];
   std::snprintf(command, sizeof command,
-                "env -u LD_PRELOAD timeout 30 gdb -nx -batch -p %d -ex 'thread apply all bt 24' 2>/dev/null </dev/null",
-                static_cast<int>(pid));
+                "env -u LD_PRELOAD timeout %d gdb -nx -batch -p %d -ex 'thread apply all bt 24' 2>/dev/null </dev/null",
+                kGdbSeconds, static_cast<int>(pid));
   std::string out;
   if (FILE* p = popen(command, "r")) {
     char buf[4096];
@@ -95,11 +100,7 @@ inline bool report_hung_child(pid_t pid, double seconds) {
   const std::string stacks = thread_stacks(pid);
   std::fprintf(stderr, "child %d still running after %.0f s; its threads:\n%s\n", static_cast<int>(pid), seconds,
                stacks.empty() ? "(no stacks: gdb missing or not allowed to attach)" : stacks.c_str());
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return waits_on_a_sanitizer_lock(stacks);
-#else
-  return false;
-#endif
+  return kSanitized && waits_on_a_sanitizer_lock(stacks);
 }
 
 }  // namespace test

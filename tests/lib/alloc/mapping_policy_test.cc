@@ -44,11 +44,11 @@ TEST(MappingPolicy, MapsWholePagesOnlyForLargeRequestsOnALightlyFilledDevice) {
 // only while it stays within a share of the most ever allocated.
 TEST(MappingPolicy, OneHandleForALongRunHoldsAShareOfTheAllocatedHighWaterMark) {
   MappingPolicy p(1024 * kMiB);
-  EXPECT_EQ(0u, p.long_run_bytes());  // nothing allocated yet: pages only
+  EXPECT_EQ(0u, p.long_run_bytes(0, 0));  // nothing allocated yet: pages only
   p.note_peaks(0, 600 * kMiB);
-  EXPECT_EQ(600 * kMiB / MappingPolicy::kLongRunShare, p.long_run_bytes());
+  EXPECT_EQ(600 * kMiB / MappingPolicy::kLongRunShare, p.long_run_bytes(0, 0));
   p.note_peaks(0, 60 * kMiB);  // a high-water mark: lower values change nothing
-  EXPECT_EQ(600 * kMiB / MappingPolicy::kLongRunShare, p.long_run_bytes());
+  EXPECT_EQ(600 * kMiB / MappingPolicy::kLongRunShare, p.long_run_bytes(0, 0));
 }
 
 // GranuleMap's Note [Two pages make a long run]: no long run once the
